@@ -1,0 +1,36 @@
+"""`python -m eval_backend <command>`: each command lives in its own module.
+
+A module listed here defines `add_arguments(parser)` and `main(args) -> int`.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+COMMANDS = {
+    "run": ("eval_backend.runner", "query models on a benchmark and store their replies"),
+    "benchmark": ("eval_backend.benchmark.cli", "inspect benchmarks (info SPEC --json)"),
+    "demo": ("eval_backend.benchmark.demo", "build the offline demo benchmark from a seed"),
+    "score": ("eval_backend.scoring.cli", "score a model's stored replies"),
+    "rescore": ("eval_backend.scoring.rescore_cli", "recompute results from stored replies only"),
+}
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    parser = argparse.ArgumentParser(prog="python -m eval_backend")
+    sub = parser.add_subparsers(dest="command", required=True)
+    modules = {}
+    wanted = argv[0] if argv and argv[0] in COMMANDS else None
+    for name, (module, help_text) in COMMANDS.items():
+        p = sub.add_parser(name, help=help_text)
+        if name == wanted:  # import only the command in use: start-up stays fast
+            modules[name] = importlib.import_module(module)
+            modules[name].add_arguments(p)
+    args = parser.parse_args(argv)
+    return int(modules[args.command].main(args) or 0)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

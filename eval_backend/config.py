@@ -1,0 +1,56 @@
+"""Settings resolved from arguments, environment and files (no I/O at import)."""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+
+DATA_DIR_ENV = "EMPATHY_ARENA_DATA_DIR"
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+DEFAULT_MODELS_FILE = PROJECT_ROOT / "models.yaml"
+
+
+def data_dir(explicit: str | os.PathLike | None = None) -> Path:
+    """--data-dir beats EMPATHY_ARENA_DATA_DIR beats ./data."""
+    chosen = explicit or os.environ.get(DATA_DIR_ENV) or "data"
+    path = Path(chosen).expanduser().resolve()
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+@dataclass
+class ModelSpec:
+    """One entry of the models YAML: `models: [{name, base_url, model, api_key_env, audio_output, voice}]`."""
+    name: str
+    base_url: str
+    model: str
+    api_key_env: str | None = None
+    audio_output: bool = False
+    voice: str | None = None
+    stream: bool = False           # streaming-only providers
+    timeout_s: float = 60.0
+    baseline: bool = False
+    extra: dict = field(default_factory=dict)
+
+    def api_key(self) -> str | None:
+        """Read at call time so the key never sits in a stored object."""
+        return os.environ.get(self.api_key_env) if self.api_key_env else None
+
+
+_KNOWN = {"name", "base_url", "model", "api_key_env", "audio_output", "voice", "stream", "timeout_s", "baseline"}
+
+
+def load_models(path: str | os.PathLike | None = None) -> dict[str, ModelSpec]:
+    path = Path(path) if path else DEFAULT_MODELS_FILE
+    doc = yaml.safe_load(path.read_text()) or {}
+    out: dict[str, ModelSpec] = {}
+    for entry in doc.get("models", []):
+        missing = [k for k in ("name", "base_url", "model") if not entry.get(k)]
+        if missing:
+            raise ValueError(f"{path}: a model entry lacks {', '.join(missing)}: {entry!r}")
+        known = {k: v for k, v in entry.items() if k in _KNOWN}
+        extra = {k: v for k, v in entry.items() if k not in _KNOWN}
+        out[entry["name"]] = ModelSpec(**known, extra=extra)
+    return out

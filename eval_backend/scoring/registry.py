@@ -1,0 +1,62 @@
+"""The metric registry: adding a metric is one `@metric(...)` entry.
+
+A metric reads stored replies (never a model) through a ScoringContext and
+returns a MetricResult. A metric that cannot be computed returns
+`MetricResult.not_computed(reason)`: its value is None and the leaderboard
+shows "not computed: <reason>", never 0.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from ..benchmark.model import Benchmark
+from ..store import Reply, Store
+
+
+@dataclass
+class ScoringContext:
+    model: str
+    benchmark: Benchmark
+    replies: dict[str, Reply]          # request_id -> stored reply (ok or failed)
+    store: Store
+    settings: dict[str, Any] = field(default_factory=dict)   # judge config, plugin paths, seeds
+    cache: dict[str, Any] = field(default_factory=dict)      # shared per-run memo (ASR, embeddings)
+
+
+@dataclass
+class MetricResult:
+    value: float | None                               # headline value; None = not computed
+    per_item: dict[str, float | None] = field(default_factory=dict)  # request_id -> item score
+    ci95: tuple[float, float] | None = None           # bootstrap over items
+    n: int = 0                                        # items that counted
+    failures: dict[str, int] = field(default_factory=dict)  # e.g. {"parse_failure": 3, "judge_failure": 1}
+    breakdown: dict[str, dict[str, float | None]] = field(default_factory=dict)  # {"attribute": {...}, "variant": {...}}
+    raw: dict[str, Any] = field(default_factory=dict)  # per-item raw outputs (parsed answers, judge replies)
+    reason: str | None = None                          # why not computed
+
+    @classmethod
+    def not_computed(cls, reason: str) -> "MetricResult":
+        return cls(value=None, reason=f"not computed: {reason}")
+
+
+@dataclass(frozen=True)
+class Metric:
+    name: str                       # result key, e.g. "l1.wer"
+    family: str                     # level1 | reasoning | level3_text | judge_text | judge_audio | audio | aeq | selection
+    compute: Callable[[ScoringContext], MetricResult]
+    higher_is_better: bool = True
+    headline: bool = True           # gets a bootstrap CI and a leaderboard column
+    note: str = ""                  # how it differs from the paper's metric of a similar name
+
+
+METRICS: dict[str, Metric] = {}
+
+
+def metric(name: str, family: str, *, higher_is_better: bool = True, headline: bool = True, note: str = ""):
+    def register(fn: Callable[[ScoringContext], MetricResult]):
+        if name in METRICS:
+            raise ValueError(f"metric {name} registered twice")
+        METRICS[name] = Metric(name, family, fn, higher_is_better, headline, note)
+        return fn
+    return register
