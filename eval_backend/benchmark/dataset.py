@@ -1,0 +1,346 @@
+"""The project's stored benchmark format, and its content hash.
+
+A benchmark folder holds:
+    benchmark.json   {name, version, hash, created_with, format}
+    hf/              a `datasets.DatasetDict` (save_to_disk), one split per collection:
+                     scripts, mcq, context_groups, tone_groups, selection
+    audio_cache/     <sha256>.wav files materialised on load (derived, regenerable)
+
+Audio columns use `datasets.Audio(decode=False)`: datasets >= 4 decodes (and even
+encodes) audio through torchcodec, which needs ffmpeg, so we build the Arrow table
+ourselves and decode bytes with soundfile (eval_backend/audio/io.py).
+
+A clip that is missing or does not decode keeps its place: its AudioRef carries
+`error` and its item gets a flag. Nothing here raises for bad audio.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from ..audio.io import BadAudio, decode_wav_bytes, sha256_bytes
+from .model import (
+    MCQ, AudioRef, Benchmark, ContextCase, ContextGroup, Script, SelectionItem, ToneCase, ToneGroup,
+    Variant,
+)
+
+FORMAT = "empathy-arena-benchmark/1"
+SPLITS = ("scripts", "mcq", "context_groups", "tone_groups", "selection")
+META_FILE = "benchmark.json"
+HF_DIR = "hf"
+CACHE_DIR = "audio_cache"
+
+
+# ---------------------------------------------------------------- audio refs
+def check_audio_bytes(data: bytes) -> str | None:
+    """None when the bytes decode as usable audio, else the reason."""
+    try:
+        decode_wav_bytes(data)
+    except BadAudio as exc:
+        return str(exc)
+    return None
+
+
+def audio_ref_from_file(path: str | os.PathLike | None, label: str = "audio") -> AudioRef:
+    """An AudioRef for a local file, validated; a missing/corrupt file gives `error`, never an exception."""
+    if path is None:
+        return AudioRef(None, None, f"{label}: no audio file named")
+    p = Path(path)
+    try:
+        data = p.read_bytes()
+    except OSError as exc:
+        return AudioRef(str(p), None, f"{label}: cannot read {p.name}: {exc.strerror or exc}")
+    err = check_audio_bytes(data)
+    return AudioRef(str(p), sha256_bytes(data), f"{label}: {p.name}: {err}" if err else None)
+
+
+def flag_bad(flags: list[str], *refs: AudioRef) -> list[str]:
+    """Add each broken clip's reason to an item's flags (once)."""
+    for ref in refs:
+        if ref.error and ref.error not in flags:
+            flags.append(ref.error)
+    return flags
+
+
+# ---------------------------------------------------------------- content hash
+def _audio_key(ref: AudioRef) -> str | None:
+    return ref.sha256
+
+
+def _canonical(b: Benchmark) -> dict:
+    """Everything that defines the benchmark's content; audio by sha256, no paths, no flags."""
+    return {
+        "scripts": [
+            {"id": s.id, "text": s.text, "attribute": s.attribute, "topic": s.topic,
+             "variants": {k: {"attribute": v.attribute, "audio": _audio_key(v.audio),
+                              "reference_reply": v.reference_reply}
+                          for k, v in sorted(s.variants.items())}}
+            for s in b.scripts],
+        "mcq": [
+            {"id": m.id, "level": m.level, "type": m.type, "audio": _audio_key(m.audio), "question": m.question,
+             "options": list(m.options), "answer": m.answer, "script_id": m.script_id, "variant": m.variant}
+            for m in b.mcqs],
+        "context_groups": [
+            {"id": g.id, "utterance_text": g.utterance_text, "audio": _audio_key(g.audio), "attribute": g.attribute,
+             "cases": [{"id": c.id, "context": c.context, "reference_reply": c.reference_reply} for c in g.cases]}
+            for g in b.context_groups],
+        "tone_groups": [
+            {"id": g.id, "text": g.text, "context": g.context,
+             "cases": [{"id": c.id, "tone": c.tone, "audio": _audio_key(c.audio),
+                        "reference_reply": c.reference_reply} for c in g.cases]}
+            for g in b.tone_groups],
+        "selection": [
+            {"id": it.id, "group_id": it.group_id, "kind": it.kind, "context": it.context,
+             "utterance_text": it.utterance_text, "audio": _audio_key(it.audio), "answer": it.answer,
+             "options": {k: _audio_key(v) for k, v in sorted(it.options.items())},
+             "option_texts": dict(sorted(it.option_texts.items())), "attribute": it.attribute}
+            for it in b.selection],
+    }
+
+
+def content_hash(b: Benchmark) -> str:
+    """sha256 of a canonical JSON of all items; stable across save/load. Also fills b.hash."""
+    blob = json.dumps(_canonical(b), sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    b.hash = hashlib.sha256(blob.encode("utf-8")).hexdigest()
+    return b.hash
+
+
+# ---------------------------------------------------------------- schema
+def _features():
+    from datasets import Audio, Features, List, Value
+
+    s = Value("string")
+    audio = {"audio": Audio(decode=False), "audio_error": s}
+    return {
+        "scripts": Features({
+            "id": s, "text": s, "attribute": s, "topic": s, "flags": List(s),
+            "variants": List({"name": s, "attribute": s, "reference_reply": s, **audio}),
+        }),
+        "mcq": Features({
+            "id": s, "level": s, "type": s, "question": s, "options": List(s), "answer": s,
+            "script_id": s, "variant": s, "flags": List(s), **audio,
+        }),
+        "context_groups": Features({
+            "id": s, "utterance_text": s, "attribute": s, "flags": List(s),
+            "cases": List({"id": s, "context": s, "reference_reply": s}), **audio,
+        }),
+        "tone_groups": Features({
+            "id": s, "text": s, "context": s, "flags": List(s),
+            "cases": List({"id": s, "tone": s, "reference_reply": s, **audio}),
+        }),
+        "selection": Features({
+            "id": s, "group_id": s, "kind": s, "context": s, "utterance_text": s, "attribute": s,
+            "answer": s, "flags": List(s),
+            "options": List({"letter": s, "text": s, **audio}), **audio,
+        }),
+    }
+
+
+def _audio_cell(ref: AudioRef, root: Path | None) -> dict:
+    """{"audio": {bytes, path}, "audio_error"}; path is kept relative to `root` when the file lies inside it."""
+    data = None
+    name = None
+    if ref.path:
+        p = Path(ref.path)
+        name = p.name
+        if root is not None:
+            try:
+                name = p.resolve().relative_to(root.resolve()).as_posix()
+            except ValueError:
+                pass
+        try:
+            data = p.read_bytes()
+        except OSError:
+            data = None
+        if data is not None and ref.sha256 and sha256_bytes(data) != ref.sha256:
+            data = None  # changed on disk since it was loaded: keep nothing rather than other bytes
+    error = ref.error
+    if data is None and error is None:
+        error = f"audio: {name or 'unnamed clip'}: file unavailable when the benchmark was saved"
+    return {"audio": {"bytes": data, "path": name}, "audio_error": error}
+
+
+def _rows(b: Benchmark, root: Path | None) -> dict[str, list[dict]]:
+    a = lambda ref: _audio_cell(ref, root)  # noqa: E731
+    return {
+        "scripts": [
+            {"id": s.id, "text": s.text, "attribute": s.attribute, "topic": s.topic, "flags": list(s.flags),
+             "variants": [{"name": k, "attribute": v.attribute, "reference_reply": v.reference_reply, **a(v.audio)}
+                          for k, v in s.variants.items()]}
+            for s in b.scripts],
+        "mcq": [
+            {"id": m.id, "level": m.level, "type": m.type, "question": m.question, "options": list(m.options),
+             "answer": m.answer, "script_id": m.script_id, "variant": m.variant, "flags": list(m.flags),
+             **a(m.audio)}
+            for m in b.mcqs],
+        "context_groups": [
+            {"id": g.id, "utterance_text": g.utterance_text, "attribute": g.attribute, "flags": list(g.flags),
+             "cases": [{"id": c.id, "context": c.context, "reference_reply": c.reference_reply} for c in g.cases],
+             **a(g.audio)}
+            for g in b.context_groups],
+        "tone_groups": [
+            {"id": g.id, "text": g.text, "context": g.context, "flags": list(g.flags),
+             "cases": [{"id": c.id, "tone": c.tone, "reference_reply": c.reference_reply, **a(c.audio)}
+                       for c in g.cases]}
+            for g in b.tone_groups],
+        "selection": [
+            {"id": it.id, "group_id": it.group_id, "kind": it.kind, "context": it.context,
+             "utterance_text": it.utterance_text, "attribute": it.attribute, "answer": it.answer,
+             "flags": list(it.flags),
+             "options": [{"letter": k, "text": it.option_texts.get(k), **a(v)} for k, v in sorted(it.options.items())],
+             **a(it.audio)}
+            for it in b.selection],
+    }
+
+
+def to_dataset_dict(b: Benchmark, root: str | os.PathLike | None = None):
+    """The benchmark as a DatasetDict (audio bytes embedded). Built from Arrow directly: no torchcodec needed."""
+    import pyarrow as pa
+    from datasets import Dataset, DatasetDict, DatasetInfo
+
+    feats = _features()
+    rows = _rows(b, Path(root) if root else None)
+    out = {}
+    for split in SPLITS:
+        table = pa.Table.from_pylist(rows[split], schema=feats[split].arrow_schema)
+        out[split] = Dataset(table, info=DatasetInfo(features=feats[split]))
+    return DatasetDict(out)
+
+
+# ---------------------------------------------------------------- reading back
+class _AudioMaterialiser:
+    """Turns stored {bytes, path} cells into local files: the original when it is still there
+    with the same content, else audio_cache/<sha256>.wav."""
+
+    def __init__(self, audio_dir: Path, root: Path | None):
+        self.audio_dir = audio_dir
+        self.root = root
+
+    def __call__(self, cell: dict | None, stored_error: str | None) -> AudioRef:
+        cell = cell or {}
+        data, name = cell.get("bytes"), cell.get("path")
+        if not data:
+            return AudioRef(None, None, stored_error or f"audio: {name or 'unnamed clip'}: no bytes stored")
+        sha = sha256_bytes(data)
+        error = stored_error
+        if error is None:
+            bad = check_audio_bytes(data)
+            error = f"audio: {name}: {bad}" if bad else None
+        return AudioRef(str(self._local_file(data, sha, name)), sha, error)
+
+    def _local_file(self, data: bytes, sha: str, name: str | None) -> Path:
+        if self.root is not None and name and not Path(name).is_absolute():
+            original = self.root / name
+            if original.is_file() and original.stat().st_size == len(data) and sha256_bytes(original.read_bytes()) == sha:
+                return original
+        target = self.audio_dir / f"{sha}.wav"
+        if not (target.is_file() and target.stat().st_size == len(data)):
+            self.audio_dir.mkdir(parents=True, exist_ok=True)
+            tmp = target.with_suffix(f".tmp{os.getpid()}")
+            tmp.write_bytes(data)
+            os.replace(tmp, target)  # atomic: a concurrent reader never sees half a file
+        return target
+
+
+def _split_rows(dd, split: str) -> list[dict[str, Any]]:
+    """Rows as plain Python, without letting datasets decode audio (whatever the stored feature says)."""
+    if split not in dd:
+        return []
+    return dd[split].with_format("arrow")[:].to_pylist()
+
+
+def from_dataset_dict(dd, audio_dir: str | os.PathLike, root: str | os.PathLike | None = None,
+                      name: str = "benchmark", version: str = "") -> Benchmark:
+    """A Benchmark from a DatasetDict in the project schema; audio goes to files under `audio_dir`."""
+    mat = _AudioMaterialiser(Path(audio_dir), Path(root) if root else None)
+    b = Benchmark(name=name, version=version)
+    for r in _split_rows(dd, "scripts"):
+        variants = {}
+        flags = list(r.get("flags") or [])
+        for v in r.get("variants") or []:
+            ref = mat(v.get("audio"), v.get("audio_error"))
+            variants[v["name"]] = Variant(v["name"], v.get("attribute") or "", ref, v.get("reference_reply"))
+            flag_bad(flags, ref)
+        b.scripts.append(Script(r["id"], r.get("text") or "", r.get("attribute") or "", r.get("topic") or "",
+                                variants, flags))
+    for r in _split_rows(dd, "mcq"):
+        ref = mat(r.get("audio"), r.get("audio_error"))
+        b.mcqs.append(MCQ(r["id"], r.get("level") or "", r.get("type") or "", ref, r.get("question") or "",
+                          list(r.get("options") or []), r.get("answer") or "", r.get("script_id"), r.get("variant"),
+                          flag_bad(list(r.get("flags") or []), ref)))
+    for r in _split_rows(dd, "context_groups"):
+        ref = mat(r.get("audio"), r.get("audio_error"))
+        cases = [ContextCase(c["id"], c.get("context") or "", c.get("reference_reply")) for c in r.get("cases") or []]
+        b.context_groups.append(ContextGroup(r["id"], r.get("utterance_text") or "", ref, cases, r.get("attribute"),
+                                             flag_bad(list(r.get("flags") or []), ref)))
+    for r in _split_rows(dd, "tone_groups"):
+        flags = list(r.get("flags") or [])
+        cases = []
+        for c in r.get("cases") or []:
+            ref = mat(c.get("audio"), c.get("audio_error"))
+            cases.append(ToneCase(c["id"], c.get("tone") or "", ref, c.get("reference_reply")))
+            flag_bad(flags, ref)
+        b.tone_groups.append(ToneGroup(r["id"], r.get("text") or "", r.get("context") or "", cases, flags))
+    for r in _split_rows(dd, "selection"):
+        ref = mat(r.get("audio"), r.get("audio_error"))
+        flags = flag_bad(list(r.get("flags") or []), ref)
+        options, texts = {}, {}
+        for o in r.get("options") or []:
+            options[o["letter"]] = mat(o.get("audio"), o.get("audio_error"))
+            if o.get("text") is not None:
+                texts[o["letter"]] = o["text"]
+            flag_bad(flags, options[o["letter"]])
+        b.selection.append(SelectionItem(r["id"], r.get("group_id") or "", r.get("kind") or "", r.get("context") or "",
+                                         r.get("utterance_text"), ref, options, r.get("answer") or "", texts,
+                                         r.get("attribute"), flags))
+    content_hash(b)
+    return b
+
+
+# ---------------------------------------------------------------- folders
+def is_project_folder(folder: str | os.PathLike) -> bool:
+    f = Path(folder)
+    return (f / META_FILE).is_file() and (f / HF_DIR).is_dir()
+
+
+def save_benchmark(b: Benchmark, folder: str | os.PathLike) -> Path:
+    """Write `folder/benchmark.json` + `folder/hf/`; returns the folder. Fills b.hash."""
+    import datasets
+
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    content_hash(b)
+    dd = to_dataset_dict(b, root=folder)
+    hf = folder / HF_DIR
+    tmp = folder / f".{HF_DIR}.tmp{os.getpid()}"
+    dd.save_to_disk(str(tmp))
+    if hf.exists():
+        import shutil
+        shutil.rmtree(hf)
+    os.replace(tmp, hf)
+    meta = {"name": b.name, "version": b.version, "hash": b.hash, "format": FORMAT,
+            "created_with": f"eval_backend ({FORMAT}; datasets {datasets.__version__})"}
+    (folder / META_FILE).write_text(json.dumps(meta, indent=2, ensure_ascii=False) + "\n")
+    return folder
+
+
+def load_project_folder(folder: str | os.PathLike) -> Benchmark:
+    """Read a folder written by save_benchmark; audio lands under folder/audio_cache/ unless the originals remain."""
+    from datasets import load_from_disk
+
+    folder = Path(folder)
+    meta_path = folder / META_FILE
+    try:
+        meta = json.loads(meta_path.read_text())
+    except (OSError, json.JSONDecodeError) as exc:
+        raise ValueError(f"{meta_path}: not a readable benchmark.json ({exc})") from None
+    if not isinstance(meta, dict) or not (folder / HF_DIR).is_dir():
+        raise ValueError(f"{folder}: not a benchmark folder (needs benchmark.json and hf/)")
+    dd = load_from_disk(str(folder / HF_DIR))
+    b = from_dataset_dict(dd, folder / CACHE_DIR, root=folder, name=str(meta.get("name") or folder.name),
+                          version=str(meta.get("version") or ""))
+    b.source = str(folder)
+    return b

@@ -1,0 +1,155 @@
+"""Prepares the embedded default in the background so the Space serves at once.
+
+Steps: build the demo benchmark if it is missing, start the baseline server on
+loopback, run the baselines on the benchmark (resumable: a restart redoes
+nothing finished). Progress lives in `BootstrapStatus`, which the UI polls.
+"""
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import logging
+import os
+import socket
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from . import config
+from .store import Store
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class BootstrapStatus:
+    stage: str = "waiting"          # waiting | building demo | starting baselines | running baselines | ready | failed | off
+    message: str = ""
+    done: int = 0
+    total: int = 0
+    errors: list[str] = field(default_factory=list)
+    started_at: float = field(default_factory=time.time)
+
+    def line(self) -> str:
+        progress = f" ({self.done}/{self.total})" if self.total else ""
+        text = f"**{self.stage}**{progress}" + (f": {self.message}" if self.message else "")
+        if self.errors:
+            text += "\n\n" + "\n".join(f"- {e}" for e in self.errors[-5:])
+        return text
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def port_is_free(port: int) -> bool:
+    with socket.socket() as s:
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
+def wait_http_ok(url: str, timeout_s: float = 120, proc: subprocess.Popen | None = None) -> None:
+    deadline = time.time() + timeout_s
+    while time.time() < deadline:
+        if proc is not None and proc.poll() is not None:
+            raise RuntimeError(f"baseline server exited with code {proc.returncode}")
+        try:
+            with urllib.request.urlopen(url, timeout=2) as r:
+                if r.status == 200:
+                    return
+        except OSError:
+            pass
+        time.sleep(0.3)
+    raise TimeoutError(f"{url} did not answer within {timeout_s:.0f} s")
+
+
+def start_baseline_server(port: int, log_path: Path) -> subprocess.Popen:
+    log_file = open(log_path, "ab")
+    return subprocess.Popen(
+        [sys.executable, "-m", "eval_backend.baselines", "serve", "--host", "127.0.0.1", "--port", str(port)],
+        stdout=log_file, stderr=subprocess.STDOUT, cwd=config.PROJECT_ROOT,
+    )
+
+
+class Bootstrap:
+    """Runs the preparation steps in a daemon thread."""
+
+    def __init__(self, data_dir: Path, benchmark_spec: str = "demo", models_file: str | None = None,
+                 run_baselines: bool = True, concurrency: int = 4):
+        self.data_dir = data_dir
+        self.benchmark_spec = benchmark_spec
+        self.models_file = models_file
+        self.run_baselines = run_baselines
+        self.concurrency = concurrency
+        self.status = BootstrapStatus()
+        self.server: subprocess.Popen | None = None
+        self.benchmark = None
+        self.ready = threading.Event()
+
+    def start(self) -> "Bootstrap":
+        threading.Thread(target=self._run, name="bootstrap", daemon=True).start()
+        return self
+
+    def _set(self, stage: str, message: str = "", done: int = 0, total: int = 0) -> None:
+        self.status.stage, self.status.message, self.status.done, self.status.total = stage, message, done, total
+        log.info("bootstrap: %s %s %s", stage, message, f"{done}/{total}" if total else "")
+
+    def _run(self) -> None:
+        try:
+            self._prepare_benchmark()
+            if self.run_baselines:
+                self._run_baselines()
+            self._set("ready", "benchmark and baseline replies are in place")
+        except Exception as exc:  # shown in the UI; the app keeps serving what it has
+            log.exception("bootstrap failed")
+            self.status.errors.append(f"{type(exc).__name__}: {exc}")
+            self._set("failed", "see the errors below and the log")
+        finally:
+            self.ready.set()
+
+    def _prepare_benchmark(self) -> None:
+        from .benchmark.loaders import load_benchmark
+
+        if self.benchmark_spec == "demo" and not (self.data_dir / "benchmarks" / "demo" / "benchmark.json").exists():
+            from .benchmark.demo import build_demo
+            self._set("building demo benchmark", "espeak-ng synthesis, about a minute on 2 cores")
+            build_demo(self.data_dir / "benchmarks" / "demo", seed=0)
+        self.benchmark = load_benchmark(self.benchmark_spec, self.data_dir)
+
+    def _run_baselines(self) -> None:
+        from .runner import run_model
+        from .tasks import build_requests
+
+        specs = [s for s in config.load_models(self.models_file).values() if s.baseline]
+        if not specs:
+            return
+        port = int(os.environ.get("EMPATHY_ARENA_BASELINE_PORT", "8765"))
+        if not port_is_free(port):
+            port = free_port()
+        self._set("starting baselines", f"loopback port {port}")
+        self.server = start_baseline_server(port, self.data_dir / "baselines.log")
+        wait_http_ok(f"http://127.0.0.1:{port}/health", proc=self.server)
+        store = Store(self.data_dir)
+        total = len(build_requests(self.benchmark)) * len(specs)
+        for i, spec in enumerate(specs):
+            spec = dataclasses.replace(spec, base_url=f"http://127.0.0.1:{port}/v1")
+            self._set("running baselines", spec.name, done=i * total // len(specs), total=total)
+            summary = asyncio.run(run_model(spec, self.benchmark, store, concurrency=self.concurrency,
+                                            progress=False))
+            failed = getattr(summary, "failed", 0)
+            if failed:
+                self.status.errors.append(f"{spec.name}: {failed} requests failed (see the Browse tab)")
+        self.status.done = total
+
+    def stop(self) -> None:
+        if self.server and self.server.poll() is None:
+            self.server.terminate()

@@ -1,0 +1,105 @@
+"""Browsing the benchmark: pure views over a Benchmark and stored replies (no Gradio)."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from eval_backend.benchmark.model import Benchmark
+from eval_backend.store import Reply, Store
+from eval_backend.tasks import build_requests
+
+COLLECTIONS = {
+    "scripts": "EchoMind scripts (target / neutral / alternative)",
+    "mcqs": "Voice and reasoning MCQs",
+    "context_groups": "AEQ context variation",
+    "tone_groups": "AEQ tone variation",
+    "selection": "EmpathyEval selection",
+}
+MAX_CLIPS = 4   # audio slots shown for one item
+
+
+@dataclass
+class ItemView:
+    markdown: str
+    clips: list[tuple[str, str | None]]    # (label, wav path or None when broken)
+    request_ids: list[str]
+
+
+def _items(b: Benchmark, collection: str) -> list:
+    if collection not in COLLECTIONS:
+        raise ValueError(f"unknown collection {collection!r}")
+    return getattr(b, collection)
+
+
+def item_choices(b: Benchmark, collection: str) -> list[tuple[str, str]]:
+    """(label, id) pairs for a dropdown."""
+    out = []
+    for it in _items(b, collection):
+        hint = getattr(it, "attribute", None) or getattr(it, "type", None) or getattr(it, "kind", None) or ""
+        flag = " ⚠" if getattr(it, "flags", None) else ""
+        out.append((f"{it.id} · {hint}{flag}" if hint else f"{it.id}{flag}", it.id))
+    return out
+
+
+def _clip(label: str, ref) -> tuple[str, str | None]:
+    if ref.ok:
+        return label, ref.path
+    return f"{label} (unusable: {ref.error})", None
+
+
+def item_view(b: Benchmark, collection: str, item_id: str) -> ItemView:
+    it = next((x for x in _items(b, collection) if x.id == item_id), None)
+    if it is None:
+        raise KeyError(f"no item {item_id!r} in {collection}")
+    lines = [f"### {it.id}"]
+    clips: list[tuple[str, str | None]] = []
+    if collection == "scripts":
+        lines += [f"**Words:** {it.text}", f"**Attribute:** {it.attribute} ({it.dimension}) · **topic:** {it.topic}"]
+        for name, v in it.variants.items():
+            clips.append(_clip(f"{name}: {v.attribute}", v.audio))
+            if v.reference_reply:
+                lines.append(f"- reference reply to *{name}*: {v.reference_reply}")
+    elif collection == "mcqs":
+        lines += [f"**{it.level} · {it.type}**", it.question]
+        lines += [f"- {'✅ ' if chr(65 + i) == it.answer else ''}{chr(65 + i)}. {o}" for i, o in enumerate(it.options)]
+        clips.append(_clip("question audio", it.audio))
+    elif collection == "context_groups":
+        lines.append(f"**Words:** {it.utterance_text}")
+        lines += [f"- *{c.id}* context: {c.context} — reference: {c.reference_reply or '—'}" for c in it.cases]
+        clips.append(_clip("utterance", it.audio))
+    elif collection == "tone_groups":
+        lines += [f"**Words:** {it.text}", f"**Context:** {it.context}"]
+        for c in it.cases:
+            clips.append(_clip(f"{c.id}: {c.tone}", c.audio))
+            lines.append(f"- *{c.tone}* reference: {c.reference_reply or '—'}")
+    else:
+        lines += [f"**{it.kind} variation · group {it.group_id}**", f"**Context:** {it.context}",
+                  f"**Right option:** {it.answer}"]
+        clips.append(_clip("user", it.audio))
+        for letter in sorted(it.options):
+            clips.append(_clip(f"option {letter}", it.options[letter]))
+            if letter in it.option_texts:
+                lines.append(f"- {letter}: {it.option_texts[letter]}")
+    if it.flags:
+        lines.append("**Flags:** " + "; ".join(it.flags))
+    ids = [r.id for r in build_requests(b) if r.item_id == it.id]
+    return ItemView("\n\n".join(lines), clips[:MAX_CLIPS], ids)
+
+
+def reply_markdown(reply: Reply | None) -> str:
+    if reply is None:
+        return "_no reply stored for this model and request_"
+    if reply.status == "failed":
+        return f"**failed** · `{reply.error_class}`: {reply.error_message}"
+    parts = [f"**Text:** {reply.text or '—'}"]
+    if reply.transcript and reply.transcript != reply.text:
+        parts.append(f"**Audio transcript:** {reply.transcript}")
+    timing = [f"latency {reply.latency_s:.2f} s" if reply.latency_s is not None else "",
+              f"first audio byte {reply.ttfab_s:.2f} s" if reply.ttfab_s is not None else ""]
+    parts.append(" · ".join(t for t in timing if t))
+    return "\n\n".join(p for p in parts if p)
+
+
+def find_reply(store: Store, benchmark_hash: str, model: str, request_id: str) -> Reply | None:
+    rows = store.query("SELECT * FROM replies WHERE model=? AND benchmark_hash=? AND request_id=?",
+                       (model, benchmark_hash, request_id))
+    return Reply(**dict(rows[0])) if rows else None

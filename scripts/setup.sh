@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Installs what the Space needs on a fresh Debian machine: Debian packages, then Python packages.
+# Usage: bash scripts/setup.sh [--test]   (--test adds the test-only packages: chromium, postgresql, pytest...)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+SUDO=""; [ "$(id -u)" = 0 ] || SUDO="sudo"
+lists=(packages.txt); reqs=requirements.txt
+if [ "${1:-}" = "--test" ]; then lists+=(packages-test.txt); reqs=requirements-test.txt; fi
+need=$(cat "${lists[@]}" | grep -vE '^\s*(#|$)' | while read -r p; do dpkg -s "$p" >/dev/null 2>&1 || echo "$p"; done)
+if [ -n "$need" ]; then
+  $SUDO apt-get update -q
+  # shellcheck disable=SC2086
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q $need
+fi
+python3 -m pip install -q -r "$reqs"
