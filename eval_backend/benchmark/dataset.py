@@ -65,6 +65,28 @@ def flag_bad(flags: list[str], *refs: AudioRef) -> list[str]:
     return flags
 
 
+def complete_audio(b: Benchmark) -> Benchmark:
+    """Fill sha256 (and validate) for refs built with a path only, flagging their items; in place."""
+    def fix(ref: AudioRef, flags: list[str]) -> AudioRef:
+        if ref.sha256 is None and ref.error is None and ref.path:
+            ref = audio_ref_from_file(ref.path)
+            flag_bad(flags, ref)
+        return ref
+
+    for s in b.scripts:
+        for v in s.variants.values():
+            v.audio = fix(v.audio, s.flags)
+    for item in (*b.mcqs, *b.context_groups):
+        item.audio = fix(item.audio, item.flags)
+    for g in b.tone_groups:
+        for c in g.cases:
+            c.audio = fix(c.audio, g.flags)
+    for it in b.selection:
+        it.audio = fix(it.audio, it.flags)
+        it.options = {k: fix(v, it.flags) for k, v in it.options.items()}
+    return b
+
+
 # ---------------------------------------------------------------- content hash
 def _audio_key(ref: AudioRef) -> str | None:
     return ref.sha256
@@ -312,6 +334,7 @@ def save_benchmark(b: Benchmark, folder: str | os.PathLike) -> Path:
 
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
+    complete_audio(b)
     content_hash(b)
     dd = to_dataset_dict(b, root=folder)
     hf = folder / HF_DIR

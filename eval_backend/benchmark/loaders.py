@@ -1,0 +1,140 @@
+"""`load_benchmark(spec)`: one string selects where a benchmark comes from.
+
+    demo                 <data_dir>/benchmarks/demo (project format; built by `python -m eval_backend demo build`)
+    PATH                 a local folder in the project format (or, detected, an EchoMind / EmpathyEval copy)
+    hf:OWNER/NAME        a Hub dataset repo: the project format, or EchoMind's layout, or parquet splits
+    echomind:PATH        EchoMind's published layout (eval_backend/benchmark/echomind.py)
+    empathyeval:PATH     EmpathyEval JSON items (eval_backend/benchmark/empathyeval.py)
+
+Every problem with the spec itself raises BenchmarkSpecError with a one-line
+message; a bad audio file only flags its item.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from .. import config
+from .dataset import from_dataset_dict, is_project_folder, load_project_folder
+from .model import Benchmark
+
+DEMO_NAME = "demo"
+_TRUE = {"1", "true", "yes", "on"}
+
+
+class BenchmarkSpecError(ValueError):
+    """The spec cannot be loaded; the message says why and what to do."""
+
+
+def hub_offline() -> bool:
+    """HF_HUB_OFFLINE read now (the env may change after huggingface_hub was imported) or as the library saw it."""
+    if os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in _TRUE:
+        return True
+    try:
+        from huggingface_hub import constants
+    except ImportError:
+        return False
+    return bool(getattr(constants, "HF_HUB_OFFLINE", False))
+
+
+def demo_folder(data_dir: str | os.PathLike | None = None) -> Path:
+    return config.data_dir(data_dir) / "benchmarks" / DEMO_NAME
+
+
+def load_demo(data_dir=None, build: bool = False, seed: int = 0) -> Benchmark:
+    folder = demo_folder(data_dir)
+    if not is_project_folder(folder):
+        if not build:
+            raise BenchmarkSpecError(
+                f"the demo benchmark is not built yet ({folder} is missing): "
+                f"run `python -m eval_backend demo build` first")
+        from .demo import build_demo  # another module; imported only when asked to build
+        build_demo(folder, seed)
+    return load_project_folder(folder)
+
+
+def _load_local(path: Path) -> Benchmark:
+    """A plain path: the project format, or a recognised foreign layout."""
+    if is_project_folder(path):
+        return load_project_folder(path)
+    if path.is_dir():
+        from .echomind import find_subsets, load_echomind
+        if find_subsets(path):
+            return load_echomind(path)
+        if (path / "dataset_dict.json").is_file():  # a bare save_to_disk folder
+            from datasets import load_from_disk
+            b = from_dataset_dict(load_from_disk(str(path)), path / "audio_cache", root=path, name=path.name)
+            b.source = str(path)
+            return b
+    if path.suffix == ".json" and path.is_file():
+        from .empathyeval import load_empathyeval
+        return load_empathyeval(path)
+    raise BenchmarkSpecError(
+        f"{path}: not a benchmark folder (needs benchmark.json + hf/); "
+        f"use echomind:PATH or empathyeval:PATH for those layouts")
+
+
+def load_hub(repo_id: str, data_dir=None, revision: str | None = None) -> Benchmark:
+    """A Hub dataset repo. With HF_HUB_OFFLINE set only the local cache is tried: no network call, no retries."""
+    if not repo_id or repo_id.count("/") != 1:
+        raise BenchmarkSpecError(f"hf:{repo_id}: expected hf:OWNER/NAME")
+    offline = hub_offline()
+    try:
+        from huggingface_hub import snapshot_download
+        from huggingface_hub.errors import LocalEntryNotFoundError
+    except ImportError as exc:
+        raise BenchmarkSpecError(f"hf:{repo_id}: huggingface_hub is not installed ({exc})") from None
+    try:
+        local = Path(snapshot_download(repo_id, repo_type="dataset", revision=revision, local_files_only=offline))
+    except LocalEntryNotFoundError:
+        if offline:
+            raise BenchmarkSpecError(
+                f"hf:{repo_id}: HF_HUB_OFFLINE is set and the dataset is not in the local Hugging Face cache; "
+                f"unset HF_HUB_OFFLINE to download it, or pass a local folder") from None
+        raise BenchmarkSpecError(f"hf:{repo_id}: could not reach the Hub to download it") from None
+    except Exception as exc:  # repo not found, gated, HTTP errors: one line for the user
+        raise BenchmarkSpecError(f"hf:{repo_id}: cannot download ({type(exc).__name__}: {str(exc).splitlines()[0]})") from None
+    try:
+        b = _load_local(local)
+    except BenchmarkSpecError:
+        # Parquet (push_to_hub) splits in the project schema.
+        from datasets import load_dataset
+        try:
+            dd = load_dataset(str(local))
+        except Exception as exc:
+            raise BenchmarkSpecError(f"hf:{repo_id}: not in a known layout ({exc})") from None
+        cache = config.data_dir(data_dir) / "cache" / "hub" / repo_id.replace("/", "__")
+        b = from_dataset_dict(dd, cache, name=repo_id.split("/")[1])
+    b.source = f"hf:{repo_id}"
+    return b
+
+
+def load_benchmark(spec: str, data_dir: str | os.PathLike | None = None, build: bool = False) -> Benchmark:
+    """Load the benchmark `spec` names (see the module doc)."""
+    spec = (spec or "").strip()
+    if not spec:
+        raise BenchmarkSpecError("empty benchmark spec: use demo, a folder, hf:OWNER/NAME, echomind:PATH or empathyeval:PATH")
+    try:
+        if spec == DEMO_NAME:
+            b = load_demo(data_dir, build=build)
+        elif spec.startswith("hf:"):
+            b = load_hub(spec[3:], data_dir)
+        elif spec.startswith("echomind:"):
+            from .echomind import load_echomind
+            b = load_echomind(spec[len("echomind:"):])
+        elif spec.startswith("empathyeval:"):
+            from .empathyeval import load_empathyeval
+            b = load_empathyeval(spec[len("empathyeval:"):])
+        else:
+            path = Path(spec).expanduser()
+            if not path.exists():
+                raise BenchmarkSpecError(
+                    f"unknown benchmark spec {spec!r}: not demo, hf:, echomind:, empathyeval: nor an existing path")
+            b = _load_local(path)
+    except BenchmarkSpecError:
+        raise
+    except (ValueError, OSError) as exc:  # the readers' own clear messages, kept to one line
+        raise BenchmarkSpecError(str(exc).splitlines()[0] if str(exc) else type(exc).__name__) from None
+    if not b.source:
+        b.source = spec
+    return b
