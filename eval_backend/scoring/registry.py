@@ -23,6 +23,20 @@ class ScoringContext:
     settings: dict[str, Any] = field(default_factory=dict)   # judge config, plugin paths, seeds
     cache: dict[str, Any] = field(default_factory=dict)      # shared per-run memo (ASR, embeddings)
 
+    def replies_for(self, task: str) -> list[Reply]:
+        """This model's stored replies (ok and failed) for one task, in request-id order."""
+        return [r for rid, r in sorted(self.replies.items()) if r.task == task]
+
+
+def reply_text(reply: Reply) -> str | None:
+    """The words of a reply: its text, else its transcript; None for a failed or wordless reply."""
+    if reply.status != "ok":
+        return None
+    for candidate in (reply.text, reply.transcript):
+        if candidate and candidate.strip():
+            return candidate
+    return None
+
 
 @dataclass
 class MetricResult:
@@ -48,15 +62,19 @@ class Metric:
     higher_is_better: bool = True
     headline: bool = True           # gets a bootstrap CI and a leaderboard column
     note: str = ""                  # how it differs from the paper's metric of a similar name
+    # settings -> what a results manifest must record to reproduce this metric
+    # (judge model, prompt hash, plugin model path...); None when there is nothing.
+    manifest: Callable[[dict[str, Any]], dict[str, Any]] | None = None
 
 
 METRICS: dict[str, Metric] = {}
 
 
-def metric(name: str, family: str, *, higher_is_better: bool = True, headline: bool = True, note: str = ""):
+def metric(name: str, family: str, *, higher_is_better: bool = True, headline: bool = True, note: str = "",
+           manifest: Callable[[dict[str, Any]], dict[str, Any]] | None = None):
     def register(fn: Callable[[ScoringContext], MetricResult]):
         if name in METRICS:
             raise ValueError(f"metric {name} registered twice")
-        METRICS[name] = Metric(name, family, fn, higher_is_better, headline, note)
+        METRICS[name] = Metric(name, family, fn, higher_is_better, headline, note, manifest)
         return fn
     return register
