@@ -1,0 +1,122 @@
+"""Seed a data dir for arena tests: a small benchmark and stored spoken replies.
+
+Everything is real: espeak-ng speaks the user utterances and the replies, the
+benchmark is saved in the project format under `<data dir>/benchmarks/demo`
+(the spec the arena loads by default), and Reply rows go in through
+`eval_backend.store`. Usable from tests and from the benchmark script:
+
+    python -m tests.arena_fixtures DATA_DIR [--models m1 m2 ...] [--scripts N]
+"""
+from __future__ import annotations
+
+import argparse
+import subprocess
+import tempfile
+from pathlib import Path
+
+from eval_backend.benchmark.model import (MCQ, AudioRef, Benchmark, ContextCase, ContextGroup, Script, SelectionItem,
+                                          ToneCase, ToneGroup, Variant)
+from eval_backend.store import Reply, Store
+
+USER_LINES = (
+    "I finally finished the project I was working on all month.",
+    "My dog has been sick since yesterday and I do not know what to do.",
+    "They moved the meeting again, third time this week.",
+    "I got the results back from the doctor this morning.",
+    "Nobody called me on my birthday.",
+    "We are moving to a new city next spring.",
+)
+CONTEXT_LINE = "I have to give the speech tomorrow."
+CONTEXTS = ("The speaker has been preparing for weeks and feels ready.",
+            "The speaker is terrified of public speaking.")
+# Per model: voice, rate and a reply style, so the two sides of a battle differ audibly.
+VOICES = ("en+f3", "en+m3", "en+f2", "en+m1", "en+f4", "en+m7")
+REPLY_STYLES = (
+    "That sounds like a lot to carry. I am here if you want to talk about it.",
+    "Okay. Let me know if you need anything else.",
+    "Oh, I can hear that this matters to you. Tell me more.",
+    "Thanks for sharing. What would help most right now?",
+)
+
+
+def espeak_wav(text: str, path: Path, voice: str = "en", rate: int = 165) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    subprocess.run(["espeak-ng", "-v", voice, "-s", str(rate), "-w", str(path), text],
+                   check=True, capture_output=True, timeout=60)
+    return path
+
+
+def build_benchmark(folder: Path, n_scripts: int = 2) -> Benchmark:
+    """Scripts with one target variant each, plus one context group (so context text is shown)."""
+    from eval_backend.benchmark.dataset import save_benchmark
+    from eval_backend.benchmark.loaders import load_benchmark
+
+    with tempfile.TemporaryDirectory() as tmp:
+        src = Path(tmp)
+        scripts = []
+        for i in range(n_scripts):
+            text = USER_LINES[i % len(USER_LINES)]
+            wav = espeak_wav(text, src / f"s{i}.wav", voice="en+f5", rate=150)
+            scripts.append(Script(id=f"s{i}", text=text, attribute="sad", topic="daily life",
+                                  variants={"target": Variant("target", "sad", AudioRef(str(wav)))}))
+        ctx_wav = espeak_wav(CONTEXT_LINE, src / "ctx.wav", voice="en+m2", rate=150)
+        group = ContextGroup(id="g0", utterance_text=CONTEXT_LINE, audio=AudioRef(str(ctx_wav)),
+                             cases=[ContextCase(id=f"c{j}", context=c) for j, c in enumerate(CONTEXTS)])
+        # Every split gets one item: the project format cannot yet reload an empty split.
+        ctx = AudioRef(str(ctx_wav))
+        mcq = MCQ(id="q0", level="understanding", type="speech emotion", audio=ctx,
+                  question="How does the speaker sound?", options=["calm", "nervous"], answer="B")
+        tone = ToneGroup(id="t0", text=CONTEXT_LINE, context=CONTEXTS[1],
+                         cases=[ToneCase(id="sad", tone="sad", audio=ctx)])
+        sel = SelectionItem(id="e0", group_id="g0", kind="context", context=CONTEXTS[1],
+                            utterance_text=CONTEXT_LINE, audio=ctx, options={"A": ctx, "B": ctx}, answer="A")
+        b = Benchmark(name="arena-test", version="1", scripts=scripts, mcqs=[mcq], context_groups=[group],
+                      tone_groups=[tone], selection=[sel])
+        save_benchmark(b, folder)
+    return load_benchmark(str(folder))
+
+
+def spoken_request_ids(b: Benchmark) -> list[tuple[str, str, str, str]]:
+    """(request_id, task, item_id, variant) of every request the arena may serve."""
+    from eval_backend.tasks import build_requests
+    return [(r.id, r.task, r.item_id, r.variant) for r in build_requests(b, ["conversation", "context", "tone"])]
+
+
+def seed(data_dir: str | Path, models: tuple[str, ...] = ("warm-model", "flat-model"),
+         n_scripts: int = 2) -> dict:
+    """Build the benchmark and store one spoken reply per (model, spoken request). Returns a summary."""
+    data_dir = Path(data_dir)
+    store = Store(data_dir)
+    b = build_benchmark(data_dir / "benchmarks" / "demo", n_scripts)
+    requests = spoken_request_ids(b)
+    audio_cache: dict[tuple[int, int], bytes] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for m, model in enumerate(models):
+            for k, (rid, task, item, variant) in enumerate(requests):
+                style = (m + k) % len(REPLY_STYLES)
+                key = (m, style)
+                if key not in audio_cache:     # one synthesis per (model, style): seeding stays quick
+                    wav = espeak_wav(REPLY_STYLES[style], Path(tmp) / f"{m}_{style}.wav",
+                                     voice=VOICES[m % len(VOICES)], rate=150 + 15 * m)
+                    audio_cache[key] = wav.read_bytes()
+                rel = store.save_reply_audio(model, audio_cache[key])
+                store.put_reply(Reply(model=model, benchmark_hash=b.hash, request_id=rid, task=task,
+                                      item_id=item, variant=variant, status="ok",
+                                      text=REPLY_STYLES[style], transcript=REPLY_STYLES[style],
+                                      audio_path=rel, latency_s=0.5 + 0.1 * m))
+    return {"benchmark_hash": b.hash, "requests": [r[0] for r in requests], "models": list(models)}
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("data_dir")
+    p.add_argument("--models", nargs="+", default=["warm-model", "flat-model"])
+    p.add_argument("--scripts", type=int, default=2)
+    args = p.parse_args()
+    info = seed(args.data_dir, tuple(args.models), args.scripts)
+    print(f"seeded {len(info['requests'])} requests x {len(info['models'])} models into {args.data_dir}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
