@@ -1,0 +1,333 @@
+"""An async client for OpenAI-compatible /chat/completions endpoints that speak and listen.
+
+One call sends a `tasks.Request` (system text, user text, wav clips as
+`input_audio` parts) and returns an `Answer`, or raises `CallFailure` with one
+of the store's failure classes. Shapes it understands:
+- OpenAI-style: `choices[0].message.content` (a string or a list of parts) and
+  `choices[0].message.audio = {data: base64 wav, transcript}`;
+- vLLM-Omni: the audio arrives as a separate choice with an empty transcript,
+  so every choice is read and merged;
+- streaming-only providers (`spec.stream`): SSE deltas with `delta.content`
+  and untyped extra fields `delta.audio.{data,transcript}`; audio chunks may be
+  wav or raw 16-bit PCM (Qwen-Omni streams PCM), which is wrapped into a wav.
+
+The API key is read from the environment per call and sent only in the
+Authorization header; every message and raw body that leaves this module has
+been through `failures.redact`.
+"""
+from __future__ import annotations
+
+import asyncio
+import base64
+import binascii
+import json
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+import numpy as np
+
+from ..audio.io import BadAudio, b64_wav, decode_b64_wav, encode_wav, read_wav
+from ..benchmark.model import AudioRef
+from ..config import ModelSpec
+from ..tasks import Request
+from .failures import CallFailure, clip, parse_retry_after, redact, status_class
+
+DEFAULT_PCM_RATE = 24000   # Qwen-Omni / OpenAI stream 24 kHz 16-bit mono PCM
+
+
+@dataclass
+class Answer:
+    text: str | None
+    transcript: str | None
+    audio: bytes | None            # validated wav bytes
+    raw: str                       # the reply body as JSON, audio base64 replaced by a placeholder
+    latency_s: float
+    ttfab_s: float | None          # time to first audio byte; None when no audio came
+
+
+# --- request side ---------------------------------------------------------------------------
+
+def input_audio_b64(ref: AudioRef) -> str:
+    """The clip as base64 wav (no data: prefix). Non-wav files are re-encoded; unreadable ones raise BadAudio."""
+    if not ref.ok:
+        raise BadAudio(ref.error or "audio has no path")
+    try:
+        data = Path(ref.path).read_bytes()
+    except OSError as exc:
+        raise BadAudio(f"cannot read {ref.path}: {exc.strerror or exc}") from None
+    if data[:4] != b"RIFF" or data[8:12] != b"WAVE":
+        samples, sr = read_wav(ref.path)
+        data = encode_wav(samples, sr)
+    return b64_wav(data)
+
+
+def build_payload(request: Request, spec: ModelSpec, audio_b64: list[str]) -> dict:
+    content: list[dict] = [{"type": "input_audio", "input_audio": {"data": b, "format": "wav"}} for b in audio_b64]
+    if request.text:
+        content.append({"type": "text", "text": request.text})
+    messages: list[dict] = []
+    if request.system:
+        messages.append({"role": "system", "content": request.system})
+    messages.append({"role": "user", "content": content})
+    payload: dict = {"model": spec.model, "messages": messages}
+    if spec.audio_output and request.wants_audio:
+        payload["modalities"] = ["text", "audio"]
+        audio = {"format": spec.extra.get("audio_format", "wav")}
+        if spec.voice:
+            audio["voice"] = spec.voice
+        payload["audio"] = audio
+    if spec.stream:
+        payload["stream"] = True
+    params = spec.extra.get("params")  # e.g. {temperature: 0, max_tokens: 256} from the models YAML
+    if isinstance(params, dict):
+        payload.update({k: v for k, v in params.items() if k not in payload})
+    return payload
+
+
+# --- reply side (pure) ----------------------------------------------------------------------
+
+def content_text(content) -> str | None:
+    """message.content as text: a string, or the text of a list of parts."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        parts = [p.get("text") for p in content if isinstance(p, dict) and isinstance(p.get("text"), str)]
+        return "".join(parts) if parts else None
+    return None
+
+
+def check_wav_complete(data: bytes) -> None:
+    """A wav whose data chunk is shorter than its header says was cut off (libsndfile reads it silently)."""
+    if data[:4] != b"RIFF" or data[8:12] != b"WAVE":
+        return
+    pos = 12
+    while pos + 8 <= len(data):
+        chunk, size = data[pos:pos + 4], int.from_bytes(data[pos + 4:pos + 8], "little")
+        if chunk == b"data":
+            if size in (0, 0xFFFFFFFF):   # streaming writers leave the length open
+                return
+            have = len(data) - pos - 8
+            if have < size:
+                raise BadAudio(f"truncated wav: header declares {size} data bytes, {have} present")
+            return
+        pos += 8 + size + (size & 1)
+    raise BadAudio("wav has no complete data chunk")
+
+
+def validate_audio(b64: object) -> bytes:
+    try:
+        data = decode_b64_wav(b64)  # type: ignore[arg-type]
+        check_wav_complete(data)
+    except BadAudio as exc:
+        raise CallFailure("bad_audio", str(exc)) from None
+    return data
+
+
+def strip_audio(body: dict) -> dict:
+    """A copy of the body with every audio base64 string replaced by a short placeholder."""
+    def walk(node):
+        if isinstance(node, dict):
+            out = {}
+            for k, v in node.items():
+                if k == "data" and isinstance(v, str) and len(v) > 64:
+                    out[k] = f"<audio base64 removed: {len(v)} chars>"
+                else:
+                    out[k] = walk(v)
+            return out
+        if isinstance(node, list):
+            return [walk(v) for v in node]
+        return node
+    return walk(body)
+
+
+def extract(body: object) -> tuple[str | None, str | None, object | None]:
+    """(text, transcript, audio base64) merged over every choice; raises malformed_body."""
+    if not isinstance(body, dict):
+        raise CallFailure("malformed_body", f"reply is JSON but not an object: {type(body).__name__}")
+    choices = body.get("choices")
+    if not isinstance(choices, list) or not choices:
+        detail = body.get("error")
+        hint = f" (error: {clip(json.dumps(detail), 200)})" if detail else ""
+        raise CallFailure("malformed_body", "reply has no choices" + hint)
+    texts: list[str] = []
+    transcript: str | None = None
+    audio: object | None = None
+    for choice in choices:
+        msg = choice.get("message") if isinstance(choice, dict) else None
+        if not isinstance(msg, dict):
+            continue
+        for t in (content_text(msg.get("content")), msg.get("refusal")):
+            if isinstance(t, str) and t.strip() and t not in texts:
+                texts.append(t)
+        a = msg.get("audio")
+        if isinstance(a, dict):
+            if audio is None and a.get("data"):
+                audio = a["data"]
+            if not transcript and isinstance(a.get("transcript"), str) and a["transcript"].strip():
+                transcript = a["transcript"]
+    text = "\n".join(texts) or None
+    if text is None and audio is None:
+        if transcript:   # a transcript without its audio still is the model's answer
+            return transcript, transcript, None
+        raise CallFailure("malformed_body", f"reply has no content: no text and no audio in {len(choices)} choice(s)")
+    return text, transcript, audio
+
+
+def decode_chunks(chunks: list[str]) -> bytes:
+    """Streamed audio: chunks may each be base64 on their own or one base64 string cut anywhere."""
+    try:
+        if all(len(c) % 4 == 0 for c in chunks):
+            return b"".join(base64.b64decode(c, validate=True) for c in chunks)
+        return base64.b64decode("".join(chunks), validate=True)
+    except (binascii.Error, ValueError) as exc:
+        raise CallFailure("bad_audio", f"streamed audio is not valid base64: {exc}") from None
+
+
+class StreamAssembler:
+    """Folds SSE chat.completion.chunk events into one chat.completion-shaped body."""
+
+    def __init__(self, pcm_rate: int = DEFAULT_PCM_RATE):
+        self.pcm_rate = pcm_rate
+        self.events = 0
+        self.meta: dict = {}
+        self.choices: dict[int, dict] = {}
+
+    def feed(self, event: dict) -> bool:
+        """Adds one event; True if it carried audio bytes."""
+        self.events += 1
+        if "error" in event and not event.get("choices"):
+            raise CallFailure("http_5xx", f"error event in stream: {clip(json.dumps(event['error']), 300)}")
+        for k in ("id", "model", "usage"):
+            if event.get(k) is not None:
+                self.meta[k] = event[k]
+        got_audio = False
+        for ch in event.get("choices") or []:
+            if not isinstance(ch, dict):
+                continue
+            slot = self.choices.setdefault(int(ch.get("index") or 0),
+                                           {"text": [], "audio": [], "transcript": [], "finish_reason": None})
+            delta = ch.get("delta") or ch.get("message") or {}
+            if not isinstance(delta, dict):
+                continue
+            t = content_text(delta.get("content"))
+            if t:
+                slot["text"].append(t)
+            a = delta.get("audio")
+            if isinstance(a, dict):
+                if isinstance(a.get("data"), str) and a["data"]:
+                    slot["audio"].append(a["data"])
+                    got_audio = True
+                if isinstance(a.get("transcript"), str):
+                    slot["transcript"].append(a["transcript"])
+            if ch.get("finish_reason"):
+                slot["finish_reason"] = ch["finish_reason"]
+        return got_audio
+
+    def body(self) -> dict:
+        choices = []
+        for index in sorted(self.choices):
+            slot = self.choices[index]
+            message: dict = {"role": "assistant", "content": "".join(slot["text"]) or None}
+            if slot["audio"]:
+                data = decode_chunks(slot["audio"])
+                if data[:4] != b"RIFF":   # raw 16-bit mono PCM
+                    if len(data) % 2:
+                        raise CallFailure("bad_audio", f"streamed PCM has an odd byte count ({len(data)})")
+                    pcm = np.frombuffer(data, dtype="<i2").astype(np.float32) / 32768.0
+                    data = encode_wav(pcm, self.pcm_rate)
+                message["audio"] = {"data": b64_wav(data), "transcript": "".join(slot["transcript"])}
+            elif slot["transcript"]:
+                message["audio"] = {"transcript": "".join(slot["transcript"])}
+            choices.append({"index": index, "message": message, "finish_reason": slot["finish_reason"]})
+        return {**self.meta, "object": "chat.completion", "streamed_events": self.events, "choices": choices}
+
+
+# --- transport ------------------------------------------------------------------------------
+
+def _http_failure(status: int, headers, body_text: str) -> CallFailure:
+    cls = status_class(status)
+    retry_after = parse_retry_after(headers) if cls in ("rate_limited", "http_5xx") else None
+    return CallFailure(cls, f"HTTP {status}: {clip(body_text, 300)}", retry_after)
+
+
+def _parse_json(text: str) -> object:
+    try:
+        return json.loads(text)
+    except ValueError:
+        raise CallFailure("malformed_body", f"reply is not JSON: {clip(text, 200)!r}") from None
+
+
+async def _post_plain(client: httpx.AsyncClient, url: str, content: bytes, headers: dict) -> tuple[object, float | None]:
+    resp = await client.post(url, content=content, headers=headers)
+    text = resp.text
+    if resp.status_code >= 400:
+        raise _http_failure(resp.status_code, resp.headers, text)
+    return _parse_json(text), None
+
+
+async def _post_stream(client: httpx.AsyncClient, url: str, content: bytes, headers: dict, t0: float,
+                       pcm_rate: int) -> tuple[object, float | None]:
+    async with client.stream("POST", url, content=content, headers=headers) as resp:
+        if resp.status_code >= 400:
+            text = (await resp.aread()).decode("utf-8", "replace")
+            raise _http_failure(resp.status_code, resp.headers, text)
+        if "text/event-stream" not in resp.headers.get("content-type", ""):
+            # some providers answer a stream request with one plain body
+            return _parse_json((await resp.aread()).decode("utf-8", "replace")), None
+        assembler, ttfab, done = StreamAssembler(pcm_rate), None, False
+        async for line in resp.aiter_lines():
+            if not line.startswith("data:"):
+                continue   # comments, event: lines, keep-alives
+            data = line[5:].strip()
+            if data == "[DONE]":
+                done = True
+                break
+            event = _parse_json(data)
+            if not isinstance(event, dict):
+                raise CallFailure("malformed_body", "stream event is not a JSON object")
+            if assembler.feed(event) and ttfab is None:
+                ttfab = time.perf_counter() - t0
+        if assembler.events == 0:
+            raise CallFailure("malformed_body", "stream ended without any event")
+        body = assembler.body()
+        body["stream_done"] = done
+        return body, ttfab
+
+
+async def call(client: httpx.AsyncClient, spec: ModelSpec, request: Request, audio_b64: list[str]) -> Answer:
+    """One attempt. Raises CallFailure (message already redacted) on any failure."""
+    key = spec.api_key()
+    try:
+        return await _call(client, spec, request, audio_b64, key)
+    except CallFailure as exc:
+        raise CallFailure(exc.error_class, redact(exc.message, [key]) or "", exc.retry_after) from None
+
+
+async def _call(client, spec: ModelSpec, request: Request, audio_b64: list[str], key: str | None) -> Answer:
+    headers = {"Content-Type": "application/json", "X-Client-Request-Id": request.id}
+    if key:
+        headers["Authorization"] = f"Bearer {key}"
+    url = spec.base_url.rstrip("/") + "/chat/completions"
+    content = json.dumps(build_payload(request, spec, audio_b64)).encode()
+    t0 = time.perf_counter()
+    try:
+        async with asyncio.timeout(spec.timeout_s):
+            if spec.stream:
+                body, ttfab = await _post_stream(client, url, content, headers, t0,
+                                                 int(spec.extra.get("pcm_sample_rate", DEFAULT_PCM_RATE)))
+            else:
+                body, ttfab = await _post_plain(client, url, content, headers)
+    except (TimeoutError, httpx.TimeoutException):
+        raise CallFailure("timeout", f"no complete reply within {spec.timeout_s:g} s") from None
+    except httpx.TransportError as exc:
+        # no HTTP status at all (refused, reset, protocol error): a server-side failure to us, retried as one
+        raise CallFailure("http_5xx", f"transport error, no HTTP status: {type(exc).__name__}: {exc}") from None
+    latency = time.perf_counter() - t0
+    text, transcript, audio_b64_out = extract(body)
+    audio = validate_audio(audio_b64_out) if audio_b64_out is not None else None
+    if audio is not None and ttfab is None:
+        ttfab = latency   # non-streaming: the first audio byte is usable once the whole body is in
+    raw = redact(json.dumps(strip_audio(body), ensure_ascii=False), [key]) or ""
+    return Answer(text=text, transcript=transcript, audio=audio, raw=raw, latency_s=latency, ttfab_s=ttfab)

@@ -1,0 +1,300 @@
+"""A loopback OpenAI-compatible /v1/chat/completions server that fails on request, for client and runner tests.
+
+A fault is chosen per request by a marker in the user text, `[fault:NAME]` or `[fault:NAME:N]`:
+    hang          never answer (until the client gives up)
+    500[:N]       HTTP 500 (only the first N calls of that request id when N is given, then a normal reply)
+    429[:N]       HTTP 429 with Retry-After (same counting)
+    400           HTTP 400
+    echo-key      HTTP 401 whose body echoes the Authorization header, as careless providers do
+    garbage       200 with a body that is not JSON
+    badb64        200 with audio data that is not base64
+    truncwav      200 with a wav cut short of what its header declares
+    nochoices     200 with `choices: []`
+    nocontent     200 with a choice whose message has no text and no audio
+    omni          vLLM-Omni shape: text in choice 0, audio in choice 1 with an empty transcript
+    parts         message.content as a list of text parts
+    slow:N        answer after N seconds
+No marker: a normal reply, with audio when the request asks for it (`modalities` has "audio").
+`stream=true` requests get SSE chunks (audio as independently base64-encoded 16-bit PCM pieces,
+Qwen-Omni style); `[fault:streamwav]` streams a whole wav cut at odd base64 positions instead.
+With `stream_only=True` a non-streaming request gets HTTP 400.
+
+The server counts calls per request id (the `X-Client-Request-Id` header) and keeps the last payload
+of each id (audio replaced by its length), so tests can prove what was asked and how often.
+
+Also runnable: `python tests/fault_server.py serve --latency 1` (prints `READY <port>`), and
+`python tests/fault_server.py run ...` (a runner process over a generated benchmark, for the SIGKILL test).
+"""
+from __future__ import annotations
+
+import argparse
+import asyncio
+import base64
+import json
+import re
+import socket
+import sys
+import threading
+import time
+from collections import Counter, defaultdict
+from pathlib import Path
+
+import numpy as np
+import uvicorn
+from starlette.applications import Starlette
+from starlette.requests import Request as HttpRequest
+from starlette.responses import JSONResponse, PlainTextResponse, Response, StreamingResponse
+from starlette.routing import Route
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from eval_backend.audio.io import encode_wav  # noqa: E402
+
+MARKER = re.compile(r"\[fault:([a-z0-9-]+)(?::([0-9.]+))?\]")
+REPLY_RATE = 24000
+
+
+def tone_pcm(seconds: float = 0.4, rate: int = REPLY_RATE, freq: float = 220.0) -> np.ndarray:
+    t = np.arange(int(seconds * rate)) / rate
+    return (0.3 * np.sin(2 * np.pi * freq * t)).astype(np.float32)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _user_text(payload: dict) -> str:
+    texts = []
+    for msg in payload.get("messages", []):
+        if msg.get("role") == "user" and isinstance(msg.get("content"), list):
+            texts += [p.get("text", "") for p in msg["content"] if p.get("type") == "text"]
+    return "\n".join(texts)
+
+
+def _strip(payload: dict) -> dict:
+    """The payload with input audio replaced by its base64 length."""
+    out = json.loads(json.dumps(payload))
+    for msg in out.get("messages", []):
+        if isinstance(msg.get("content"), list):
+            for part in msg["content"]:
+                if part.get("type") == "input_audio":
+                    part["input_audio"]["data"] = len(part["input_audio"]["data"])
+    return out
+
+
+class FaultServer:
+    def __init__(self, latency: float = 0.0, hang_s: float = 30.0, retry_after: float = 1.0,
+                 stream_only: bool = False, port: int | None = None):
+        self.latency, self.hang_s, self.retry_after, self.stream_only = latency, hang_s, retry_after, stream_only
+        self.port = port or free_port()
+        self.counts: Counter[str] = Counter()
+        self.times: dict[str, list[float]] = defaultdict(list)
+        self.payloads: dict[str, dict] = {}
+        self.auth_seen: list[str] = []
+        self.lock = threading.Lock()
+        self.wav = encode_wav(tone_pcm(), REPLY_RATE)
+        self.wav_b64 = base64.b64encode(self.wav).decode()
+        self.app = Starlette(routes=[Route("/v1/chat/completions", self.handle, methods=["POST"])])
+        self._server: uvicorn.Server | None = None
+        self._thread: threading.Thread | None = None
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    # --- lifecycle ---
+    def start(self) -> "FaultServer":
+        config = uvicorn.Config(self.app, host="127.0.0.1", port=self.port, log_level="warning",
+                                lifespan="off", timeout_graceful_shutdown=1, backlog=512)
+        self._server = uvicorn.Server(config)
+        self._thread = threading.Thread(target=self._server.run, daemon=True)
+        self._thread.start()
+        deadline = time.time() + 10
+        while not self._server.started:
+            if time.time() > deadline or not self._thread.is_alive():
+                raise RuntimeError("fault server did not start")
+            time.sleep(0.02)
+        return self
+
+    def stop(self) -> None:
+        if self._server:
+            self._server.should_exit = True
+            self._thread.join(timeout=10)
+
+    def __enter__(self) -> "FaultServer":
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+    # --- replies ---
+    def body(self, rid: str, text: str, audio: str | None, transcript: str = "", shape: str = "plain") -> dict:
+        msg: dict = {"role": "assistant", "content": text}
+        if shape == "parts":
+            msg["content"] = [{"type": "text", "text": text[:5]}, {"type": "text", "text": text[5:]}]
+        choices = [{"index": 0, "message": msg, "finish_reason": "stop"}]
+        if audio is not None:
+            if shape == "omni":
+                choices.append({"index": 1, "finish_reason": "stop", "message": {
+                    "role": "assistant", "content": None,
+                    "audio": {"id": "a1", "data": audio, "transcript": "", "expires_at": 0}}})
+            else:
+                msg["audio"] = {"id": "a0", "data": audio, "transcript": transcript or text, "expires_at": 0}
+        return {"id": f"chatcmpl-{rid}", "object": "chat.completion", "created": int(time.time()),
+                "model": "fault", "choices": choices}
+
+    async def _sleep_unless_gone(self, req: HttpRequest, seconds: float) -> bool:
+        """Sleep; False if the client disconnected meanwhile."""
+        end = time.monotonic() + seconds
+        while time.monotonic() < end:
+            await asyncio.sleep(min(0.05, end - time.monotonic()))
+            if await req.is_disconnected():
+                return False
+        return True
+
+    async def handle(self, req: HttpRequest) -> Response:
+        raw = await req.body()
+        try:
+            payload = json.loads(raw)
+        except ValueError:
+            return JSONResponse({"error": {"message": "request body is not JSON"}}, status_code=400)
+        text = _user_text(payload)
+        rid = req.headers.get("x-client-request-id") or f"text:{hash(text)}"
+        with self.lock:
+            self.counts[rid] += 1
+            n = self.counts[rid]
+            self.times[rid].append(time.monotonic())
+            self.payloads[rid] = _strip(payload)
+            if req.headers.get("authorization"):
+                self.auth_seen.append(req.headers["authorization"])
+        m = MARKER.search(text)
+        fault, arg = (m.group(1), m.group(2)) if m else ("", None)
+        stream = bool(payload.get("stream"))
+        wants_audio = "audio" in (payload.get("modalities") or [])
+
+        if self.latency and not await self._sleep_unless_gone(req, self.latency):
+            return Response(status_code=499)
+        if fault == "hang":
+            await self._sleep_unless_gone(req, self.hang_s)
+            return Response(status_code=499)
+        if fault == "slow" and not await self._sleep_unless_gone(req, float(arg or 1)):
+            return Response(status_code=499)
+        limited = arg is None or n <= int(float(arg))
+        if fault == "500" and limited:
+            return JSONResponse({"error": {"message": "internal error", "type": "server_error"}}, status_code=500)
+        if fault == "429" and limited:
+            return JSONResponse({"error": {"message": "slow down", "type": "rate_limit"}}, status_code=429,
+                                headers={"Retry-After": f"{self.retry_after:g}"})
+        if fault == "400":
+            return JSONResponse({"error": {"message": "bad request: unsupported field"}}, status_code=400)
+        if fault == "echo-key":
+            return JSONResponse({"error": {"message": f"Incorrect API key provided: "
+                                                      f"{req.headers.get('authorization', '')}"}}, status_code=401)
+        if self.stream_only and not stream:
+            return JSONResponse({"error": {"message": "this model only supports stream=true"}}, status_code=400)
+
+        reply_text = f"I hear you ({rid})."
+        if stream:
+            return StreamingResponse(self._sse(rid, reply_text, wants_audio, fault), media_type="text/event-stream")
+        if fault == "garbage":
+            return PlainTextResponse("<html><body>502 Bad Gateway</body></html>", status_code=200)
+        if fault == "nochoices":
+            return JSONResponse({"id": "x", "object": "chat.completion", "choices": []})
+        if fault == "nocontent":
+            return JSONResponse({"id": "x", "object": "chat.completion",
+                                 "choices": [{"index": 0, "message": {"role": "assistant", "content": ""}}]})
+        audio = self.wav_b64 if (wants_audio or fault in ("badb64", "truncwav", "omni")) else None
+        if fault == "badb64":
+            audio = "@@this is not base64@@" * 4
+        elif fault == "truncwav":
+            audio = base64.b64encode(self.wav[: len(self.wav) * 6 // 10]).decode()
+        shape = fault if fault in ("omni", "parts") else "plain"
+        return JSONResponse(self.body(rid, reply_text, audio, shape=shape))
+
+    async def _sse(self, rid: str, text: str, wants_audio: bool, fault: str):
+        def event(delta: dict, finish: str | None = None) -> str:
+            return "data: " + json.dumps({"id": f"chatcmpl-{rid}", "object": "chat.completion.chunk",
+                                          "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}) + "\n\n"
+        yield ": keep-alive\n\n"
+        yield event({"role": "assistant", "content": ""})
+        for word in text.split(" "):
+            yield event({"content": word + " "})
+            await asyncio.sleep(0)
+        if wants_audio:
+            if fault == "streamwav":
+                b64 = self.wav_b64
+                pieces = [b64[i:i + 1001] for i in range(0, len(b64), 1001)]   # odd cuts: not base64 alone
+            else:
+                pcm = (tone_pcm() * 32767).astype("<i2").tobytes()
+                pieces = [base64.b64encode(pcm[i:i + 4800]).decode() for i in range(0, len(pcm), 4800)]
+                if fault == "badb64":
+                    pieces[1] = "!!broken!!"
+            for i, piece in enumerate(pieces):
+                yield event({"audio": {"id": "a0", "data": piece, "transcript": text if i == 0 else ""}})
+        yield event({}, "stop")
+        yield "data: [DONE]\n\n"
+
+
+# --- helpers shared by the tests and the benchmark ---------------------------------------------
+
+def make_benchmark(root: Path, contexts: list[str], name: str = "faults", audio: Path | None = None,
+                   flagged: int = 0):
+    """One AEQ-style context group per entry of `contexts` (markers go in there), over one clip each.
+
+    Request ids are `context/g{i:04d}/c0`; `flagged` extra groups carry an unusable clip.
+    """
+    from eval_backend.audio.io import write_wav
+    from eval_backend.benchmark.model import AudioRef, Benchmark, ContextCase, ContextGroup
+    root.mkdir(parents=True, exist_ok=True)
+    if audio is None:
+        audio = write_wav(root / "user.wav", tone_pcm(0.5, 16000, 180.0), 16000)
+    groups = [ContextGroup(id=f"g{i:04d}", utterance_text="I lost my keys again.", audio=AudioRef(str(audio)),
+                           cases=[ContextCase(id="c0", context=c)]) for i, c in enumerate(contexts)]
+    groups += [ContextGroup(id=f"bad{i}", utterance_text="x", audio=AudioRef(None, error="missing file"),
+                            cases=[ContextCase(id="c0", context="flagged")], flags=["missing audio"])
+               for i in range(flagged)]
+    return Benchmark(name=name, version="1", context_groups=groups, hash=f"test-{name}-{len(contexts)}")
+
+
+def _serve(args) -> None:
+    server = FaultServer(latency=args.latency, stream_only=args.stream_only, port=args.port or None).start()
+    print(f"READY {server.port}", flush=True)
+    try:
+        while True:
+            time.sleep(3600)
+    except KeyboardInterrupt:
+        server.stop()
+
+
+def _run(args) -> None:
+    """A runner process over a generated benchmark: what the SIGKILL test kills and restarts."""
+    from eval_backend.config import ModelSpec
+    from eval_backend.runner import RetryPolicy, run_model
+    from eval_backend.store import Store
+    b = make_benchmark(Path(args.data_dir) / "bench", [args.context] * args.items, name="kill")
+    spec = ModelSpec(name="slow-model", base_url=args.base_url, model="slow", audio_output=True, voice="v",
+                     timeout_s=30)
+    summary = asyncio.run(run_model(spec, b, Store(args.data_dir), args.concurrency,
+                                    policy=RetryPolicy(max_attempts=2, base_s=0.05), progress=False))
+    print(json.dumps(summary.to_dict()), flush=True)
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser()
+    sub = parser.add_subparsers(dest="cmd", required=True)
+    s = sub.add_parser("serve")
+    s.add_argument("--port", type=int, default=0)
+    s.add_argument("--latency", type=float, default=0.0)
+    s.add_argument("--stream-only", action="store_true")
+    r = sub.add_parser("run")
+    r.add_argument("--base-url", required=True)
+    r.add_argument("--data-dir", required=True)
+    r.add_argument("--items", type=int, default=20)
+    r.add_argument("--concurrency", type=int, default=4)
+    r.add_argument("--context", default="[fault:slow:0.5] a slow answer")
+    a = parser.parse_args()
+    _serve(a) if a.cmd == "serve" else _run(a)
