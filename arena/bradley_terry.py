@@ -1,0 +1,209 @@
+"""Order-free Bradley-Terry ratings with bootstrap intervals, on aggregated pair counts.
+
+Model: P(i beats j) = 1 / (1 + exp(s_j - s_i)). A tie counts as half a win for
+each side; 'both bad' votes carry no preference and are left out. Battles are
+reduced to counts per unordered pair (i < j): wins of i, wins of j, ties; the fit
+then costs O(pairs) per Newton step whatever the number of battles.
+
+Scale (reported): Elo-like, `1000 + 400 * log10(e) * (s - mean(s))`, so a gap of
+400 points means 10:1 odds and the mean model sits at 1000.
+
+A weak ridge (`prior`, a Gaussian prior of variance 1/prior on s) keeps the fit
+finite for a model that won or lost all its battles and when the comparison graph
+is disconnected; with a few battles per pair its effect is negligible.
+
+Bootstrap: resampling N battles with replacement is the same as drawing the
+pair-outcome counts from Multinomial(N, counts / N), so each round costs O(pairs).
+All rounds are fitted together by a batched Newton method.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Iterable, Sequence
+
+import numpy as np
+
+ELO_SCALE = 400.0 / math.log(10.0)
+ELO_BASE = 1000.0
+Z95 = 1.959963984540054
+
+
+@dataclass
+class PairCounts:
+    models: list[str]
+    i: np.ndarray          # (P,) index of the first model of each pair, i < j
+    j: np.ndarray
+    wins_i: np.ndarray     # (P,) battles won by i
+    wins_j: np.ndarray
+    ties: np.ndarray
+
+    @property
+    def battles(self) -> int:
+        return int(self.wins_i.sum() + self.wins_j.sum() + self.ties.sum())
+
+
+def counts_from_arrays(a: np.ndarray, b: np.ndarray, outcome: np.ndarray, models: Sequence[str]) -> PairCounts:
+    """a, b: model indices per battle; outcome: 0 = a won, 1 = b won, 2 = tie (both-bad already removed)."""
+    a, b, outcome = (np.asarray(x, dtype=np.int64) for x in (a, b, outcome))
+    if np.any(a == b):
+        raise ValueError("a battle needs two different models")
+    m = len(models)
+    lo, hi = np.minimum(a, b), np.maximum(a, b)
+    key = lo * m + hi
+    # who won, seen from the lower index: 0 = lo won, 1 = hi won, 2 = tie
+    swapped = a > b
+    rel = np.where(outcome == 2, 2, np.where(swapped, 1 - outcome, outcome))
+    cell = np.bincount(key * 3 + rel, minlength=m * m * 3).reshape(m * m, 3)
+    used = np.flatnonzero(cell.sum(axis=1))
+    return PairCounts(list(models), used // m, used % m, cell[used, 0], cell[used, 1], cell[used, 2])
+
+
+def counts_from_votes(votes: Iterable[tuple[str, str, str]]) -> PairCounts:
+    """votes: (model_a, model_b, winner) with winner a model name, 'tie' or 'both_bad' (skipped)."""
+    names: dict[str, int] = {}
+    a, b, out = [], [], []
+    for ma, mb, winner in votes:
+        if winner == "both_bad":
+            continue
+        if winner not in (ma, mb, "tie"):
+            raise ValueError(f"winner {winner!r} is neither {ma!r}, {mb!r} nor 'tie'")
+        a.append(names.setdefault(ma, len(names)))
+        b.append(names.setdefault(mb, len(names)))
+        out.append(0 if winner == ma else 1 if winner == mb else 2)
+    return counts_from_arrays(np.array(a, dtype=np.int64), np.array(b, dtype=np.int64),
+                              np.array(out, dtype=np.int64), list(names))
+
+
+def _fit_batch(m: int, i: np.ndarray, j: np.ndarray, win_i: np.ndarray, n: np.ndarray,
+               prior: float, start: np.ndarray | None = None, tol: float = 1e-9, max_iter: int = 100) -> np.ndarray:
+    """Log-strengths (B, m) maximising the penalised likelihood for each row of win_i/n (B, P).
+
+    `start` (m,) warm-starts every row (bootstrap rounds start from the point estimate)."""
+    bsz = win_i.shape[0]
+    s = np.zeros((bsz, m)) if start is None else np.repeat(start[None, :], bsz, axis=0)
+    inc = np.zeros((len(i), m))
+    inc[np.arange(len(i)), i] = 1.0
+    inc[np.arange(len(i)), j] = -1.0
+    absinc = np.abs(inc)
+    diag = np.arange(m)
+    for _ in range(max_iter):
+        p = 1.0 / (1.0 + np.exp(-(s[:, i] - s[:, j])))
+        grad = (win_i - n * p) @ inc - prior * s
+        h = n * p * (1.0 - p)
+        hess = np.zeros((bsz, m, m))
+        hess[:, i, j] = -h
+        hess[:, j, i] = -h
+        d = h @ absinc + prior
+        hess[:, diag, diag] = d
+        # + c 11^T fixes the gauge without changing the step (the gradient sums to zero)
+        hess += d.mean(axis=1)[:, None, None]
+        step = np.linalg.solve(hess, grad[..., None])[..., 0]
+        big = np.abs(step).max(axis=1, keepdims=True)
+        step *= np.minimum(1.0, 3.0 / np.maximum(big, 1e-300))   # damp overshoots on lopsided data
+        s += step
+        if big.max() < tol:
+            break
+    return s - s.mean(axis=1, keepdims=True)
+
+
+def fit(counts: PairCounts, prior: float = 1e-4) -> np.ndarray:
+    """Centred log-strengths, one per model (natural-log odds scale)."""
+    if not len(counts.i):
+        return np.zeros(len(counts.models))
+    win = (counts.wins_i + 0.5 * counts.ties).astype(float)[None]
+    n = (counts.wins_i + counts.wins_j + counts.ties).astype(float)[None]
+    return _fit_batch(len(counts.models), counts.i, counts.j, win, n, prior)[0]
+
+
+def to_elo(s: np.ndarray) -> np.ndarray:
+    return ELO_BASE + ELO_SCALE * (s - s.mean(axis=-1, keepdims=True))
+
+
+@dataclass
+class BTResult:
+    models: list[str]
+    score: np.ndarray      # Elo-like
+    low: np.ndarray        # 2.5th bootstrap percentile
+    high: np.ndarray       # 97.5th
+    rounds: int
+    battles: int
+
+    def rank(self) -> np.ndarray:
+        """1 + number of models whose lower bound is above my upper bound."""
+        return 1 + (self.low[None, :] > self.high[:, None]).sum(axis=1)
+
+    def as_dict(self) -> dict[str, dict]:
+        ranks = self.rank()
+        return {m: {"bt": float(self.score[k]), "bt_low": float(self.low[k]), "bt_high": float(self.high[k]),
+                    "bt_rank": int(ranks[k])} for k, m in enumerate(self.models)}
+
+
+def bootstrap(counts: PairCounts, rounds: int = 1000, seed: int = 0, prior: float = 1e-4,
+              chunk: int = 250) -> BTResult:
+    """Point estimate plus 95% percentile intervals from `rounds` battle resamples."""
+    m = len(counts.models)
+    point = fit(counts, prior)
+    score = to_elo(point)
+    if not len(counts.i) or rounds <= 0:
+        nan = np.full(m, np.nan)
+        return BTResult(counts.models, score, nan, nan, 0, counts.battles)
+    rng = np.random.default_rng(seed)
+    cells = np.stack([counts.wins_i, counts.wins_j, counts.ties], axis=1).astype(float)  # (P, 3)
+    total = cells.sum()
+    pvals = (cells / total).ravel()
+    out = []
+    for start in range(0, rounds, chunk):
+        size = min(chunk, rounds - start)
+        draw = rng.multinomial(int(total), pvals, size=size).reshape(size, -1, 3).astype(float)
+        win = draw[:, :, 0] + 0.5 * draw[:, :, 2]
+        n = draw.sum(axis=2)
+        out.append(to_elo(_fit_batch(m, counts.i, counts.j, win, n, prior, start=point)))
+    elo = np.concatenate(out)
+    low, high = np.percentile(elo, [2.5, 97.5], axis=0)
+    return BTResult(counts.models, score, low, high, rounds, counts.battles)
+
+
+def pairwise(counts: PairCounts) -> tuple[np.ndarray, np.ndarray]:
+    """(win_rate, battles), both (M, M): win_rate[r, c] = share of r-vs-c battles r won (ties half), NaN if none."""
+    m = len(counts.models)
+    n = np.zeros((m, m))
+    w = np.zeros((m, m))
+    tot = (counts.wins_i + counts.wins_j + counts.ties).astype(float)
+    n[counts.i, counts.j] = tot
+    n[counts.j, counts.i] = tot
+    w[counts.i, counts.j] = counts.wins_i + 0.5 * counts.ties
+    w[counts.j, counts.i] = counts.wins_j + 0.5 * counts.ties
+    with np.errstate(invalid="ignore", divide="ignore"):
+        rate = np.where(n > 0, w / n, np.nan)
+    return rate, n
+
+
+@dataclass
+class Proportion:
+    share: float           # NaN when n == 0 (nothing measured)
+    low: float
+    high: float
+    k: int
+    n: int
+
+
+def wilson(k: int, n: int, z: float = Z95) -> Proportion:
+    """Wilson score interval: well-behaved near 0, 1 and for small n."""
+    if n <= 0:
+        return Proportion(math.nan, math.nan, math.nan, k, n)
+    p = k / n
+    denom = 1 + z * z / n
+    centre = (p + z * z / (2 * n)) / denom
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
+    return Proportion(p, max(0.0, centre - half), min(1.0, centre + half), k, n)
+
+
+def position_bias(votes: Iterable[tuple[str | None, str]]) -> Proportion:
+    """Share of decisive votes won by the first-heard reply. votes: (first_heard slot, chosen slot)."""
+    k = n = 0
+    for first, slot in votes:
+        if first in ("A", "B") and slot in ("A", "B"):
+            n += 1
+            k += first == slot
+    return wilson(k, n)
