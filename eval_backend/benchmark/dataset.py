@@ -18,6 +18,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -135,7 +136,8 @@ def _features():
     from datasets import Audio, Features, List, Value
 
     s = Value("string")
-    audio = {"audio": Audio(decode=False), "audio_error": s}
+    # audio_file: the clip's path relative to the benchmark folder (datasets keeps only a basename in `audio`).
+    audio = {"audio": Audio(decode=False), "audio_file": s, "audio_error": s}
     return {
         "scripts": Features({
             "id": s, "text": s, "attribute": s, "topic": s, "flags": List(s),
@@ -182,7 +184,9 @@ def _audio_cell(ref: AudioRef, root: Path | None) -> dict:
     error = ref.error
     if data is None and error is None:
         error = f"audio: {name or 'unnamed clip'}: file unavailable when the benchmark was saved"
-    return {"audio": {"bytes": data, "path": name}, "audio_error": error}
+    # No bytes -> a null cell: save_to_disk would otherwise try to embed the (missing) file by its path.
+    cell = {"bytes": data, "path": Path(name).name} if data is not None else None
+    return {"audio": cell, "audio_file": name, "audio_error": error}
 
 
 def _rows(b: Benchmark, root: Path | None) -> dict[str, list[dict]]:
@@ -241,9 +245,10 @@ class _AudioMaterialiser:
         self.audio_dir = audio_dir
         self.root = root
 
-    def __call__(self, cell: dict | None, stored_error: str | None) -> AudioRef:
-        cell = cell or {}
-        data, name = cell.get("bytes"), cell.get("path")
+    def __call__(self, row: dict) -> AudioRef:
+        cell = row.get("audio") or {}
+        stored_error = row.get("audio_error")
+        data, name = cell.get("bytes"), row.get("audio_file") or cell.get("path")
         if not data:
             return AudioRef(None, None, stored_error or f"audio: {name or 'unnamed clip'}: no bytes stored")
         sha = sha256_bytes(data)
@@ -283,18 +288,18 @@ def from_dataset_dict(dd, audio_dir: str | os.PathLike, root: str | os.PathLike 
         variants = {}
         flags = list(r.get("flags") or [])
         for v in r.get("variants") or []:
-            ref = mat(v.get("audio"), v.get("audio_error"))
+            ref = mat(v)
             variants[v["name"]] = Variant(v["name"], v.get("attribute") or "", ref, v.get("reference_reply"))
             flag_bad(flags, ref)
         b.scripts.append(Script(r["id"], r.get("text") or "", r.get("attribute") or "", r.get("topic") or "",
                                 variants, flags))
     for r in _split_rows(dd, "mcq"):
-        ref = mat(r.get("audio"), r.get("audio_error"))
+        ref = mat(r)
         b.mcqs.append(MCQ(r["id"], r.get("level") or "", r.get("type") or "", ref, r.get("question") or "",
                           list(r.get("options") or []), r.get("answer") or "", r.get("script_id"), r.get("variant"),
                           flag_bad(list(r.get("flags") or []), ref)))
     for r in _split_rows(dd, "context_groups"):
-        ref = mat(r.get("audio"), r.get("audio_error"))
+        ref = mat(r)
         cases = [ContextCase(c["id"], c.get("context") or "", c.get("reference_reply")) for c in r.get("cases") or []]
         b.context_groups.append(ContextGroup(r["id"], r.get("utterance_text") or "", ref, cases, r.get("attribute"),
                                              flag_bad(list(r.get("flags") or []), ref)))
@@ -302,16 +307,16 @@ def from_dataset_dict(dd, audio_dir: str | os.PathLike, root: str | os.PathLike 
         flags = list(r.get("flags") or [])
         cases = []
         for c in r.get("cases") or []:
-            ref = mat(c.get("audio"), c.get("audio_error"))
+            ref = mat(c)
             cases.append(ToneCase(c["id"], c.get("tone") or "", ref, c.get("reference_reply")))
             flag_bad(flags, ref)
         b.tone_groups.append(ToneGroup(r["id"], r.get("text") or "", r.get("context") or "", cases, flags))
     for r in _split_rows(dd, "selection"):
-        ref = mat(r.get("audio"), r.get("audio_error"))
+        ref = mat(r)
         flags = flag_bad(list(r.get("flags") or []), ref)
         options, texts = {}, {}
         for o in r.get("options") or []:
-            options[o["letter"]] = mat(o.get("audio"), o.get("audio_error"))
+            options[o["letter"]] = mat(o)
             if o.get("text") is not None:
                 texts[o["letter"]] = o["text"]
             flag_bad(flags, options[o["letter"]])
@@ -323,6 +328,18 @@ def from_dataset_dict(dd, audio_dir: str | os.PathLike, root: str | os.PathLike 
 
 
 # ---------------------------------------------------------------- folders
+@contextmanager
+def _quiet(datasets):
+    """No progress bars on stderr for these small writes; the caller's setting is restored."""
+    was_off = datasets.are_progress_bars_disabled()
+    datasets.disable_progress_bars()
+    try:
+        yield
+    finally:
+        if not was_off:
+            datasets.enable_progress_bars()
+
+
 def is_project_folder(folder: str | os.PathLike) -> bool:
     f = Path(folder)
     return (f / META_FILE).is_file() and (f / HF_DIR).is_dir()
@@ -339,7 +356,9 @@ def save_benchmark(b: Benchmark, folder: str | os.PathLike) -> Path:
     dd = to_dataset_dict(b, root=folder)
     hf = folder / HF_DIR
     tmp = folder / f".{HF_DIR}.tmp{os.getpid()}"
-    dd.save_to_disk(str(tmp))
+    # An empty split needs one explicit (empty) shard, or datasets writes none and cannot read it back.
+    with _quiet(datasets):
+        dd.save_to_disk(str(tmp), num_shards={k: 1 for k, v in dd.items() if len(v) == 0} or None)
     if hf.exists():
         import shutil
         shutil.rmtree(hf)
