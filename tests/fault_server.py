@@ -22,8 +22,7 @@ With `stream_only=True` a non-streaming request gets HTTP 400.
 The server counts calls per request id (the `X-Client-Request-Id` header) and keeps the last payload
 of each id (audio replaced by its length), so tests can prove what was asked and how often.
 
-Also runnable: `python tests/fault_server.py serve --latency 1` (prints `READY <port>`), and
-`python tests/fault_server.py run ...` (a runner process over a generated benchmark, for the SIGKILL test).
+Also runnable as its own process: `python tests/fault_server.py serve --latency 1` (prints `READY <port>`).
 """
 from __future__ import annotations
 
@@ -95,6 +94,7 @@ class FaultServer:
         self.times: dict[str, list[float]] = defaultdict(list)
         self.payloads: dict[str, dict] = {}
         self.auth_seen: list[str] = []
+        self.inflight = self.max_inflight = 0
         self.lock = threading.Lock()
         self.wav = encode_wav(tone_pcm(), REPLY_RATE)
         self.wav_b64 = base64.b64encode(self.wav).decode()
@@ -157,6 +157,16 @@ class FaultServer:
         return True
 
     async def handle(self, req: HttpRequest) -> Response:
+        with self.lock:
+            self.inflight += 1
+            self.max_inflight = max(self.max_inflight, self.inflight)
+        try:
+            return await self._handle(req)
+        finally:
+            with self.lock:
+                self.inflight -= 1
+
+    async def _handle(self, req: HttpRequest) -> Response:
         raw = await req.body()
         try:
             payload = json.loads(raw)
@@ -270,19 +280,6 @@ def _serve(args) -> None:
         server.stop()
 
 
-def _run(args) -> None:
-    """A runner process over a generated benchmark: what the SIGKILL test kills and restarts."""
-    from eval_backend.config import ModelSpec
-    from eval_backend.runner import RetryPolicy, run_model
-    from eval_backend.store import Store
-    b = make_benchmark(Path(args.data_dir) / "bench", [args.context] * args.items, name="kill")
-    spec = ModelSpec(name="slow-model", base_url=args.base_url, model="slow", audio_output=True, voice="v",
-                     timeout_s=30)
-    summary = asyncio.run(run_model(spec, b, Store(args.data_dir), args.concurrency,
-                                    policy=RetryPolicy(max_attempts=2, base_s=0.05), progress=False))
-    print(json.dumps(summary.to_dict()), flush=True)
-
-
 if __name__ == "__main__":
     parser = argparse.ArgumentParser()
     sub = parser.add_subparsers(dest="cmd", required=True)
@@ -290,11 +287,4 @@ if __name__ == "__main__":
     s.add_argument("--port", type=int, default=0)
     s.add_argument("--latency", type=float, default=0.0)
     s.add_argument("--stream-only", action="store_true")
-    r = sub.add_parser("run")
-    r.add_argument("--base-url", required=True)
-    r.add_argument("--data-dir", required=True)
-    r.add_argument("--items", type=int, default=20)
-    r.add_argument("--concurrency", type=int, default=4)
-    r.add_argument("--context", default="[fault:slow:0.5] a slow answer")
-    a = parser.parse_args()
-    _serve(a) if a.cmd == "serve" else _run(a)
+    _serve(parser.parse_args())
