@@ -265,3 +265,19 @@ def test_info_cli_json_and_errors(tmp_path):
     bad = _cli("demo", "--json", "--data-dir", str(tmp_path / "empty"), data_dir=tmp_path / "data")
     assert bad.returncode == 2 and "Traceback" not in bad.stderr
     assert len(bad.stderr.strip().splitlines()) == 1 and "demo build" in bad.stderr
+
+
+def test_hf_spec_reads_the_local_hub_cache_when_offline(tmp_path):
+    """Offline, hf:OWNER/NAME still loads a dataset already in the Hub cache (no network call)."""
+    b = load_benchmark(f"empathyeval:{make_empathyeval(tmp_path / 'ee')}")
+    repo = tmp_path / "hub" / "datasets--someone--bench"
+    (repo / "refs").mkdir(parents=True)
+    (repo / "refs" / "main").write_text("0123abcd")
+    save_benchmark(b, repo / "snapshots" / "0123abcd")
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_HUB_CACHE": str(tmp_path / "hub"),
+           "EMPATHY_ARENA_DATA_DIR": str(tmp_path / "data")}
+    out = subprocess.run([sys.executable, "-m", "eval_backend", "benchmark", "info", "hf:someone/bench", "--json"],
+                         cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    info = json.loads(out.stdout)
+    assert info["hash"] == b.hash and info["selection"] == 7 and info["groups"] == {"context": 0, "tone": 0}
