@@ -1,0 +1,83 @@
+"""`python -m eval_backend score --model NAME --benchmark SPEC [--data-dir D] [--judge-config F]`
+
+Scores the model's stored replies (no model is called) and writes
+<data_dir>/results/<model>/<benchmark>_v<version>_<hash>__scorer-<version>.json;
+the file's path is the LAST line printed.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from .. import config
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--model", required=True, help="the model name its replies were stored under")
+    p.add_argument("--benchmark", required=True,
+                   help="benchmark spec: demo, a folder, hf:OWNER/NAME, echomind:PATH, empathyeval:PATH")
+    p.add_argument("--data-dir", help=f"data dir (default ${config.DATA_DIR_ENV} or ./data)")
+    p.add_argument("--judge-config", help="YAML with `judge:` / `audio_judge:` entries (no judge: those metrics "
+                                          "read 'not computed')")
+    p.add_argument("--metrics", help="comma-separated names or families, globs allowed (default: all), "
+                                     "e.g. 'l1.*,selection'")
+    p.add_argument("--quiet", action="store_true", help="print only the results path")
+
+
+def build_settings(judge_config: str | None, data_dir: Path, cache_only: bool = False) -> dict:
+    settings: dict = {"data_dir": str(data_dir)}
+    if judge_config:
+        path = Path(judge_config).expanduser()
+        if not path.is_file():
+            raise ValueError(f"judge config {path} does not exist")
+        settings["judge_config"] = str(path.resolve())
+    if cache_only:
+        settings["cache_only"] = True   # rescore: judges answer from their cache only
+    return settings
+
+
+def summary_lines(doc: dict) -> list[str]:
+    lines = []
+    for name, e in doc["boards"].items():
+        lines.append(f"board {name}: {e['value']:.4f} ({e.get('source', '')})" if e["value"] is not None
+                     else f"board {name}: {e.get('reason') or 'see columns'}")
+    for name, e in doc["metrics"].items():
+        if e["value"] is None:
+            lines.append(f"{name}: {e['reason']}")
+            continue
+        ci = f" [{e['ci95'][0]:.4f}, {e['ci95'][1]:.4f}]" if e.get("ci95") and None not in e["ci95"] else ""
+        fails = ", ".join(f"{k}={v}" for k, v in e["failures"].items())
+        lines.append(f"{name}: {e['value']:.4f}{ci} n={e['n']}" + (f" failures: {fails}" if fails else ""))
+    return lines
+
+
+def score_one(model: str, spec: str, data: Path, settings: dict, metrics: list[str] | None = None,
+              benchmark=None) -> tuple[Path, dict]:
+    from ..benchmark.loaders import load_benchmark
+    from ..store import Store
+    from .results import score, write_results
+    store = Store(data)
+    benchmark = benchmark or load_benchmark(spec, data)
+    replies = store.replies(model=model, benchmark_hash=benchmark.hash)
+    if not replies:
+        known = store.models_with_replies(benchmark.hash)
+        raise ValueError(f"no stored replies of model {model!r} on {spec} (hash {benchmark.hash[:12]}); "
+                         f"models with replies there: {', '.join(known) or 'none'}")
+    run = score(benchmark, replies, model, store, settings=settings, metrics=metrics, spec=spec)
+    return write_results(data, run.doc), run.doc
+
+
+def main(args: argparse.Namespace) -> int:
+    data = config.data_dir(args.data_dir)
+    metrics = [m.strip() for m in args.metrics.split(",") if m.strip()] if args.metrics else None
+    try:
+        settings = build_settings(args.judge_config, data)
+        path, doc = score_one(args.model, args.benchmark, data, settings, metrics)
+    except (ValueError, OSError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    if not args.quiet:
+        print("\n".join(summary_lines(doc)))
+    print(path)
+    return 0
