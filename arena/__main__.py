@@ -1,0 +1,118 @@
+"""`python -m arena <command>`: the arena's command line.
+
+    ratings [--json] [--rounds N]        replayed TrueSkill + Bradley-Terry (95% bootstrap interval) per model
+    import-votes FILE                    append votes from CSV / JSONL (all or nothing)
+    export --format jsonl|csv --out F    the public vote log (no session ids, IP hashes, user names)
+    pause MODEL [--reason R] / unpause MODEL
+    health [--json]                      accepted vs refused votes over the last day
+
+Every command takes --data-dir (else EMPATHY_ARENA_DATA_DIR, else ./data).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+
+
+def _service(args):
+    from eval_backend.store import Store
+
+    from .service import ArenaService
+    return ArenaService(Store(args.data_dir))
+
+
+def cmd_ratings(args) -> int:
+    rows = _service(args).replayed_table(args.rounds)
+    if args.json:
+        print(json.dumps(rows, indent=1))
+        return 0
+    if not rows:
+        print("no votes yet")
+        return 0
+    print(f"{'model':30} {'mu':>7} {'sigma':>6} {'cons.':>7} {'BT':>7} {'95% interval':>17} {'votes':>7}")
+
+    def f(x):
+        return "   n/a" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:7.1f}"
+    for r in rows:
+        print(f"{r['model'][:30]:30} {r['mu']:7.2f} {r['sigma']:6.2f} {r['conservative']:7.2f} {f(r['bt'])} "
+              f"[{f(r['bt_low'])}, {f(r['bt_high'])}] {r['votes']:7d}")
+    return 0
+
+
+def cmd_import(args) -> int:
+    from .votes_io import VoteImportError
+    try:
+        n = _service(args).import_votes(args.file)
+    except VoteImportError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    print(f"imported {n} votes from {args.file}")
+    return 0
+
+
+def cmd_export(args) -> int:
+    text = _service(args).export_votes(args.format, args.out)
+    n = max(0, text.count("\n") - (1 if args.format == "csv" else 0))
+    print(f"wrote {n} votes to {args.out}")
+    return 0
+
+
+def cmd_pause(args) -> int:
+    svc = _service(args)
+    if args.command == "pause":
+        svc.pause_model(args.model, args.reason)
+        print(f"paused {args.model}")
+    else:
+        svc.unpause_model(args.model)
+        print(f"unpaused {args.model}")
+    return 0
+
+
+def cmd_health(args) -> int:
+    h = _service(args).integrity_health()
+    if args.json:
+        print(json.dumps(h, indent=1))
+    else:
+        share = "n/a" if h["counted_share"] is None else f"{h['counted_share']:.1%}"
+        print(f"last 24 h: {h['accepted']} votes counted, refused {h['refused'] or 'none'}, counted share {share}"
+              + ("  ALERT: most submissions are refused" if h["alert"] else ""))
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m arena", description="Empathy Arena votes and ratings")
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--data-dir", default=None, help="data dir (default: $EMPATHY_ARENA_DATA_DIR or ./data)")
+    sub = p.add_subparsers(dest="command", required=True)
+    r = sub.add_parser("ratings", parents=[common], help="replayed ratings with Bradley-Terry intervals")
+    r.add_argument("--json", action="store_true")
+    r.add_argument("--rounds", type=int, default=None, help="bootstrap rounds (default: settings)")
+    r.set_defaults(func=cmd_ratings)
+    i = sub.add_parser("import-votes", parents=[common], help="append votes from a CSV or JSONL file")
+    i.add_argument("file")
+    i.set_defaults(func=cmd_import)
+    e = sub.add_parser("export", parents=[common], help="write the public vote log")
+    e.add_argument("--format", choices=("jsonl", "csv"), default="jsonl")
+    e.add_argument("--out", required=True)
+    e.set_defaults(func=cmd_export)
+    for name in ("pause", "unpause"):
+        q = sub.add_parser(name, parents=[common], help=f"{name} a model (paused models are never served)")
+        q.add_argument("model")
+        if name == "pause":
+            q.add_argument("--reason", default=None)
+        q.set_defaults(func=cmd_pause)
+    h = sub.add_parser("health", parents=[common], help="integrity health: share of submissions counted")
+    h.add_argument("--json", action="store_true")
+    h.set_defaults(func=cmd_health)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    return int(args.func(args) or 0)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

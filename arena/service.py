@@ -1,0 +1,485 @@
+"""The arena's API (plain Python; the Gradio UI and the HTTP load test call it).
+
+    svc = ArenaService(Store(data_dir))                 # settings: arena.config.ArenaSettings
+    view = svc.serve_battle(session_id, ip)            # BattleView: audio paths only, no names
+    result = svc.submit_vote(view.battle_id, session_id, ip, "A", said="B", sounded="A")
+    # -> VoteResult (names, transcripts, new ratings) or raises VoteRefused(reason_code, message)
+
+Integrity rules, checked in one write transaction (BEGIN IMMEDIATE) so two racing
+votes on one battle cannot both pass: the battle must exist, belong to the
+voting session, be unvoted, unexpired, not answered sooner than its clips'
+minimum listening time, name the same models if the client sends them, and the
+session and IP must be under their rate limits. Every refusal is logged with its
+reason in arena_refused_votes. The vote insert and the rating update commit
+together; the vote is acknowledged (returned) only after the commit.
+
+Reason codes: unknown_battle, wrong_session, already_voted, expired, too_fast,
+tampered, rate_limited, bad_value.
+
+Ratings are online TrueSkill per axis (overall, said, sounded, and the user's
+vocal dimension: speaker, paralinguistic, environment), replayable exactly from
+the vote log in id order (`replay_ratings`), with an order-free Bradley-Terry fit
+beside them (`bradley_terry`).
+"""
+from __future__ import annotations
+
+import hashlib
+import math
+import random
+import re
+import secrets
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Iterable
+
+import soundfile as sf
+
+from eval_backend.benchmark.model import Benchmark, dimension_of
+from eval_backend.store import Reply, Store
+from eval_backend.tasks import build_requests
+
+from . import bradley_terry as bt
+from . import storage, votes_io
+from .config import ArenaSettings
+from .matchmaking import MatchParams, choose_pair
+from .ratings import BOTH_BAD, TIE, Rating, apply_vote, replay
+from .storage import AXES, SLOTS, SUB_SLOTS, VoteRow
+
+MAX_REASON_CHARS = 2000
+
+
+class VoteRefused(Exception):
+    def __init__(self, reason_code: str, message: str):
+        super().__init__(message)
+        self.reason_code = reason_code
+        self.message = message
+
+
+class NoBattleAvailable(RuntimeError):
+    """No two unpaused models have servable replies to a common request (the message says why)."""
+
+
+@dataclass(frozen=True)
+class BattleView:
+    """What the voter may see before voting: no model names, no transcripts."""
+    battle_id: str
+    context_text: str | None
+    user_audio: str            # absolute paths
+    audio_a: str
+    audio_b: str
+    min_listen_s: dict         # {"user": s, "A": s, "B": s}: min(settings.min_listen_s, clip length)
+    first_heard: str           # the slot to play first ("A")
+    expires_at: float
+
+    @property
+    def total_min_listen_s(self) -> float:
+        return sum(self.min_listen_s.values())
+
+
+@dataclass(frozen=True)
+class Revealed:
+    model: str
+    transcript: str | None
+    rating: Rating
+    votes: int
+
+
+@dataclass(frozen=True)
+class VoteResult:
+    vote_id: int
+    battle_id: str
+    slot: str                  # A | B | tie | both_bad
+    winner: str                # a model name, tie or both_bad
+    a: Revealed
+    b: Revealed
+
+
+@dataclass
+class _Candidate:
+    """A request the arena can serve, with the models whose replies to it are usable."""
+    benchmark_hash: str
+    request_id: str
+    task: str
+    item_id: str
+    variant: str
+    user_audio: str
+    context_text: str | None
+    attribute: str | None
+    replies: dict[str, Reply] = field(default_factory=dict)
+
+
+class IdentityScreen:
+    """Flags reply text that names a model or vendor (it would unblind the battle)."""
+
+    def __init__(self, patterns: Iterable[str], model_names: Iterable[str] = ()):
+        parts = list(patterns)
+        for name in model_names:
+            # "warm-model" also matches "warm model" / "warm_model"
+            tokens = [re.escape(t) for t in re.split(r"[-_\s/.:]+", name) if t]
+            if tokens:
+                parts.append(r"\b" + r"[-_\s/.:]*".join(tokens) + r"\b")
+        self.regex = re.compile("|".join(f"(?:{p})" for p in parts), re.IGNORECASE) if parts else None
+
+    def leaks(self, *texts: str | None) -> bool:
+        return bool(self.regex) and any(t and self.regex.search(t) for t in texts)
+
+
+def _attribute(b: Benchmark, task: str, item_id: str, variant: str) -> str | None:
+    """The user's vocal attribute for a spoken request (for the per-dimension ratings)."""
+    if task == "conversation":
+        for s in b.scripts:
+            if s.id == item_id and variant in s.variants:
+                return s.variants[variant].attribute
+    elif task == "context":
+        for g in b.context_groups:
+            if g.id == item_id:
+                return g.attribute
+    elif task == "tone":
+        for g in b.tone_groups:
+            if g.id == item_id:
+                return next((c.tone for c in g.cases if c.id == variant), None)
+    return None
+
+
+class ArenaService:
+    def __init__(self, store: Store, settings: ArenaSettings | None = None,
+                 benchmarks: Iterable[Benchmark] | None = None,
+                 clock: Callable[[], float] = time.time, rng: random.Random | None = None):
+        """`benchmarks`: the benchmarks whose spoken requests may be served; by default
+        `settings.benchmark_specs` are loaded (lazily, on the first battle) from the store's data dir."""
+        self.store = store
+        self.settings = (settings or ArenaSettings()).with_salt(store.root)
+        self.clock = clock
+        self.rng = rng or random.SystemRandom()
+        self._benchmarks = list(benchmarks) if benchmarks is not None else None
+        self.benchmark_errors: dict[str, str] = {}
+        self._lock = threading.Lock()
+        self._index: list[_Candidate] | None = None
+        self._index_key: tuple | None = None
+        self._durations: dict[str, float] = {}
+        storage.ensure_schema(store)
+
+    # ------------------------------------------------------------------ helpers
+    def ip_hash(self, ip: str | None) -> str:
+        return hashlib.sha256(f"{self.settings.salt}|{ip or ''}".encode()).hexdigest()
+
+    def _load_benchmarks(self) -> list[Benchmark]:
+        if self._benchmarks is None:
+            from eval_backend.benchmark.loaders import load_benchmark
+            loaded = []
+            for spec in self.settings.benchmark_specs:
+                try:
+                    loaded.append(load_benchmark(spec, self.store.root))
+                except (ValueError, OSError) as exc:   # BenchmarkSpecError is a ValueError
+                    self.benchmark_errors[spec] = str(exc)
+            self._benchmarks = loaded
+        return self._benchmarks
+
+    def _duration(self, path: str) -> float:
+        if path not in self._durations:
+            self._durations[path] = float(sf.info(path).duration)
+        return self._durations[path]
+
+    def _candidates(self) -> list[_Candidate]:
+        """Servable requests, rebuilt when the replies table changes."""
+        key = tuple(self.store.query("SELECT COUNT(*), MAX(created_at) FROM replies")[0])
+        with self._lock:
+            if self._index is not None and key == self._index_key:
+                return self._index
+            benchmarks = self._load_benchmarks()
+            screen = IdentityScreen(self.settings.identity_patterns, self.store.models_with_replies())
+            index: list[_Candidate] = []
+            for b in benchmarks:
+                by_id = {}
+                for req in build_requests(b, self.settings.spoken_tasks):
+                    if req.usable and req.audios and Path(req.audios[0].path).is_file():
+                        text = req.text.strip() or None
+                        by_id[req.id] = _Candidate(b.hash, req.id, req.task, req.item_id, req.variant,
+                                                   str(Path(req.audios[0].path).resolve()), text,
+                                                   _attribute(b, req.task, req.item_id, req.variant))
+                for task in self.settings.spoken_tasks:
+                    for r in self.store.replies(benchmark_hash=b.hash, task=task, status="ok"):
+                        cand = by_id.get(r.request_id)
+                        if (cand is None or not r.audio_path or not self.store.abspath(r.audio_path).is_file()
+                                or screen.leaks(r.text, r.transcript)):
+                            continue
+                        cand.replies[r.model] = r
+                index += [c for c in by_id.values() if len(c.replies) >= 2]
+            self._index, self._index_key = index, key
+            return index
+
+    # ------------------------------------------------------------------ battles
+    def serve_battle(self, session_id: str, ip: str | None, user: str | None = None) -> BattleView:
+        if not isinstance(session_id, str) or not session_id.strip():
+            raise ValueError("a battle needs a session id")
+        paused = storage.paused_models(self.store)
+        candidates = self._candidates()
+        pairs = set()
+        for c in candidates:
+            models = sorted(m for m in c.replies if m not in paused)
+            pairs.update((models[x], models[y]) for x in range(len(models)) for y in range(x + 1, len(models)))
+        if not pairs:
+            why = "; ".join(f"{k}: {v}" for k, v in self.benchmark_errors.items())
+            raise NoBattleAvailable("no two unpaused models have usable spoken replies to the same request"
+                                    + (f" (benchmarks not loaded: {why})" if why else ""))
+        ratings = {m: Rating(r["mu"], r["sigma"]) for m, r in storage.stored_ratings(self.store).items()}
+        counts = {m: r["votes"] for m, r in storage.stored_ratings(self.store).items()}
+        edges = [tuple(r) for r in self.store.query(
+            "SELECT DISTINCT model_a, model_b FROM arena_votes WHERE slot <> 'both_bad'")]
+        params = MatchParams(self.settings.new_model_boost, self.settings.bridge_boost,
+                             trueskill=self.settings.trueskill)
+        pair = choose_pair(pairs, ratings, counts, edges, self.rng, paused, params)
+        shared = [c for c in candidates if pair[0] in c.replies and pair[1] in c.replies]
+        cand = self.rng.choice(shared)
+        model_a, model_b = pair if self.rng.random() < 0.5 else (pair[1], pair[0])
+        audio_a = str(self.store.abspath(cand.replies[model_a].audio_path))
+        audio_b = str(self.store.abspath(cand.replies[model_b].audio_path))
+        floor = self.settings.min_listen_s
+        listen = {"user": min(floor, self._duration(cand.user_audio)),
+                  "A": min(floor, self._duration(audio_a)), "B": min(floor, self._duration(audio_b))}
+        now = self.clock()
+        battle_id = secrets.token_urlsafe(24)
+        attribute = cand.attribute
+        with self.store.transaction() as conn:
+            conn.execute(
+                """INSERT INTO arena_battles (id, session_id, user, ip_hash, benchmark_hash, request_id, task,
+                       item_id, variant, attribute, dimension, model_a, model_b, first_heard, min_listen_s,
+                       served_at, expires_at, voted) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,0)""",
+                (battle_id, session_id, user, self.ip_hash(ip), cand.benchmark_hash, cand.request_id, cand.task,
+                 cand.item_id, cand.variant, attribute, dimension_of(attribute) if attribute else None,
+                 model_a, model_b, "A", sum(listen.values()), now, now + self.settings.battle_ttl_s))
+        return BattleView(battle_id, cand.context_text, cand.user_audio, audio_a, audio_b, listen, "A",
+                          now + self.settings.battle_ttl_s)
+
+    # ------------------------------------------------------------------ votes
+    def submit_vote(self, battle_id: str, session_id: str, ip: str | None, overall: str,
+                    said: str | None = None, sounded: str | None = None, reason: str | None = None,
+                    user: str | None = None, claimed_models: tuple[str, str] | list[str] | None = None) -> VoteResult:
+        ip_hash = self.ip_hash(ip)
+        try:
+            return self._submit(battle_id, session_id, ip_hash, overall, said, sounded, reason, user,
+                                claimed_models)
+        except VoteRefused as refusal:
+            storage.log_refusal(self.store, battle_id if isinstance(battle_id, str) else None,
+                                session_id if isinstance(session_id, str) else None, ip_hash,
+                                refusal.reason_code, refusal.message)
+            raise
+
+    def _submit(self, battle_id, session_id, ip_hash, overall, said, sounded, reason, user, claimed):
+        if overall not in SLOTS:
+            raise VoteRefused("bad_value", f"the vote must be one of {', '.join(SLOTS)}, got {overall!r}")
+        for name, value in (("said", said), ("sounded", sounded)):
+            if value is not None and value not in SUB_SLOTS:
+                raise VoteRefused("bad_value", f"'{name}' must be A, B, tie or empty, got {value!r}")
+        if reason is not None and (not isinstance(reason, str) or len(reason) > MAX_REASON_CHARS):
+            raise VoteRefused("bad_value", f"the reason must be text of at most {MAX_REASON_CHARS} characters")
+        if not isinstance(battle_id, str) or not isinstance(session_id, str):
+            raise VoteRefused("bad_value", "battle id and session id must be text")
+        if claimed is not None and (not isinstance(claimed, (tuple, list)) or len(claimed) != 2):
+            raise VoteRefused("bad_value", "claimed models must be a pair of names")
+        s = self.settings
+        with self.store.transaction() as conn:
+            now = self.clock()
+            battle = conn.execute("SELECT * FROM arena_battles WHERE id=?", (battle_id,)).fetchone()
+            if battle is None:
+                raise VoteRefused("unknown_battle", "this battle does not exist; load a new battle")
+            if battle["session_id"] != session_id:
+                raise VoteRefused("wrong_session", "this battle was served to another session")
+            if battle["voted"]:
+                raise VoteRefused("already_voted", "this battle already has a vote; load a new battle")
+            if now > battle["expires_at"]:
+                raise VoteRefused("expired", f"this battle expired after {s.battle_ttl_s / 60:.0f} minutes; "
+                                             "load a new battle")
+            if claimed is not None and tuple(claimed) != (battle["model_a"], battle["model_b"]):
+                raise VoteRefused("tampered", "the models sent with the vote are not the ones in this battle")
+            waited = now - battle["served_at"]
+            if waited < battle["min_listen_s"]:
+                raise VoteRefused("too_fast", f"please listen to all three clips first: the vote came "
+                                              f"{waited:.1f} s after the battle was served, the clips need "
+                                              f"{battle['min_listen_s']:.1f} s")
+            for col, key, per_min, per_day in (("session_id", session_id, s.session_votes_per_minute,
+                                                s.session_votes_per_day),
+                                               ("ip_hash", ip_hash, s.ip_votes_per_minute, s.ip_votes_per_day)):
+                n_min, n_day = conn.execute(
+                    f"SELECT SUM(created_at > ?), COUNT(*) FROM arena_votes WHERE {col}=? AND created_at > ?",
+                    (now - 60, key, now - 86400)).fetchone()
+                who = "this session" if col == "session_id" else "this network address"
+                if (n_min or 0) >= per_min:
+                    raise VoteRefused("rate_limited", f"{who} has voted {per_min} times in the last minute; "
+                                                      "please wait a little")
+                if n_day >= per_day:
+                    raise VoteRefused("rate_limited", f"{who} has reached {per_day} votes today")
+            winner = {"A": battle["model_a"], "B": battle["model_b"]}.get(overall, overall)
+            row = {"battle_id": battle_id, "model_a": battle["model_a"], "model_b": battle["model_b"],
+                   "winner": winner, "slot": overall, "said": said, "sounded": sounded,
+                   "reason": (reason or "").strip() or None, "session_id": session_id, "user": user,
+                   "ip_hash": ip_hash, "first_heard": battle["first_heard"], "attribute": battle["attribute"],
+                   "dimension": battle["dimension"], "benchmark_hash": battle["benchmark_hash"],
+                   "request_id": battle["request_id"], "created_at": now, "source": "live"}
+            vote_id, new = self._record(conn, row)
+            conn.execute("UPDATE arena_battles SET voted=1 WHERE id=?", (battle_id,))
+            counts = {r["model"]: r["votes"] for r in conn.execute(
+                "SELECT model, votes FROM arena_ratings WHERE axis='overall' AND model IN (?, ?)",
+                (battle["model_a"], battle["model_b"]))}
+        said_text = {r["model"]: r["transcript"] or r["text"] for r in self.store.query(
+            "SELECT model, transcript, text FROM replies WHERE benchmark_hash=? AND request_id=? AND model IN (?, ?)",
+            (battle["benchmark_hash"], battle["request_id"], battle["model_a"], battle["model_b"]))}
+
+        def reveal(model: str) -> Revealed:
+            return Revealed(model, said_text.get(model), new[model], counts.get(model, 0))
+
+        return VoteResult(vote_id, battle_id, overall, winner, reveal(battle["model_a"]), reveal(battle["model_b"]))
+
+    def _record(self, conn, row: dict) -> tuple[int, dict[str, Rating]]:
+        """Insert one vote and update every axis it bears on, inside the caller's transaction."""
+        vote_id = storage.insert_vote(conn, row)
+        a, b = row["model_a"], row["model_b"]
+        fresh = Rating(self.settings.trueskill.mu, self.settings.trueskill.sigma)
+        overall: dict[str, Rating] = {}
+        for axis, outcome in storage.axes_for(row["slot"], row["said"], row["sounded"], row["dimension"]):
+            ra = storage.read_rating(conn, axis, a, fresh)
+            rb = storage.read_rating(conn, axis, b, fresh)
+            na, nb = apply_vote(ra, rb, outcome, self.settings.trueskill)
+            res_a = {"A": "win", "B": "loss", TIE: "tie", BOTH_BAD: "both_bad"}[outcome]
+            res_b = {"A": "loss", "B": "win", TIE: "tie", BOTH_BAD: "both_bad"}[outcome]
+            storage.write_rating(conn, axis, a, na, res_a, vote_id, row["created_at"])
+            storage.write_rating(conn, axis, b, nb, res_b, vote_id, row["created_at"])
+            if axis == "overall":
+                overall = {a: na, b: nb}
+        return vote_id, overall
+
+    # ------------------------------------------------------------------ admin
+    def pause_model(self, model: str, reason: str | None = None) -> None:
+        storage.set_paused(self.store, model, True, reason)
+
+    def unpause_model(self, model: str) -> None:
+        storage.set_paused(self.store, model, False)
+
+    def paused(self) -> set[str]:
+        return storage.paused_models(self.store)
+
+    # ------------------------------------------------------------------ import / export
+    def import_votes(self, path: str | Path) -> int:
+        """Append every vote of a CSV/JSONL file (all or nothing); returns how many. See arena.votes_io."""
+        path = Path(path)
+        try:
+            content = path.read_text(encoding="utf-8-sig")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise votes_io.VoteImportError(str(path), [(0, f"cannot read the file: {exc}")]) from None
+        rows = votes_io.parse(str(path), content, default_time=self.clock())
+        with self.store.transaction() as conn:
+            for r in rows:
+                self._record(conn, {**r, "battle_id": None, "session_id": None, "user": None, "ip_hash": None,
+                                    "source": "import"})
+        return len(rows)
+
+    def votes(self) -> list[VoteRow]:
+        return storage.load_votes(self.store)
+
+    def export_votes(self, fmt: str = "jsonl", path: str | Path | None = None) -> str:
+        """The public vote log (no session ids, IP hashes or user names) as JSONL or CSV text."""
+        text = votes_io.format_votes(self.votes(), fmt)
+        if path is not None:
+            Path(path).write_text(text, encoding="utf-8")
+        return text
+
+    # ------------------------------------------------------------------ ratings and statistics
+    def replay_ratings(self, axis: str = "overall", votes: list[VoteRow] | None = None) -> dict[str, Rating]:
+        """TrueSkill recomputed from the vote log in id order; equals the stored ratings exactly."""
+        if axis not in AXES:
+            raise ValueError(f"axis {axis!r} is not one of {', '.join(AXES)}")
+        votes = self.votes() if votes is None else votes
+        return replay([v for v in (row.as_vote(axis) for row in votes) if v is not None], self.settings.trueskill)
+
+    def stored_ratings(self, axis: str = "overall") -> dict[str, Rating]:
+        return {m: Rating(r["mu"], r["sigma"]) for m, r in storage.stored_ratings(self.store, axis).items()}
+
+    def pair_counts(self, axis: str = "overall", votes: list[VoteRow] | None = None) -> bt.PairCounts:
+        votes = self.votes() if votes is None else votes
+        return bt.counts_from_votes((v.model_a, v.model_b, v.winner) for v in
+                                    (row.as_vote(axis) for row in votes) if v is not None)
+
+    def bradley_terry(self, axis: str = "overall", rounds: int | None = None, seed: int = 0,
+                      votes: list[VoteRow] | None = None) -> bt.BTResult:
+        rounds = self.settings.bootstrap_rounds if rounds is None else rounds
+        return bt.bootstrap(self.pair_counts(axis, votes), rounds, seed)
+
+    def ratings_table(self, axis: str = "overall", rounds: int | None = None) -> list[dict]:
+        """Leaderboard rows, best conservative TrueSkill first. BT columns are NaN where not fitted."""
+        votes = self.votes()
+        bt_rows = self.bradley_terry(axis, rounds, votes=votes).as_dict()
+        paused = self.paused()
+        rows = []
+        for model, r in storage.stored_ratings(self.store, axis).items():
+            b = bt_rows.get(model, {"bt": math.nan, "bt_low": math.nan, "bt_high": math.nan, "bt_rank": None})
+            rows.append({"model": model, "mu": r["mu"], "sigma": r["sigma"],
+                         "conservative": r["mu"] - 3 * r["sigma"], **b,
+                         "votes": r["votes"], "wins": r["wins"], "losses": r["losses"], "ties": r["ties"],
+                         "both_bad": r["both_bad"], "provisional": r["votes"] < self.settings.provisional_votes,
+                         "paused": model in paused})
+        rows.sort(key=lambda x: -x["conservative"])
+        return rows
+
+    def replayed_table(self, rounds: int | None = None) -> list[dict]:
+        """The CLI's `ratings --json`: replayed overall TrueSkill, BT with interval, votes (incl. both-bad)."""
+        votes = self.votes()
+        ts = self.replay_ratings("overall", votes)
+        fit = self.bradley_terry("overall", rounds, votes=votes).as_dict()
+        n = {m: 0 for m in ts}
+        for v in votes:
+            n[v.model_a] += 1
+            n[v.model_b] += 1
+        out = []
+        for model, r in ts.items():
+            b = fit.get(model, {})
+            out.append({"model": model, "mu": r.mu, "sigma": r.sigma, "conservative": r.conservative,
+                        "bt": _num(b.get("bt")), "bt_low": _num(b.get("bt_low")), "bt_high": _num(b.get("bt_high")),
+                        "votes": n[model]})
+        out.sort(key=lambda x: -x["conservative"])
+        return out
+
+    def position_bias(self) -> bt.Proportion:
+        """Share of decisive live votes won by the first-heard reply, with a 95% Wilson interval."""
+        return bt.position_bias((v.first_heard, v.slot) for v in self.votes())
+
+    def pairwise_matrices(self, axis: str = "overall") -> dict:
+        """{'models', 'win_rate' (row beat column; ties half; None where never met), 'battles'}."""
+        counts = self.pair_counts(axis)
+        rate, n = bt.pairwise(counts)
+        return {"models": counts.models,
+                "win_rate": [[None if math.isnan(x) else float(x) for x in row] for row in rate],
+                "battles": n.astype(int).tolist()}
+
+    def rating_history(self, axis: str = "overall", points: int = 100) -> list[dict]:
+        """Ratings of every model after each of ~`points` evenly spaced prefixes of the vote log."""
+        rated = [(row, v) for row in self.votes() if (v := row.as_vote(axis)) is not None]
+        if not rated:
+            return []
+        step = max(1, math.ceil(len(rated) / points))
+        out, current = [], {}
+        for start in range(0, len(rated), step):
+            chunk = rated[start:start + step]
+            current = replay([v for _, v in chunk], self.settings.trueskill, current)
+            last = chunk[-1][0]
+            out += [{"vote_id": last.id, "created_at": last.created_at, "votes_so_far": start + len(chunk),
+                     "model": m, "mu": r.mu, "sigma": r.sigma, "conservative": r.conservative}
+                    for m, r in sorted(current.items())]
+        return out
+
+    def integrity_health(self, window_s: float = 86400.0) -> dict:
+        """Accepted vs refused submissions in the window; alert when the counted share is low."""
+        since = self.clock() - window_s
+        accepted = self.store.query("SELECT COUNT(*) FROM arena_votes WHERE source='live' AND created_at > ?",
+                                    (since,))[0][0]
+        refused = {r[0]: r[1] for r in self.store.query(
+            "SELECT reason, COUNT(*) FROM arena_refused_votes WHERE created_at > ? GROUP BY reason", (since,))}
+        total = accepted + sum(refused.values())
+        share = accepted / total if total else None   # nothing submitted: no share
+        return {"window_s": window_s, "accepted": accepted, "refused": refused, "counted_share": share,
+                "alert": share is not None and share < self.settings.counted_share_alert}
+
+
+def _num(x) -> float | None:
+    return None if x is None or (isinstance(x, float) and math.isnan(x)) else float(x)

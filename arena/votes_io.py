@@ -1,0 +1,154 @@
+"""Vote files: parse imports (CSV / JSONL) and format exports. Pure text in, rows out.
+
+Import columns: model_a, model_b, winner (model_a's name, model_b's name, 'tie'
+or 'both_bad'); optional timestamp or created_at (epoch seconds or ISO 8601),
+said, sounded (A | B | tie), first_heard (A | B), attribute, dimension, reason,
+request_id, benchmark_hash. Other columns (an export's id, slot, source) are
+ignored, so an export re-imports as is. Every bad row is reported with its line
+number and nothing is returned unless all rows are good.
+"""
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+from datetime import datetime, timezone
+from typing import Iterable
+
+from .ratings import BOTH_BAD, TIE
+from .storage import DIMENSION_AXES, EXPORT_FIELDS, SUB_SLOTS, VoteRow
+
+OPTIONAL_TEXT = ("attribute", "reason", "request_id", "benchmark_hash")
+MAX_REPORTED = 50
+
+
+class VoteImportError(ValueError):
+    """The file has bad rows; `errors` lists (line, message) for every one of them."""
+
+    def __init__(self, path: str, errors: list[tuple[int, str]]):
+        self.errors = errors
+        shown = "\n".join(f"  line {line}: {msg}" for line, msg in errors[:MAX_REPORTED])
+        more = f"\n  ... and {len(errors) - MAX_REPORTED} more" if len(errors) > MAX_REPORTED else ""
+        super().__init__(f"{path}: {len(errors)} bad row(s), nothing imported:\n{shown}{more}")
+
+
+def _timestamp(value, default: float) -> float:
+    if value is None or value == "":
+        return default
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        ts = float(value)
+    else:
+        text = str(value).strip()
+        try:
+            ts = float(text)
+        except ValueError:
+            dt = datetime.fromisoformat(text.replace("Z", "+00:00"))  # ValueError on garbage
+            ts = (dt if dt.tzinfo else dt.replace(tzinfo=timezone.utc)).timestamp()
+    if not math.isfinite(ts) or ts < 0:
+        raise ValueError(f"timestamp {value!r} is not a time")
+    return ts
+
+
+def validate_row(raw: dict, default_time: float) -> dict:
+    """One import record -> the vote columns, or ValueError saying what is wrong."""
+    def text(key: str) -> str | None:
+        v = raw.get(key)
+        if v is None or (isinstance(v, str) and not v.strip()):
+            return None
+        if not isinstance(v, (str, int, float)) or isinstance(v, bool):
+            raise ValueError(f"{key} must be text, got {type(v).__name__}")
+        return str(v).strip()
+
+    a, b, winner = text("model_a"), text("model_b"), text("winner")
+    missing = [k for k, v in (("model_a", a), ("model_b", b), ("winner", winner)) if v is None]
+    if missing:
+        raise ValueError(f"missing {', '.join(missing)}")
+    if a == b:
+        raise ValueError(f"model_a and model_b are both {a!r}")
+    if a in (TIE, BOTH_BAD) or b in (TIE, BOTH_BAD):
+        raise ValueError("a model cannot be called 'tie' or 'both_bad'")
+    if winner == a:
+        slot = "A"
+    elif winner == b:
+        slot = "B"
+    elif winner in (TIE, BOTH_BAD):
+        slot = winner
+    else:
+        raise ValueError(f"winner {winner!r} is not {a!r}, {b!r}, 'tie' or 'both_bad'")
+    row = {"model_a": a, "model_b": b, "winner": winner, "slot": slot}
+    for key in ("said", "sounded"):
+        v = text(key)
+        if v is not None and v not in SUB_SLOTS:
+            raise ValueError(f"{key} {v!r} is not A, B or tie")
+        row[key] = v
+    first = text("first_heard")
+    if first is not None and first not in ("A", "B"):
+        raise ValueError(f"first_heard {first!r} is not A or B")
+    row["first_heard"] = first
+    dim = text("dimension")
+    if dim is not None and dim not in DIMENSION_AXES:
+        raise ValueError(f"dimension {dim!r} is not one of {', '.join(DIMENSION_AXES)}")
+    row["dimension"] = dim
+    for key in OPTIONAL_TEXT:
+        row[key] = text(key)
+    try:
+        row["created_at"] = _timestamp(raw.get("timestamp", raw.get("created_at")), default_time)
+    except ValueError as exc:
+        raise ValueError(f"bad timestamp: {exc}") from None
+    return row
+
+
+def parse(path: str, content: str, default_time: float) -> list[dict]:
+    """All rows of a CSV (by header) or JSONL file, validated; raises VoteImportError listing every bad line."""
+    rows: list[dict] = []
+    errors: list[tuple[int, str]] = []
+    is_jsonl = path.lower().endswith((".jsonl", ".json", ".ndjson")) or content.lstrip().startswith("{")
+    if is_jsonl:
+        for n, line in enumerate(content.splitlines(), start=1):
+            if not line.strip():
+                continue
+            try:
+                obj = json.loads(line)
+                if not isinstance(obj, dict):
+                    raise ValueError("not a JSON object")
+                rows.append(validate_row(obj, default_time))
+            except json.JSONDecodeError as exc:
+                errors.append((n, f"not valid JSON ({exc.msg})"))
+            except ValueError as exc:
+                errors.append((n, str(exc)))
+    else:
+        reader = csv.DictReader(io.StringIO(content))
+        header = reader.fieldnames or []
+        lacking = [k for k in ("model_a", "model_b", "winner") if k not in header]
+        if lacking:
+            raise VoteImportError(path, [(1, f"header lacks {', '.join(lacking)} (found: {', '.join(header)})")])
+        for record in reader:
+            n = reader.line_num
+            if None in record:
+                errors.append((n, "more fields than the header"))
+                continue
+            try:
+                rows.append(validate_row(record, default_time))
+            except ValueError as exc:
+                errors.append((n, str(exc)))
+    if errors:
+        raise VoteImportError(path, errors)
+    if not rows:
+        raise VoteImportError(path, [(1, "no votes in the file")])
+    return rows
+
+
+def format_votes(votes: Iterable[VoteRow], fmt: str) -> str:
+    """JSONL or CSV of the public vote fields (no session id, IP hash or user)."""
+    records = [{k: getattr(v, k) for k in EXPORT_FIELDS} for v in votes]
+    if fmt == "jsonl":
+        return "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records)
+    if fmt == "csv":
+        buf = io.StringIO()
+        w = csv.DictWriter(buf, fieldnames=list(EXPORT_FIELDS), lineterminator="\n")
+        w.writeheader()
+        for r in records:
+            w.writerow({k: ("" if val is None else val) for k, val in r.items()})
+        return buf.getvalue()
+    raise ValueError(f"format {fmt!r} is not jsonl or csv")
