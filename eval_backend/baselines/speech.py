@@ -5,6 +5,8 @@ import shutil
 import subprocess
 from dataclasses import dataclass
 
+from ..audio.io import decode_wav_bytes, encode_wav
+
 
 @dataclass(frozen=True)
 class Style:
@@ -35,4 +37,6 @@ def synthesize(text: str, style: Style = NEUTRAL, timeout_s: float = 30.0) -> by
     proc = subprocess.run(cmd, input=text.encode("utf-8"), capture_output=True, timeout=timeout_s)
     if proc.returncode != 0 or len(proc.stdout) <= 44:
         raise SpeechError(f"espeak-ng failed ({proc.returncode}): {proc.stderr.decode(errors='replace')[:200]}")
-    return proc.stdout
+    # espeak-ng writes to a pipe with open-ended chunk sizes (0x7ffff000); rewrite a proper header
+    samples, sr = decode_wav_bytes(proc.stdout)
+    return encode_wav(samples, sr)
