@@ -18,6 +18,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -41,7 +42,8 @@ def check_audio_bytes(data: bytes) -> str | None:
     try:
         decode_wav_bytes(data)
     except BadAudio as exc:
-        return str(exc)
+        # soundfile names the in-memory buffer by its address: drop it so reasons are stable and readable.
+        return re.sub(r"Error opening <[^>]*>: ?", "", str(exc))
     return None
 
 
