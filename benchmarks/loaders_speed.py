@@ -19,7 +19,7 @@ import soundfile as sf
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run from anywhere without installing
 
-from eval_backend.benchmark.dataset import content_hash  # noqa: E402, load_project_folder, save_benchmark
+from eval_backend.benchmark.dataset import content_hash, load_project_folder, save_benchmark  # noqa: E402
 from eval_backend.benchmark.echomind import load_echomind  # noqa: E402
 
 
