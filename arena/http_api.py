@@ -1,0 +1,147 @@
+"""A small JSON HTTP API for programmatic voting (and the load test), on the app's FastAPI server.
+
+    POST /api/arena/battle  {"session": optional}      -> 200 battle view (no model names), or 503
+    POST /api/arena/vote    {"battle_id", "session", "overall", "said"?, "sounded"?, "reason"?}
+                                                        -> 200 reveal, or 4xx {"error": code, "message"}
+    GET  /api/arena/audio/{battle_id}/{clip}            -> the wav of clip user | A | B of a served battle
+    GET  /api/arena/ratings?axis=overall                -> leaderboard rows
+    GET  /api/arena/health                              -> {"ok": true}
+
+The session is a token the server issues with the first battle when the client
+sends none; the client never picks a model. A vote's 200 comes only after the
+service committed it (SQLite, synchronous=FULL), so an acknowledged vote
+survives a crash. The service's blocking calls run in the thread pool.
+Audio is served through battle-scoped URLs, so no file path (which holds the
+model name) reaches the client.
+"""
+from __future__ import annotations
+
+import math
+import secrets
+import threading
+from collections import OrderedDict
+
+from fastapi import APIRouter, FastAPI, Request
+from fastapi.responses import FileResponse, JSONResponse
+from starlette.concurrency import run_in_threadpool
+
+PREFIX = "/api/arena"
+MAX_SESSION_CHARS = 128
+# Refusal code -> HTTP status. too_fast is 425 Too Early: the client may retry the same vote later.
+STATUS = {"bad_value": 422, "unknown_battle": 404, "wrong_session": 403, "already_voted": 409, "expired": 410,
+          "too_fast": 425, "tampered": 409, "rate_limited": 429}
+
+
+def _error(status: int, code: str, message: str) -> JSONResponse:
+    return JSONResponse({"error": code, "message": message}, status_code=status)
+
+
+class _AudioIndex:
+    """battle id -> its three clip paths, for battles this process served (bounded, most recent kept)."""
+
+    def __init__(self, capacity: int = 100_000):
+        self.capacity = capacity
+        self._items: OrderedDict[str, dict[str, str]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def put(self, battle_id: str, clips: dict[str, str]) -> None:
+        with self._lock:
+            self._items[battle_id] = clips
+            while len(self._items) > self.capacity:
+                self._items.popitem(last=False)
+
+    def get(self, battle_id: str) -> dict[str, str] | None:
+        with self._lock:
+            return self._items.get(battle_id)
+
+
+async def _json_body(request: Request) -> dict | JSONResponse:
+    try:
+        body = await request.json()
+    except ValueError:
+        return _error(400, "bad_json", "the request body must be a JSON object")
+    if not isinstance(body, dict):
+        return _error(400, "bad_json", "the request body must be a JSON object")
+    return body
+
+
+def _num(x) -> float | None:
+    return None if x is None or (isinstance(x, float) and math.isnan(x)) else x
+
+
+def build_router(service) -> APIRouter:
+    from .service import NoBattleAvailable, VoteRefused
+
+    router = APIRouter(prefix=PREFIX)
+    audio = _AudioIndex()
+
+    @router.get("/health")
+    async def health():
+        return {"ok": True}
+
+    @router.post("/battle")
+    async def battle(request: Request):
+        body = await _json_body(request)
+        if isinstance(body, JSONResponse):
+            return body
+        session = body.get("session") or secrets.token_urlsafe(18)
+        if not isinstance(session, str) or len(session) > MAX_SESSION_CHARS:
+            return _error(422, "bad_value", f"session must be text of at most {MAX_SESSION_CHARS} characters")
+        ip = request.client.host if request.client else None
+        try:
+            view = await run_in_threadpool(service.serve_battle, session, ip)
+        except NoBattleAvailable as exc:
+            return _error(503, "no_battle", str(exc))
+        except ValueError as exc:
+            return _error(422, "bad_value", str(exc))
+        audio.put(view.battle_id, {"user": view.user_audio, "A": view.audio_a, "B": view.audio_b})
+        base = f"{PREFIX}/audio/{view.battle_id}"
+        return {"session": session, "battle_id": view.battle_id, "context_text": view.context_text,
+                "audio": {clip: f"{base}/{clip}" for clip in ("user", "A", "B")},
+                "min_listen_s": view.min_listen_s, "first_heard": view.first_heard,
+                "expires_at": view.expires_at}
+
+    @router.post("/vote")
+    async def vote(request: Request):
+        body = await _json_body(request)
+        if isinstance(body, JSONResponse):
+            return body
+        missing = [k for k in ("battle_id", "session", "overall") if not body.get(k)]
+        if missing:
+            return _error(422, "bad_value", f"missing field(s): {', '.join(missing)}")
+        ip = request.client.host if request.client else None
+        reason = body.get("reason")
+        try:
+            result = await run_in_threadpool(
+                lambda: service.submit_vote(body["battle_id"], body["session"], ip, body["overall"],
+                                            said=body.get("said") or None, sounded=body.get("sounded") or None,
+                                            reason=reason if reason else None))
+        except VoteRefused as exc:
+            return _error(STATUS.get(exc.reason_code, 400), exc.reason_code, exc.message)
+        return {"vote_id": result.vote_id, "battle_id": result.battle_id, "slot": result.slot,
+                "winner": result.winner,
+                **{slot: {"model": side.model, "transcript": side.transcript, "mu": side.rating.mu,
+                          "sigma": side.rating.sigma, "votes": side.votes}
+                   for slot, side in (("A", result.a), ("B", result.b))}}
+
+    @router.get("/audio/{battle_id}/{clip}")
+    async def clip_audio(battle_id: str, clip: str):
+        clips = audio.get(battle_id)
+        if clips is None or clip not in clips:
+            return _error(404, "unknown_clip", "no such clip: serve a battle first (clips are user, A, B)")
+        return FileResponse(clips[clip], media_type="audio/wav", filename=f"{clip}.wav")
+
+    @router.get("/ratings")
+    async def ratings(axis: str = "overall"):
+        try:
+            rows = await run_in_threadpool(service.ratings_table, axis)
+        except ValueError as exc:
+            return _error(422, "bad_value", str(exc))
+        return {"axis": axis, "rows": [{k: _num(v) for k, v in row.items()} for row in rows]}
+
+    return router
+
+
+def mount_http_api(app: FastAPI, service) -> None:
+    """Add the arena routes to `app`. Call before mounting Gradio at "/" (the first matching route wins)."""
+    app.include_router(build_router(service))

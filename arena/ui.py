@@ -1,0 +1,226 @@
+"""The arena's Gradio tab: a blind battle between two models' spoken replies.
+
+Thin by design: every decision (which pair, whether a vote counts, the ratings)
+belongs to `ArenaService`; this module only wires events to it.
+
+- The session is Gradio's `session_hash`, the user the HF OAuth profile (None
+  locally), the IP `request.client.host` (the service salts and hashes it). The
+  browser never holds a model name before the vote.
+- Listening is tracked in the browser from each <audio> element's `played`
+  ranges (seconds of the clip actually played). The vote buttons unlock once
+  every clip has played for its minimum; the service re-checks on its side
+  (time since serving) and its refusal message is shown as is.
+- Keyboard: 1/a = A better, 2/b = B better, 3/t = tie, 4/x = both bad,
+  p = play all in order, n = next battle.
+"""
+from __future__ import annotations
+
+import html
+import json
+import gradio as gr
+
+AUDIO_IDS = {"user": "arena-audio-user", "a": "arena-audio-a", "b": "arena-audio-b"}
+VOTE_IDS = {"A": "arena-vote-a", "B": "arena-vote-b", "tie": "arena-vote-tie", "both_bad": "arena-vote-bad"}
+VOTE_LABELS = {"A": "👈 A is better (1)", "B": "👉 B is better (2)", "tie": "🤝 Tie (3)", "both_bad": "👎 Both bad (4)"}
+SUB_CHOICES = [("A", "A"), ("B", "B"), ("Tie", "tie")]
+
+HELP = """### Voice arena
+Listen to what the user said (and the context, when there is one), then to two anonymous spoken replies.
+Vote for the reply that responds **more empathetically** — in its words *and* in its voice. The buttons unlock once
+each clip has played for at least 3 seconds (or to its end, if shorter). Names are revealed after your vote.
+
+**Keys:** `1`/`a` A better · `2`/`b` B better · `3`/`t` tie · `4`/`x` both bad · `p` play all in order · `n` next battle
+"""
+
+# The listening meter: polls the three <audio> elements and unlocks the vote buttons (via a Python event,
+# so the unlock also checks the battle is still open) once each clip's played time reaches its minimum.
+METER_JS = r"""
+const IDS = {user: "arena-audio-user", a: "arena-audio-a", b: "arena-audio-b"};
+const LABELS = {user: "user", a: "reply A", b: "reply B"};
+let unlockedFor = null;
+function played(audio) {
+  let s = 0;
+  for (let i = 0; i < audio.played.length; i++) s += audio.played.end(i) - audio.played.start(i);
+  return s;
+}
+function tick() {
+  const meter = element.querySelector(".arena-meter");
+  if (!meter || !meter.dataset.battle) return;
+  const need = JSON.parse(meter.dataset.need || "{}");
+  let done = true;
+  const parts = [];
+  for (const key of Object.keys(IDS)) {
+    if (!(key in need)) continue;
+    const audio = document.querySelector("#" + IDS[key] + " audio");
+    const heard = audio && audio.currentSrc ? played(audio) : 0;
+    const req = Math.max(0, need[key] - 0.05);   // 50 ms slack for timer granularity
+    const ok = heard >= req;
+    done = done && ok;
+    parts.push(LABELS[key] + " " + (ok ? "✓" : heard.toFixed(1) + " / " + need[key].toFixed(1) + " s"));
+  }
+  const status = meter.querySelector(".arena-meter-status");
+  if (status) status.textContent = done ? "All clips heard: you can vote." : "Heard: " + parts.join(" · ");
+  meter.dataset.heard = done ? "1" : "0";
+  if (done && unlockedFor !== meter.dataset.battle) {
+    unlockedFor = meter.dataset.battle;
+    trigger("submit");
+  }
+}
+setInterval(tick, 250);
+if (!window.__arenaKeys) {
+  window.__arenaKeys = true;
+  const KEYS = {"1": "arena-vote-a", "a": "arena-vote-a", "2": "arena-vote-b", "b": "arena-vote-b",
+                "3": "arena-vote-tie", "t": "arena-vote-tie", "4": "arena-vote-bad", "x": "arena-vote-bad",
+                "n": "arena-next", "p": "arena-play-all"};
+  document.addEventListener("keydown", (e) => {
+    const t = e.target;
+    if (e.ctrlKey || e.metaKey || e.altKey || e.repeat) return;
+    if (t && (t.tagName === "INPUT" || t.tagName === "TEXTAREA" || t.tagName === "SELECT" || t.isContentEditable)) return;
+    const id = KEYS[(e.key || "").toLowerCase()];
+    const btn = id && document.getElementById(id);
+    if (btn && !btn.disabled && btn.offsetParent !== null) { e.preventDefault(); btn.click(); }
+  });
+}
+"""
+
+# Plays the user's utterance, then A, then B (A is always heard first; the service records that).
+PLAY_ALL_JS = r"""
+() => {
+  const els = ["arena-audio-user", "arena-audio-a", "arena-audio-b"]
+    .map((id) => document.querySelector("#" + id + " audio")).filter((a) => a && a.currentSrc);
+  els.forEach((a) => a.pause());
+  let k = 0;
+  const next = () => {
+    if (k >= els.length) return;
+    const a = els[k++];
+    a.currentTime = 0;
+    a.onended = () => { a.onended = null; next(); };
+    a.play().catch(() => {});
+  };
+  next();
+}
+"""
+
+
+def _meter_html(battle_id: str | None, need: dict[str, float] | None, text: str = "") -> str:
+    if not battle_id:
+        return f'<div class="arena-meter"><span class="arena-meter-status">{html.escape(text)}</span></div>'
+    return (f'<div class="arena-meter" data-battle="{html.escape(battle_id)}" '
+            f'data-need="{html.escape(json.dumps(need or {}))}">'
+            f'<span class="arena-meter-status">Play each clip to unlock the vote.</span></div>')
+
+
+def _identity(request: gr.Request | None, profile: gr.OAuthProfile | None) -> tuple[str, str, str | None]:
+    session = (request.session_hash if request is not None else None) or "anonymous"
+    ip = request.client.host if request is not None and request.client is not None else "unknown"
+    user = getattr(profile, "username", None) if profile is not None else None
+    return session, ip, user
+
+
+def need_seconds(view) -> dict[str, float]:
+    """Per-clip minimum listening time of a BattleView, keyed as the meter's clips: user, a, b."""
+    return {k.lower(): float(v) for k, v in view.min_listen_s.items()}
+
+
+def reveal_markdown(result) -> str:
+    """Both names, their TrueSkill after this vote, and the transcripts."""
+    lines = ["### Revealed"]
+    for slot, side in (("A", result.a), ("B", result.b)):
+        won = " 🏆" if result.winner == side.model else ""
+        lines.append(f"**{slot}: {side.model}**{won} — TrueSkill μ {side.rating.mu:.2f} ± σ {side.rating.sigma:.2f} "
+                     f"({side.votes} votes)")
+        if side.transcript:
+            lines.append(f"> {side.transcript}")
+    return "\n\n".join(lines)
+
+
+def build_arena_tab(service) -> None:
+    """Build the arena tab's components inside the current gr.Blocks/gr.Tab context."""
+    from .service import NoBattleAvailable, VoteRefused
+
+    state = gr.State({})     # {"battle_id", "voted"}: per browser session, server-side only
+    gr.Markdown(HELP)
+    context_md = gr.Markdown(visible=False, elem_id="arena-context")
+    with gr.Row():
+        audio_user = gr.Audio(label="The user says", interactive=False, elem_id=AUDIO_IDS["user"],
+                              waveform_options=gr.WaveformOptions(show_recording_waveform=False), buttons=[])
+    with gr.Row():
+        audio_a = gr.Audio(label="Reply A", interactive=False, elem_id=AUDIO_IDS["a"],
+                           waveform_options=gr.WaveformOptions(show_recording_waveform=False), buttons=[])
+        audio_b = gr.Audio(label="Reply B", interactive=False, elem_id=AUDIO_IDS["b"],
+                           waveform_options=gr.WaveformOptions(show_recording_waveform=False), buttons=[])
+    meter = gr.HTML(_meter_html(None, None, "Press “Start a battle”."), js_on_load=METER_JS,
+                    elem_id="arena-meter")
+    play_all = gr.Button("▶ Play all in order (p)", elem_id="arena-play-all", size="sm")
+    with gr.Row():
+        vote_buttons = {slot: gr.Button(label, interactive=False, elem_id=VOTE_IDS[slot],
+                                        variant="primary" if slot in ("A", "B") else "secondary")
+                        for slot, label in VOTE_LABELS.items()}
+    with gr.Accordion("Optional: judge two aspects separately, and say why", open=False):
+        with gr.Row():
+            said = gr.Radio(SUB_CHOICES, label="What was said (the words)", elem_id="arena-said")
+            sounded = gr.Radio(SUB_CHOICES, label="How it sounded (the voice)", elem_id="arena-sounded")
+        reason = gr.Textbox(label="Reason (optional)", max_lines=3, max_length=500, elem_id="arena-reason")
+    message = gr.Markdown(elem_id="arena-message")
+    reveal = gr.Markdown(visible=False, elem_id="arena-reveal")
+    next_btn = gr.Button("Start a battle (n)", variant="primary", elem_id="arena-next")
+
+    buttons = list(vote_buttons.values())
+    locked = [gr.update(interactive=False)] * len(buttons)
+
+    def new_battle(request: gr.Request, profile: gr.OAuthProfile | None):
+        session, ip, user = _identity(request, profile)
+        try:
+            view = service.serve_battle(session, ip, user=user)
+        except (NoBattleAvailable, ValueError) as exc:   # the service says why (e.g. no two models yet)
+            msg = str(exc)
+            return ({}, gr.update(visible=False), None, None, None, _meter_html(None, None, ""), *locked,
+                    gr.update(), gr.update(), gr.update(), f"⚠️ {msg}", gr.update(visible=False),
+                    gr.update(visible=True, value="Try again (n)"))
+        ctx = view.context_text
+        return (
+            {"battle_id": view.battle_id, "voted": False},
+            gr.update(visible=bool(ctx), value=ctx or ""),
+            view.user_audio, view.audio_a, view.audio_b,
+            _meter_html(view.battle_id, need_seconds(view)),
+            *locked,
+            gr.update(value=None, interactive=True), gr.update(value=None, interactive=True),
+            gr.update(value="", interactive=True),
+            "", gr.update(visible=False, value=""), gr.update(visible=False),
+        )
+
+    def unlock(st: dict):
+        open_ = bool(st.get("battle_id")) and not st.get("voted")
+        return [gr.update(interactive=open_)] * len(buttons)
+
+    def make_vote(slot: str):
+        def vote(st: dict, said_v, sounded_v, reason_v, request: gr.Request, profile: gr.OAuthProfile | None):
+            if not st.get("battle_id") or st.get("voted"):
+                return (st, *locked, gr.update(), gr.update(), gr.update(), "Start a new battle first.",
+                        gr.update(), gr.update(visible=True))
+            session, ip, user = _identity(request, profile)
+            try:
+                result = service.submit_vote(st["battle_id"], session, ip, slot, said=said_v or None,
+                                             sounded=sounded_v or None, reason=(reason_v or "").strip() or None,
+                                             user=user)
+            except VoteRefused as exc:
+                keep = [gr.update()] * len(buttons)
+                return (st, *keep, gr.update(), gr.update(), gr.update(), f"⚠️ {exc.message}", gr.update(),
+                        gr.update())
+            done = {**st, "voted": True}
+            return (done, *locked, gr.update(interactive=False), gr.update(interactive=False),
+                    gr.update(interactive=False), "✅ Vote recorded. Thank you!",
+                    gr.update(visible=True, value=reveal_markdown(result)),
+                    gr.update(visible=True, value="Next battle (n)"))
+        return vote
+
+    battle_outputs = [state, context_md, audio_user, audio_a, audio_b, meter, *buttons, said, sounded, reason,
+                      message, reveal, next_btn]
+    next_btn.click(new_battle, None, battle_outputs, concurrency_limit=None, api_visibility="private")
+    meter.submit(unlock, [state], buttons, concurrency_limit=None, api_visibility="private",
+                 show_progress="hidden")
+    play_all.click(None, None, None, js=PLAY_ALL_JS)
+    vote_outputs = [state, *buttons, said, sounded, reason, message, reveal, next_btn]
+    for slot, btn in vote_buttons.items():
+        btn.click(make_vote(slot), [state, said, sounded, reason], vote_outputs, concurrency_limit=None,
+                  api_visibility="private")

@@ -1,0 +1,140 @@
+"""The arena leaderboard tab: ratings table, intervals, pairwise matrices, history, bias, export.
+
+Thin: numbers come from `ArenaService` (TrueSkill stored ratings, Bradley–Terry
+bootstrap, matrices, history, position bias); figures from `leaderboard.plots`.
+`board_rows` is a pure function so the table's content is testable without Gradio.
+"""
+from __future__ import annotations
+
+import math
+import tempfile
+from pathlib import Path
+
+import gradio as gr
+import pandas as pd
+
+from . import plots
+
+AXES = [("Overall", "overall"), ("What was said", "said"), ("How it sounded", "sounded"),
+        ("User's voice: speaker", "speaker"), ("User's voice: paralinguistic", "paralinguistic"),
+        ("User's voice: environment", "environment")]
+COLUMNS = ["rank", "model", "mu", "sigma", "conservative (μ−3σ)", "BT score", "BT 95% interval", "votes",
+           "win rate", "status"]
+
+
+def _nan(x) -> bool:
+    return x is None or (isinstance(x, float) and math.isnan(x))
+
+
+def win_rate(row: dict) -> float | None:
+    """(wins + ½ ties) / (wins + losses + ties); 'both bad' votes carry no preference. None when no such vote."""
+    n = row["wins"] + row["losses"] + row["ties"]
+    return (row["wins"] + 0.5 * row["ties"]) / n if n else None
+
+
+def board_rows(rows: list[dict], provisional_votes: int) -> pd.DataFrame:
+    """Service ratings rows -> the displayed table (already sorted by the service)."""
+    out = []
+    for pos, r in enumerate(rows, start=1):
+        wr = win_rate(r)
+        status = []
+        if r.get("provisional"):
+            status.append(f"provisional (< {provisional_votes} votes)")
+        if r.get("paused"):
+            status.append("paused")
+        out.append({
+            "rank": r["bt_rank"] if r.get("bt_rank") is not None else pos,
+            "model": r["model"],
+            "mu": round(r["mu"], 2),
+            "sigma": round(r["sigma"], 2),
+            "conservative (μ−3σ)": round(r["conservative"], 2),
+            "BT score": None if _nan(r.get("bt")) else round(r["bt"], 1),
+            "BT 95% interval": "—" if _nan(r.get("bt_low")) else f"{r['bt_low']:.0f} – {r['bt_high']:.0f}",
+            "votes": r["votes"],
+            "win rate": "—" if wr is None else f"{100 * wr:.1f}%",
+            "status": ", ".join(status) or "listed",
+        })
+    return pd.DataFrame(out, columns=COLUMNS)
+
+
+def bias_line(p) -> str:
+    if p.n == 0 or _nan(p.share):
+        return "**Position bias:** no decisive votes yet."
+    return (f"**Position bias:** the reply heard first won {100 * p.share:.1f}% of {p.n} decisive votes "
+            f"(95% interval {100 * p.low:.1f}–{100 * p.high:.1f}%; 50% = no bias).")
+
+
+def health_line(h: dict) -> str:
+    total = h["accepted"] + sum(h["refused"].values())
+    if not total:
+        return "**Integrity (24 h):** no vote submissions yet."
+    refused = ", ".join(f"{k} {v}" for k, v in sorted(h["refused"].items())) or "none"
+    flag = " ⚠️ **low counted share: check the integrity rules**" if h["alert"] else ""
+    return (f"**Integrity (24 h):** {h['accepted']} of {total} submissions counted "
+            f"({100 * h['counted_share']:.0f}%); refused: {refused}.{flag}")
+
+
+def history_series(history: list[dict]) -> dict[str, tuple[list, list, list]]:
+    series: dict[str, tuple[list, list, list]] = {}
+    for h in history:
+        xs, mus, sigmas = series.setdefault(h["model"], ([], [], []))
+        xs.append(h["votes_so_far"])
+        mus.append(h["mu"])
+        sigmas.append(h["sigma"])
+    return series
+
+
+def build_arena_leaderboard_tab(service) -> None:
+    """Build the leaderboard components inside the current gr.Blocks/gr.Tab context."""
+    provisional = service.settings.provisional_votes
+    gr.Markdown(
+        "### Arena leaderboard\nTrueSkill from the vote log in order (sorted by μ − 3σ), with an order-free "
+        f"Bradley–Terry score and its 95% bootstrap interval beside it. Models with fewer than {provisional} votes "
+        "are **provisional**. Rank = 1 + the number of models whose interval lies entirely above.")
+    with gr.Row():
+        axis = gr.Radio(AXES, value="overall", label="Rating axis", elem_id="arena-board-axis")
+        refresh = gr.Button("Refresh", size="sm", elem_id="arena-board-refresh")
+    table = gr.Dataframe(headers=COLUMNS, interactive=False, show_search="filter", elem_id="arena-board-table",
+                         wrap=True)
+    bias = gr.Markdown(elem_id="arena-board-bias")
+    health = gr.Markdown(elem_id="arena-board-health")
+    intervals = gr.Plot(label="Bradley–Terry intervals")
+    with gr.Row():
+        win_map = gr.Plot(label="Pairwise win rate")
+        count_map = gr.Plot(label="Battle counts")
+    history = gr.Plot(label="Rating over time")
+    with gr.Row():
+        export_jsonl = gr.Button("Export public vote log (JSONL)", size="sm")
+        export_csv = gr.Button("Export public vote log (CSV)", size="sm")
+    export_file = gr.File(label="Vote log", interactive=False)
+
+    def load(axis_name: str):
+        rows = service.ratings_table(axis_name)
+        fitted = [r for r in rows if not _nan(r.get("bt"))]
+        mats = service.pairwise_matrices(axis_name)
+        return (
+            board_rows(rows, provisional),
+            bias_line(service.position_bias()),
+            health_line(service.integrity_health()),
+            plots.interval_chart([r["model"] for r in fitted], [r["bt"] for r in fitted],
+                                 [r["bt_low"] for r in fitted], [r["bt_high"] for r in fitted],
+                                 provisional=[r["provisional"] for r in fitted]),
+            plots.win_rate_heatmap(mats["models"], mats["win_rate"]),
+            plots.battle_count_heatmap(mats["models"], mats["battles"]),
+            plots.rating_history_chart(history_series(service.rating_history(axis_name))),
+        )
+
+    def export(fmt: str) -> str:
+        folder = Path(tempfile.mkdtemp(prefix="arena_votes_"))
+        path = folder / f"arena_votes.{fmt}"
+        service.export_votes(fmt, path)
+        return str(path)
+
+    outputs = [table, bias, health, intervals, win_map, count_map, history]
+    refresh.click(load, [axis], outputs, api_visibility="private")
+    axis.change(load, [axis], outputs, api_visibility="private")
+    root = gr.context.Context.root_block
+    if root is not None:
+        root.load(load, [axis], outputs, api_visibility="private")
+    export_jsonl.click(lambda: export("jsonl"), None, export_file, api_visibility="private")
+    export_csv.click(lambda: export("csv"), None, export_file, api_visibility="private")

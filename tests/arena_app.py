@@ -1,0 +1,60 @@
+"""A minimal arena server for the browser, load and latency tests (app.py does the same in production).
+
+    EMPATHY_ARENA_DATA_DIR=DIR python -m tests.arena_app --port 7870
+
+FastAPI app = the arena JSON API (/api/arena/...) + Gradio (arena tab and arena
+leaderboard tab) mounted at "/". Settings overrides (e.g. no minimum listening
+time, no rate limits for the load test) come as JSON in EMPATHY_ARENA_SETTINGS:
+    EMPATHY_ARENA_SETTINGS='{"min_listen_s": 0, "ip_votes_per_minute": 1000000}'
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+
+os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+SETTINGS_ENV = "EMPATHY_ARENA_SETTINGS"
+
+
+def build(data_dir=None):
+    import gradio as gr
+    from fastapi import FastAPI
+
+    from arena.config import settings_from_env
+    from arena.http_api import mount_http_api
+    from arena.service import ArenaService
+    from arena.ui import build_arena_tab
+    from eval_backend.store import Store
+    from leaderboard.arena_board import build_arena_leaderboard_tab
+
+    store = Store(data_dir)
+    overrides = json.loads(os.environ.get(SETTINGS_ENV) or "{}")
+    service = ArenaService(store, settings_from_env(store.root, **overrides))
+    with gr.Blocks(title="Empathy Arena (test)") as demo:
+        with gr.Tab("Arena", id="arena"):
+            build_arena_tab(service)
+        with gr.Tab("Arena leaderboard", id="arena-board"):
+            build_arena_leaderboard_tab(service)
+    app = FastAPI()
+    mount_http_api(app, service)
+    app = gr.mount_gradio_app(app, demo, path="/", allowed_paths=[str(store.root)], footer_links=[])
+    return app, service
+
+
+def main() -> int:
+    p = argparse.ArgumentParser()
+    p.add_argument("--port", type=int, required=True)
+    p.add_argument("--data-dir", default=None)
+    args = p.parse_args()
+    import uvicorn
+
+    app, _ = build(args.data_dir)
+    uvicorn.run(app, host="127.0.0.1", port=args.port, log_level="warning", access_log=False)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
