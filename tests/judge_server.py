@@ -100,16 +100,17 @@ class ScriptedJudge:
     def __exit__(self, *exc) -> None:
         self.stop()
 
-    # helpers for tests
     def user_texts(self) -> list[str]:
         """The text part of the user message of every request received."""
-        out = []
-        for body in self.requests:
-            content = [m for m in body["messages"] if m["role"] == "user"][0]["content"]
-            if isinstance(content, list):
-                content = "".join(p.get("text", "") for p in content if p.get("type") == "text")
-            out.append(content)
-        return out
+        return [user_text(body) for body in self.requests]
+
+
+def user_text(body: dict) -> str:
+    """The text part of a request's first user message."""
+    content = [m for m in body["messages"] if m["role"] == "user"][0]["content"]
+    if isinstance(content, list):
+        content = "".join(p.get("text", "") for p in content if p.get("type") == "text")
+    return content
 
 
 def main() -> None:

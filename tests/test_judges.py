@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
-from judge_server import ScriptedJudge  # noqa: E402
+from judge_server import ScriptedJudge, user_text  # noqa: E402
 
 from eval_backend.audio.io import encode_wav, write_wav  # noqa: E402
 from eval_backend.benchmark.model import (AudioRef, Benchmark, ContextCase, ContextGroup, Script,  # noqa: E402
@@ -164,7 +164,7 @@ def test_slow_judge_times_out_and_counts_as_failure(judge, tmp_path):
 
 def test_partial_failures_mark_items_and_keep_the_others(judge, world):
     def responder(body):
-        text = reply_block(judge.user_texts()[-1])
+        text = reply_block(user_text(body))
         return "no idea" if "annoying" in text else echo_json(5, 5, 5, 5 if "tired" in text else 1)
     judge.responder = responder
     res = METRICS["l3.judge.c4"].compute(ctx_for(world, settings_for(judge, max_retries=0)))
@@ -265,7 +265,7 @@ def test_ves_sends_both_clips_to_the_audio_judge(judge, world):
 
 def test_aeq_reply_metrics_share_one_call_per_reply(judge, world):
     def responder(body):
-        text = reply_block(judge.user_texts()[-1])
+        text = reply_block(user_text(body))
         voice = "yes" if ("Sorry" in text or "fun" in text) else "no"
         return json.dumps({"coherence": {"score": "Good"}, "supportiveness": {"score": "Fair"},
                            "naturalness": {"score": 4}, "uses_voice": {"score": voice},
@@ -282,13 +282,13 @@ def test_aeq_reply_metrics_share_one_call_per_reply(judge, world):
 
 
 def test_discrimination_is_normalised_per_group(judge, world):
-    answers = iter(['{"discrimination": {"score": 6, "reason": "clear"}}', "Score: 2"])
-    judge.responder = lambda body: next(answers)
+    judge.responder = lambda body: ('{"discrimination": {"score": 6, "reason": "clear"}}'
+                                    if "baking contest" in user_text(body) else "Score: 2")
     res = METRICS["aeq.discrimination"].compute(ctx_for(world, settings_for(judge)))
     assert res.per_item == {"context/g1/*": 1.0, "tone/t1/*": 0.2}
     assert res.value == pytest.approx(0.6) and res.raw["mean_1_6"] == 4
     assert res.breakdown["kind"] == {"context": 1.0, "tone": 0.2}
-    shown = judge.user_texts()[0]
+    shown = [t for t in judge.user_texts() if "baking contest" in t][0]
     assert "<<REPLY-1-" in shown and "<<REPLY-2-" in shown and "baking contest" in shown
 
 
@@ -304,7 +304,7 @@ def test_pairwise_asks_both_orders(judge, world):
     bench, store = _pair_world(world)
 
     def prefers_empathy(body):
-        text = judge.user_texts()[-1]
+        text = user_text(body)
         r1 = re.search(r"<<REPLY_1-[0-9a-f]+>>\n(.*?)\n<<END", text, re.S).group(1)
         return '{"winner": {"score": "%s", "reason": "r"}}' % ("1" if "tired" in r1 else "2")
     judge.responder = prefers_empathy
