@@ -49,13 +49,15 @@ def default_nltk_data(data_dir: str | os.PathLike | None = None) -> Path:
     return Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "empathy-arena" / "nltk_data"
 
 
-def install_wordnet(nltk_data: str | os.PathLike, source: str | os.PathLike = DEBIAN_WORDNET) -> Path:
+def install_wordnet(nltk_data: str | os.PathLike, source: str | os.PathLike | None = None) -> Path:
     """Copy WordNet into <nltk_data>/corpora/wordnet (idempotent). Raises WordNetMissing."""
-    source = Path(source)
+    source = Path(source) if source is not None else DEBIAN_WORDNET
+    dest = Path(nltk_data) / "corpora" / "wordnet"
     missing = [f for f in FILES if not (source / f).is_file()]
     if missing:
+        if all((dest / f).is_file() for f in (*FILES, "lexnames")):
+            return dest   # copied earlier; the source may have gone since
         raise WordNetMissing(f"{INSTALL_HINT}; missing in {source}: {', '.join(missing)}")
-    dest = Path(nltk_data) / "corpora" / "wordnet"
     dest.mkdir(parents=True, exist_ok=True)
     for name in FILES:
         src, dst = source / name, dest / name
