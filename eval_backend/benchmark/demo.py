@@ -1,0 +1,345 @@
+"""The offline demo benchmark: espeak-ng speech + signal processing, reproducible from a seed.
+
+`build_demo(out_dir, seed)` synthesises every clip under `out_dir/audio/`, builds a
+`Benchmark` (scripts x 3 variants, voice and reasoning MCQs, context and tone
+groups, selection items) and saves it in the project format when the writer is
+available. CLI: `python -m eval_backend demo build [--seed S] [--data-dir D] [--out DIR]`.
+
+How each attribute is realised is data (`RECIPES`): adding an attribute is one
+entry there (plus, optionally, an opener and reasoning questions in demo_content).
+"""
+from __future__ import annotations
+
+import json
+import re
+import time
+from pathlib import Path
+
+import numpy as np
+
+from ..audio.io import encode_wav, sha256_bytes
+from ..audio.synth import SR, Recipe, render, rng_for
+from . import demo_content as C
+from .model import (
+    ATTRIBUTES, MCQ, OPTION_LETTERS, AudioRef, Benchmark, ContextCase, ContextGroup, Script, SelectionItem,
+    ToneCase, ToneGroup, Variant,
+)
+
+DEMO_VERSION = "demo-1.0"
+NEUTRAL_RECIPE = Recipe()
+
+
+def _bg(name: str, snr: float = 6.0) -> Recipe:
+    return Recipe(background=name, snr_db=snr)
+
+
+# attribute -> how to speak it. Neutral speech is en-us, 160 wpm, pitch 50 (~100 Hz).
+RECIPES: dict[str, Recipe] = {
+    # speaker
+    "male": Recipe(voice="en+m3", pitch=22, rate=155),
+    "female": Recipe(voice="en+f3", pitch=62),
+    "child": Recipe(voice="en+f4", pitch=80, rate=150, effects=(("speed", {"factor": 1.2}),)),
+    "elderly": Recipe(voice="en+grandpa", pitch=28, rate=115,
+                      effects=(("vibrato", {"hz": 5.0, "st": 0.5}), ("breathy", {"level_db": -16.0}))),
+    # paralinguistic
+    "fast": Recipe(rate=270),
+    "slow": Recipe(rate=95, word_gap=3),
+    "shout": Recipe(amplitude=200, pitch=72, rate=170,
+                    effects=(("bright", {"amount": 0.6}), ("soft_clip", {"drive": 3.0}))),
+    "whisper": Recipe(voice="en+whisper", amplitude=80, rate=150),
+    "sobbing": Recipe(pitch=38, rate=120, chunk_words=3, between="sob",
+                      effects=(("vibrato", {"hz": 6.0, "st": 1.5}), ("tremolo", {"hz": 6.0, "depth": 0.5}),
+                               ("breathy", {"level_db": -14.0}))),
+    "happy": Recipe(pitch=78, rate=190, effects=(("bright", {"amount": 0.4}),)),
+    "sad": Recipe(pitch=28, rate=115, amplitude=65, effects=(("dark", {"cutoff": 1800.0}),)),
+    "angry": Recipe(pitch=45, rate=190, amplitude=180,
+                    effects=(("bright", {"amount": 0.9}), ("soft_clip", {"drive": 2.5}))),
+    "surprise": Recipe(pitch=90, rate=175, amplitude=130),
+    "hoarse": Recipe(voice="en+croak", pitch=35,
+                     effects=(("roughness", {"depth": 0.6}), ("breathy", {"level_db": -6.0, "lo": 500.0}))),
+    "breathless": Recipe(rate=185, chunk_words=3, between="gasp",
+                         effects=(("breathy", {"level_db": -9.0}),)),
+    "vocal fatigue": Recipe(pitch=32, rate=125, amplitude=55,
+                            effects=(("dark", {"cutoff": 2000.0}), ("breathy", {"level_db": -12.0}))),
+    "cough": Recipe(before="cough"),
+    "sigh": Recipe(before="sigh", pitch=40, rate=140),
+    "laughter": Recipe(after="laughter", pitch=60),
+    "yawn": Recipe(before="yawn", pitch=38, rate=135),
+    # environment
+    "wind": _bg("wind"), "rain": _bg("rain"), "thunderstorm": _bg("thunderstorm"),
+    "sea waves": _bg("sea waves"), "car": _bg("car"), "subway": _bg("subway"),
+    "crowd chatter": _bg("crowd chatter", 8.0), "children playing": _bg("children playing", 8.0),
+    "applause": _bg("applause"), "alarm clock": _bg("alarm clock"), "ringtone": _bg("ringtone"),
+    "honking": _bg("honking"), "dogs barking": _bg("dogs barking"),
+    "happy music": _bg("happy music", 8.0), "sad music": _bg("sad music", 8.0),
+}
+
+# target attribute -> the contrasting attribute of the alternative variant
+ALTERNATIVE: dict[str, str] = {
+    "male": "female", "female": "male", "child": "elderly", "elderly": "child",
+    "fast": "slow", "slow": "fast", "shout": "whisper", "whisper": "shout",
+    "sobbing": "happy", "happy": "sad", "sad": "happy", "angry": "happy", "surprise": "sad",
+    "hoarse": "breathless", "breathless": "hoarse", "vocal fatigue": "shout",
+    "cough": "laughter", "sigh": "laughter", "laughter": "sigh", "yawn": "laughter",
+    "wind": "rain", "rain": "wind", "thunderstorm": "sea waves", "sea waves": "thunderstorm",
+    "car": "subway", "subway": "car", "crowd chatter": "children playing", "children playing": "crowd chatter",
+    "applause": "dogs barking", "alarm clock": "ringtone", "ringtone": "alarm clock", "honking": "dogs barking",
+    "dogs barking": "honking", "happy music": "sad music", "sad music": "happy music",
+}
+
+# the delivery of spoken replies (selection options), in an assistant voice unlike the users'
+REPLY_STYLES: dict[str, Recipe] = {
+    "gentle": Recipe(voice="en+f3", rate=130, pitch=38, amplitude=75, lead_s=0.2, tail_s=0.2,
+                     effects=(("dark", {"cutoff": 2500.0}),)),
+    "cheerful": Recipe(voice="en+f3", rate=215, pitch=88, amplitude=125, lead_s=0.2, tail_s=0.2,
+                       effects=(("bright", {"amount": 0.5}),)),
+    "calm": Recipe(voice="en+f3", rate=140, pitch=45, amplitude=85, lead_s=0.2, tail_s=0.2),
+    "plain": Recipe(voice="en+f3", rate=165, pitch=55, lead_s=0.2, tail_s=0.2),
+    "flat": Recipe(voice="en+f3", rate=115, pitch=22, amplitude=70, lead_s=0.2, tail_s=0.2,
+                   effects=(("dark", {"cutoff": 1800.0}),)),
+}
+
+# understanding MCQs: question per type, and the labels an option can name
+CATEGORY_TYPE = {"gender": "gender", "age": "age group", "physiological": "voice style", "volume": "voice style",
+                 "emotion": "speech emotion", "rate": "speaking pace", "non-verbal": "non-verbal expression"}
+QUESTIONS = {
+    "coarse": "Which option best describes this audio?",
+    "gender": "What is the speaker's gender?",
+    "age group": "Which age group does the speaker most likely belong to?",
+    "voice style": "How would you describe the speaker's voice?",
+    "speech emotion": "Which emotion does the speaker's voice convey?",
+    "speaking pace": "How fast is the speaker talking?",
+    "non-verbal expression": "Which non-verbal sound does the speaker make?",
+    "background sound": "What can be heard in the background?",
+}
+TYPE_POOL = {
+    "gender": ["male", "female"],
+    "age group": ["child", "adult", "elderly"],
+    "voice style": ["shout", "whisper", "hoarse", "breathless", "sobbing", "vocal fatigue", "normal voice"],
+    "speech emotion": ["happy", "sad", "angry", "surprise", "neutral emotion"],
+    "speaking pace": ["fast", "slow", "normal pace"],
+    "non-verbal expression": ["cough", "sigh", "laughter", "yawn", "no non-verbal"],
+    "background sound": [a for a in RECIPES if ATTRIBUTES[a][0] == "environment"] + ["no background"],
+}
+# what a neutral variant is, for each fine type (speaker types have no neutral answer)
+NEUTRAL_ANSWER = {"voice style": "normal voice", "speech emotion": "neutral emotion",
+                  "speaking pace": "normal pace", "non-verbal expression": "no non-verbal",
+                  "background sound": "no background"}
+N_OPTIONS = 4
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
+
+
+def understanding_type(attribute: str) -> str:
+    dim, cat = ATTRIBUTES[attribute]
+    return "background sound" if dim == "environment" else CATEGORY_TYPE[cat]
+
+
+def coarse_text(attribute: str) -> str:
+    dim, _ = ATTRIBUTES[attribute]
+    desc = C.DESCRIPTIONS.get(attribute, attribute)
+    if dim == "speaker":
+        return f"Speech from {desc} speaker" if attribute in ("male", "female") else f"Speech from {desc}"
+    if dim == "environment":
+        return f"Speech with {attribute} in the background"
+    return f"A speaker who sounds {desc}"
+
+
+class _Clips:
+    """Renders clips once each, writes them under out_dir/audio/, returns AudioRefs."""
+
+    def __init__(self, out_dir: Path, seed: int):
+        self.audio_dir = out_dir / "audio"
+        self.audio_dir.mkdir(parents=True, exist_ok=True)
+        self.seed = seed
+        self.written: dict[str, AudioRef] = {}
+
+    def get(self, key: str, text: str, recipe: Recipe) -> AudioRef:
+        if key in self.written:
+            return self.written[key]
+        x = render(text, recipe, rng_for(self.seed, key), SR)
+        data = encode_wav(x, SR)
+        path = self.audio_dir / f"{key}.wav"
+        if not path.exists() or path.read_bytes() != data:
+            path.write_bytes(data)
+        ref = AudioRef(str(path), sha256_bytes(data))
+        self.written[key] = ref
+        return ref
+
+    def prune(self) -> None:
+        """Drop wavs of an earlier build (another seed) that this build did not write."""
+        keep = {Path(r.path).name for r in self.written.values()}
+        for p in self.audio_dir.glob("*.wav"):
+            if p.name not in keep:
+                p.unlink()
+
+
+def _shuffled(right: str, wrongs: list[str], rng: np.random.Generator) -> tuple[list[str], str]:
+    options = [right, *wrongs]
+    order = rng.permutation(len(options))
+    options = [options[i] for i in order]
+    return options, OPTION_LETTERS[options.index(right)]
+
+
+def _fine_mcq(mid: str, qtype: str, label: str, audio: AudioRef, script_id: str, variant: str,
+              seed: int) -> MCQ:
+    rng = rng_for(seed, mid)
+    pool = [p for p in TYPE_POOL[qtype] if p != label]
+    wrongs = [pool[i] for i in rng.choice(len(pool), size=min(N_OPTIONS - 1, len(pool)), replace=False)]
+    options, answer = _shuffled(C.DESCRIPTIONS.get(label, label), [C.DESCRIPTIONS.get(w, w) for w in wrongs], rng)
+    return MCQ(mid, "understanding", qtype, audio, QUESTIONS[qtype], options, answer, script_id, variant)
+
+
+def _coarse_mcq(mid: str, attribute: str, audio: AudioRef, script_id: str, seed: int) -> MCQ:
+    """Distractors name sounds that are plainly absent: non-verbal sounds and backgrounds of other categories."""
+    rng = rng_for(seed, mid)
+    cat = ATTRIBUTES[attribute][1]
+    pool = [a for a in RECIPES if a != attribute and ATTRIBUTES[a][1] != cat
+            and (ATTRIBUTES[a][0] == "environment" or ATTRIBUTES[a][1] == "non-verbal")]
+    wrongs = [coarse_text(pool[i]) for i in rng.choice(len(pool), size=N_OPTIONS - 1, replace=False)]
+    options, answer = _shuffled(coarse_text(attribute), wrongs, rng)
+    return MCQ(mid, "understanding", "coarse", audio, QUESTIONS["coarse"], options, answer, script_id, "target")
+
+
+def _reply(attribute: str, plain: str) -> str:
+    return f"{C.OPENERS.get(attribute, '')} {plain}".strip()
+
+
+def _scripts(clips: _Clips, seed: int) -> tuple[list[Script], list[MCQ]]:
+    rng = rng_for(seed, "assign")
+    attrs = [list(RECIPES)[i] for i in rng.permutation(len(RECIPES))]
+    scripts, mcqs = [], []
+    for i, (topic, text, plain) in enumerate(C.SCRIPTS):
+        attr, sid = attrs[i % len(attrs)], f"demo-{i:03d}"
+        alt = ALTERNATIVE[attr]
+        plan = {"target": (attr, RECIPES[attr]), "neutral": ("neutral", NEUTRAL_RECIPE),
+                "alternative": (alt, RECIPES[alt])}
+        variants = {}
+        for name, (label, recipe) in plan.items():
+            audio = clips.get(f"{sid}_{_slug(label)}_{name}", text, recipe)
+            reply = plain if name == "neutral" else _reply(label, plain)
+            variants[name] = Variant(name, label, audio, reply)
+        scripts.append(Script(sid, text, attr, topic, variants))
+
+        qtype = understanding_type(attr)
+        mcqs.append(_coarse_mcq(f"u-{sid}-coarse", attr, variants["target"].audio, sid, seed))
+        mcqs.append(_fine_mcq(f"u-{sid}-target", qtype, attr, variants["target"].audio, sid, "target", seed))
+        if understanding_type(alt) == qtype:
+            mcqs.append(_fine_mcq(f"u-{sid}-alternative", qtype, alt, variants["alternative"].audio, sid,
+                                  "alternative", seed))
+        if qtype in NEUTRAL_ANSWER:
+            mcqs.append(_fine_mcq(f"u-{sid}-neutral", qtype, NEUTRAL_ANSWER[qtype], variants["neutral"].audio,
+                                  sid, "neutral", seed))
+        for k, (rtype, question, right, wrongs) in enumerate(C.REASONING.get(attr, [])):
+            mid = f"r-{sid}-{k}"
+            options, answer = _shuffled(right, list(wrongs), rng_for(seed, mid))
+            mcqs.append(MCQ(mid, "reasoning", rtype, variants["target"].audio, question, options, answer,
+                            sid, "target"))
+        if C.OPENERS.get(attr):
+            mid = f"r-{sid}-empathy"
+            r = rng_for(seed, mid)
+            cold = C.COLD_REPLIES[int(r.integers(len(C.COLD_REPLIES)))]
+            options, answer = _shuffled(variants["target"].reference_reply,
+                                        [plain, variants["alternative"].reference_reply, cold], r)
+            mcqs.append(MCQ(mid, "reasoning", "empathy-aware response selection", variants["target"].audio,
+                            "Which reply responds best to the speaker, given how they sound?", options, answer,
+                            sid, "target"))
+    return scripts, mcqs
+
+
+def _tone_recipe(tone: str) -> Recipe:
+    return NEUTRAL_RECIPE if tone == "neutral" else RECIPES[tone]
+
+
+def _groups(clips: _Clips) -> tuple[list[ContextGroup], list[ToneGroup]]:
+    ctx = []
+    for i, g in enumerate(C.CONTEXT_GROUPS):
+        gid = f"ctx-{i:02d}"
+        cases = [ContextCase(f"c{k + 1}", context, reply) for k, (context, _style, reply) in enumerate(g["cases"])]
+        ctx.append(ContextGroup(gid, g["text"], clips.get(gid, g["text"], NEUTRAL_RECIPE), cases))
+    tones = []
+    for i, g in enumerate(C.TONE_GROUPS):
+        gid = f"tone-{i:02d}"
+        cases = [ToneCase(t, t, clips.get(f"{gid}_{_slug(t)}", g["text"], _tone_recipe(t)),
+                          C.TONE_REPLIES[t].format(thing=g["thing"])) for t in g["tones"]]
+        tones.append(ToneGroup(gid, g["text"], g["context"], cases))
+    return ctx, tones
+
+
+def _selection_item(clips: _Clips, seed: int, iid: str, gid: str, kind: str, context: str, utterance: str,
+                    audio: AudioRef, right: tuple[str, str], sibling: tuple[str, str] | None,
+                    attribute: str | None) -> SelectionItem:
+    """Options: the right words in the right delivery, the same words in a mismatched delivery, and
+    (when the group has one) the reply meant for a sibling case in that case's delivery."""
+    text, style = right
+    opts = [(text, style), (text, C.MISMATCH_STYLE[style])]
+    if sibling and sibling[0] != text:
+        opts.append(sibling)
+    rng = rng_for(seed, iid)
+    order = rng.permutation(len(opts))
+    options, texts = {}, {}
+    for pos, k in enumerate(order):
+        letter = OPTION_LETTERS[pos]
+        t, st = opts[k]
+        options[letter] = clips.get(f"{iid}_opt{k}_{st}", t, REPLY_STYLES[st])
+        texts[letter] = t
+    answer = OPTION_LETTERS[int(np.flatnonzero(order == 0)[0])]
+    return SelectionItem(iid, gid, kind, context, utterance, audio, options, answer, texts, attribute)
+
+
+def _selection(clips: _Clips, seed: int, ctx: list[ContextGroup], tones: list[ToneGroup]) -> list[SelectionItem]:
+    items = []
+    for g, spec in zip(tones, C.TONE_GROUPS):
+        cases = [c for c in g.cases if C.TONE_STYLE[c.tone] != "plain"]
+        for k, c in enumerate(cases):
+            sib = cases[(k + 1) % len(cases)] if len(cases) > 1 else None
+            items.append(_selection_item(
+                clips, seed, f"sel-{g.id}-{c.id}", g.id, "tone", g.context, g.text, c.audio,
+                (c.reference_reply, C.TONE_STYLE[c.tone]),
+                (sib.reference_reply, C.TONE_STYLE[sib.tone]) if sib else None, c.tone))
+    for g, spec in zip(ctx, C.CONTEXT_GROUPS):
+        styled = [(case, style) for case, (_c, style, _r) in zip(g.cases, spec["cases"]) if style != "plain"]
+        for k, (case, style) in enumerate(styled):
+            sib = styled[(k + 1) % len(styled)] if len(styled) > 1 else None
+            items.append(_selection_item(
+                clips, seed, f"sel-{g.id}-{case.id}", g.id, "context", case.context, g.utterance_text, g.audio,
+                (case.reference_reply, style), (sib[0].reference_reply, sib[1]) if sib else None, None))
+    return items
+
+
+def build_demo(out_dir: str | Path, seed: int = 0, save: bool = True) -> Benchmark:
+    """Synthesise the demo under `out_dir` and return it; saved in the project format when `save`."""
+    out = Path(out_dir)
+    clips = _Clips(out, seed)
+    scripts, mcqs = _scripts(clips, seed)
+    ctx, tones = _groups(clips)
+    selection = _selection(clips, seed, ctx, tones)
+    clips.prune()
+    bench = Benchmark("demo", f"{DEMO_VERSION}+seed{seed}", scripts, mcqs, ctx, tones, selection,
+                      source=f"demo:seed={seed}")
+    if save:
+        from .dataset import save_benchmark   # lazy: pulls in `datasets`
+        save_benchmark(bench, out)
+    return bench
+
+
+# ------------------------------------------------------------------ CLI
+def add_arguments(parser) -> None:
+    sub = parser.add_subparsers(dest="demo_command", required=True)
+    b = sub.add_parser("build", help="synthesise the demo benchmark (espeak-ng) into a folder")
+    b.add_argument("--seed", type=int, default=0, help="random seed (same seed, same benchmark hash)")
+    b.add_argument("--data-dir", default=None, help="data directory (default: $EMPATHY_ARENA_DATA_DIR or ./data)")
+    b.add_argument("--out", default=None, help="output folder (default: <data_dir>/benchmarks/demo)")
+
+
+def main(args) -> int:
+    from ..config import data_dir
+
+    out = Path(args.out) if args.out else data_dir(args.data_dir) / "benchmarks" / "demo"
+    start = time.perf_counter()
+    bench = build_demo(out, seed=args.seed)
+    info = bench.info() | {"folder": str(out), "seconds": round(time.perf_counter() - start, 1)}
+    print(json.dumps(info, indent=2))
+    return 0
