@@ -22,6 +22,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run from anyw
 from eval_backend.benchmark.dataset import content_hash, load_project_folder, save_benchmark  # noqa: E402
 from eval_backend.benchmark.echomind import load_echomind  # noqa: E402
 
+import datasets  # noqa: E402,F401  (imported up front so its start-up is not timed)
+
 
 def make_layout(root: Path, n: int, seconds: float) -> Path:
     """An EchoMind-style folder: n scripts x 3 variants of `seconds` s at 16 kHz."""
