@@ -199,12 +199,20 @@ def test_second_scoring_makes_no_http_call(judge, world):
     judge.responder = None                          # the server would now answer 500 to anything
     second = {n: METRICS[n].compute(ctx_for(world, settings)).value for n in ("l3.judge.c1", "l3.judge.c4")}
     assert len(judge.requests) == calls and second == first == {"l3.judge.c1": 4, "l3.judge.c4": 2}
+    # a cache-only rescore answers from the cache and never calls; a miss is counted, not guessed
+    only = {**settings, "cache_only": True}
+    assert METRICS["l3.judge.c1"].compute(ctx_for(world, only)).value == 4
+    world[2]["conversation/s1/neutral"].text = "A reply the judge never saw."
+    res = METRICS["l3.judge.c1"].compute(ctx_for(world, only))
+    assert res.failures == {"judge_not_cached": 1} and res.per_item["conversation/s1/neutral"] is None
+    assert len(judge.requests) == calls
     # a different prompt version or judge model is a different key
     other = settings_for(judge)
     other["judge"]["model"] = "another-judge"
     judge.responder = lambda body: echo_json(1, 1, 1, 1)
     assert METRICS["l3.judge.c1"].compute(ctx_for(world, other)).value == 1
     assert len(judge.requests) == calls + 3
+    assert METRICS["l3.judge.c1"].manifest(settings)["prompt"]["hash"] == ECHOMIND_TEXT.hash
 
 
 def test_n_samples_are_averaged(judge, world):
@@ -278,7 +286,7 @@ def test_aeq_reply_metrics_share_one_call_per_reply(judge, world):
     assert got["aeq.coherence"].value == 3 and got["aeq.supportiveness"].value == 2
     assert got["aeq.naturalness"].value == 4
     assert got["aeq.modality_reliance"].value == 0.5
-    assert got["aeq.modality_reliance"].breakdown["variant"] == {"context": 0.0, "tone": 1.0}
+    assert got["aeq.modality_reliance"].breakdown["kind"] == {"context": 0.0, "tone": 1.0}
 
 
 def test_discrimination_is_normalised_per_group(judge, world):

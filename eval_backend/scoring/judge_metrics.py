@@ -15,7 +15,7 @@ from typing import Callable
 
 from ..benchmark.model import dimension_of
 from .judge_prompts import AEQ_DELIVERY, AEQ_DISCRIMINATION, AEQ_REPLY, ECHOMIND_TEXT, VES, JudgePrompt
-from .judges import Judgment, RequestInfo, describe_request, judges_for, reply_text, run_judge
+from .judges import NOT_CACHED, Judgment, RequestInfo, judge_settings, describe_request, judges_for, reply_text, run_judge
 from .registry import MetricResult, ScoringContext, metric
 
 AEQ_TASKS = ("context", "tone")
@@ -98,11 +98,12 @@ def _judge_replies(ctx: ScoringContext, prompt: JudgePrompt, tasks: tuple[str, .
     return memo
 
 
-def _breakdown_keys(info: RequestInfo) -> dict[str, str]:
-    keys = {"variant": info.variant if info.task == "conversation" else info.task, "attribute": info.voice}
-    dim = dimension_of(info.voice) if info.voice else None
-    if info.task == "conversation":
-        keys["dimension"] = dim or ("neutral" if info.voice == "neutral" else "unknown")
+def breakdown_keys(info: RequestInfo) -> dict[str, str]:
+    """Labels an item is grouped by: the same keys the results writer uses (variant / kind, attribute, dimension)."""
+    keys = {"variant": info.variant} if info.task == "conversation" else {"kind": info.task}
+    if info.voice and info.voice != "not annotated":
+        keys["attribute"] = info.voice
+        keys["dimension"] = dimension_of(info.voice) or "unknown"
     return keys
 
 
@@ -119,12 +120,12 @@ def _result(memo: dict, value_of: Callable[[dict[str, float]], float], scale: st
         raw[rid] = j.raw()
         flagged += bool(j.flags)
         if not j.ok:
-            failures["judge_failure"] += 1
+            failures["judge_not_cached" if j.error == NOT_CACHED else "judge_failure"] += 1
             per_item[rid] = None
             continue
         v = value_of(j.values)
         per_item[rid] = v
-        for dim, key in _breakdown_keys(memo["info"][rid]).items():
+        for dim, key in breakdown_keys(memo["info"][rid]).items():
             groups[dim][key].append(v)
     scored = [v for v in per_item.values() if v is not None]
     if not scored:
@@ -160,6 +161,16 @@ def _audio_metric(ctx: ScoringContext, prompt: JudgePrompt, tasks, value_of, sca
     return _result(memo, value_of, scale)
 
 
+def _manifest(prompt: JudgePrompt):
+    """What reproduces a judge metric: the judge that ran it and the prompt's hash."""
+    def manifest(settings: dict) -> dict:
+        text, audio = judge_settings(settings)
+        judge = audio if prompt.audio else text
+        return {"judge": judge.public() if judge else None,
+                "prompt": {"name": prompt.name, "version": prompt.version, "hash": prompt.hash}}
+    return manifest
+
+
 def _count(values) -> dict[str, int]:
     out: dict[str, int] = defaultdict(int)
     for v in values:
@@ -178,16 +189,16 @@ _C_NOTES = {
     "c1": "context fit", "c2": "response naturalness", "c3": "colloquialism", "c4": "speech-information relevance",
 }
 for _f, _label in _C_NOTES.items():
-    metric(f"l3.judge.{_f}", "judge_text",
+    metric(f"l3.judge.{_f}", "judge_text", manifest=_manifest(ECHOMIND_TEXT),
            note=f"EchoMind {_f.upper()} ({_label}), 1-5, our own prompt wording; mean over n judge samples")(_echomind(_f))
 
 
-@metric("l3.judge.c1c4", "judge_text", note="(C1+C4)/2 per reply: the quantity EchoMind's LB3 sorts by")
+@metric("l3.judge.c1c4", "judge_text", manifest=_manifest(ECHOMIND_TEXT), note="(C1+C4)/2 per reply: the quantity EchoMind's LB3 sorts by")
 def c1c4(ctx: ScoringContext) -> MetricResult:
     return _text_metric(ctx, ECHOMIND_TEXT, ("conversation",), lambda v: (v["c1"] + v["c4"]) / 2, "1-5")
 
 
-@metric("l3.ves", "judge_audio",
+@metric("l3.ves", "judge_audio", manifest=_manifest(VES),
         note="Vocal Empathy Score 1-5 from an audio-capable judge hearing the user's clip and the reply's clip; "
              "our own prompt; the reply's words are not shown")
 def ves(ctx: ScoringContext) -> MetricResult:
@@ -198,29 +209,29 @@ def ves(ctx: ScoringContext) -> MetricResult:
 _GFP = "Good=3, Fair=2, Poor=1 (mean)"
 
 
-@metric("aeq.coherence", "aeq", note=f"text judge, {_GFP}; our own prompt")
+@metric("aeq.coherence", "aeq", manifest=_manifest(AEQ_REPLY), note=f"text judge, {_GFP}; our own prompt")
 def coherence(ctx: ScoringContext) -> MetricResult:
     return _text_metric(ctx, AEQ_REPLY, AEQ_TASKS, lambda v: v["coherence"], _GFP)
 
 
-@metric("aeq.supportiveness", "aeq", note=f"text judge, {_GFP}; our own prompt")
+@metric("aeq.supportiveness", "aeq", manifest=_manifest(AEQ_REPLY), note=f"text judge, {_GFP}; our own prompt")
 def supportiveness(ctx: ScoringContext) -> MetricResult:
     return _text_metric(ctx, AEQ_REPLY, AEQ_TASKS, lambda v: v["supportiveness"], _GFP)
 
 
-@metric("aeq.naturalness", "aeq", note="text judge on the reply's words, 1-4; our own prompt")
+@metric("aeq.naturalness", "aeq", manifest=_manifest(AEQ_REPLY), note="text judge on the reply's words, 1-4; our own prompt")
 def naturalness(ctx: ScoringContext) -> MetricResult:
     return _text_metric(ctx, AEQ_REPLY, AEQ_TASKS, lambda v: v["naturalness"], "1-4")
 
 
-@metric("aeq.modality_reliance", "aeq",
+@metric("aeq.modality_reliance", "aeq", manifest=_manifest(AEQ_REPLY),
         note="share of replies the text judge says use both the voice (annotated tone/attribute) and the context")
 def modality_reliance(ctx: ScoringContext) -> MetricResult:
     return _text_metric(ctx, AEQ_REPLY, AEQ_TASKS,
                         lambda v: 1.0 if v["uses_voice"] >= 1 and v["uses_context"] >= 1 else 0.0, "share 0-1")
 
 
-@metric("aeq.delivery", "aeq", note=f"audio-capable judge, {_GFP}; our own prompt")
+@metric("aeq.delivery", "aeq", manifest=_manifest(AEQ_DELIVERY), note=f"audio-capable judge, {_GFP}; our own prompt")
 def delivery(ctx: ScoringContext) -> MetricResult:
     return _audio_metric(ctx, AEQ_DELIVERY, AEQ_TASKS, lambda v: v["delivery"], _GFP)
 
@@ -256,7 +267,7 @@ def _group_jobs(ctx: ScoringContext):
     return out
 
 
-@metric("aeq.discrimination", "aeq",
+@metric("aeq.discrimination", "aeq", manifest=_manifest(AEQ_DISCRIMINATION),
         note="text judge rates 1-6 whether a group's replies differ the way its variants call for; "
              "value and per-item scores normalised to 0-1 as (s-1)/5, raw 1-6 mean in raw")
 def discrimination(ctx: ScoringContext) -> MetricResult:
@@ -279,7 +290,8 @@ def discrimination(ctx: ScoringContext) -> MetricResult:
     for key, j in judged.items():
         raw[key] = j.raw()
         if not j.ok:
-            failures["judge_failure"] = failures.get("judge_failure", 0) + 1
+            key_ = "judge_not_cached" if j.error == NOT_CACHED else "judge_failure"
+            failures[key_] = failures.get(key_, 0) + 1
             per_item[f"{key}/*"] = None
             continue
         s = j.values["discrimination"]

@@ -424,6 +424,9 @@ def input_hash(blocks: dict[str, Block], plain: dict[str, str] | None, audios: l
 
 
 # ---------------------------------------------------------------- client
+NOT_CACHED = "not in the judge cache (cache-only rescore)"
+
+
 class JudgeCallError(RuntimeError):
     """The HTTP call failed (timeout, status, malformed body)."""
 
@@ -431,9 +434,10 @@ class JudgeCallError(RuntimeError):
 class JudgeClient:
     """One judge endpoint. `calls` counts HTTP requests actually sent (cache hits do not count)."""
 
-    def __init__(self, settings: JudgeSettings, cache: JudgeCache | None = None):
+    def __init__(self, settings: JudgeSettings, cache: JudgeCache | None = None, cache_only: bool = False):
         self.settings = settings
         self.cache = cache
+        self.cache_only = cache_only          # rescore: answers come from the cache or not at all
         self.calls = 0
         self._lock = threading.Lock()
         key = os.environ.get(settings.api_key_env) if settings.api_key_env else None
@@ -516,6 +520,9 @@ def run_judge(client: JudgeClient, prompt: JudgePrompt, blocks: dict[str, Block]
                 continue
             except ParseError:
                 pass  # a cache written by an older parser: ask again
+        if client.cache_only:
+            samples.append({"values": None, "error": NOT_CACHED})
+            continue
         r = render(prompt, blocks, plain)
         messages = [{"role": "system", "content": r.system}, {"role": "user", "content": _user_content(r.user, audios)}]
         error = None
@@ -562,7 +569,8 @@ class Judges:
 def make_judges(settings: dict | None, cache_path: str | Path | None) -> Judges:
     text, audio = judge_settings(settings)
     cache = JudgeCache(cache_path) if cache_path and (text or audio) else None
-    return Judges(JudgeClient(text, cache) if text else None, JudgeClient(audio, cache) if audio else None)
+    only = bool((settings or {}).get("cache_only"))
+    return Judges(JudgeClient(text, cache, only) if text else None, JudgeClient(audio, cache, only) if audio else None)
 
 
 def judges_for(ctx) -> Judges:
