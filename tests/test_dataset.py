@@ -142,3 +142,18 @@ def test_not_a_benchmark_folder(tmp_path):
     (tmp_path / "benchmark.json").write_text("{}")
     with pytest.raises(ValueError, match="hf/"):
         load_project_folder(tmp_path)
+
+
+def test_parquet_splits_as_pushed_to_the_hub(tmp_path):
+    """push_to_hub writes data/<split>-*.parquet; collections differ in columns, so they are read per split."""
+    from eval_backend.benchmark.dataset import from_dataset_dict, parquet_splits, to_dataset_dict
+
+    b = make_benchmark(tmp_path / "src")
+    save_benchmark(b, tmp_path / "bench")  # fills sha256 of path-only refs and the hash
+    for name, ds in to_dataset_dict(b).items():
+        ds.to_parquet(str(tmp_path / "repo" / "data" / f"{name}-00000-of-00001.parquet"))
+    splits = parquet_splits(tmp_path / "repo")
+    assert set(splits) == {"scripts", "mcq", "context_groups", "tone_groups", "selection"}
+    again = from_dataset_dict(splits, tmp_path / "cache")
+    assert again.hash == b.hash and again.info()["flagged"] == b.info()["flagged"] == 2
+    assert all(Path(a.path).parent == tmp_path / "cache" for a in again.all_audio() if a.sha256)

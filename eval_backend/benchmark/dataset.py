@@ -275,10 +275,30 @@ class _AudioMaterialiser:
 
 
 def _split_rows(dd, split: str) -> list[dict[str, Any]]:
-    """Rows as plain Python, without letting datasets decode audio (whatever the stored feature says)."""
+    """Rows as plain Python, without letting datasets decode audio (whatever the stored feature says).
+    `dd` is a DatasetDict or a plain {split: pyarrow.Table} mapping (parquet read directly)."""
     if split not in dd:
         return []
-    return dd[split].with_format("arrow")[:].to_pylist()
+    table = dd[split]
+    if hasattr(table, "with_format"):
+        table = table.with_format("arrow")[:]
+    return table.to_pylist()
+
+
+def parquet_splits(folder: str | os.PathLike) -> dict[str, Any]:
+    """{split: pyarrow.Table} from parquet files whose path names a split: data/scripts-00000-of-00001.parquet
+    (push_to_hub of the DatasetDict) or scripts/train-*.parquet (one config per collection)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    folder = Path(folder)
+    found: dict[str, list] = {}
+    for f in sorted(folder.rglob("*.parquet")):
+        parts = f.relative_to(folder).as_posix().replace("-", "/").split("/")
+        split = next((p for p in parts if p in SPLITS), None)
+        if split:
+            found.setdefault(split, []).append(pq.read_table(f))
+    return {k: pa.concat_tables(v) for k, v in found.items()}
 
 
 def from_dataset_dict(dd, audio_dir: str | os.PathLike, root: str | os.PathLike | None = None,

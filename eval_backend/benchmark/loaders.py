@@ -15,7 +15,7 @@ import os
 from pathlib import Path
 
 from .. import config
-from .dataset import from_dataset_dict, is_project_folder, load_project_folder
+from .dataset import SPLITS, from_dataset_dict, is_project_folder, load_project_folder, parquet_splits
 from .model import Benchmark
 
 DEMO_NAME = "demo"
@@ -97,14 +97,15 @@ def load_hub(repo_id: str, data_dir=None, revision: str | None = None) -> Benchm
     try:
         b = _load_local(local)
     except BenchmarkSpecError:
-        # Parquet (push_to_hub) splits in the project schema.
-        from datasets import load_dataset
-        try:
-            dd = load_dataset(str(local))
-        except Exception as exc:
-            raise BenchmarkSpecError(f"hf:{repo_id}: not in a known layout ({exc})") from None
+        # Parquet splits in the project schema (push_to_hub). Read with pyarrow: the collections have different
+        # columns, which one `load_dataset` config cannot hold.
+        splits = parquet_splits(local)
+        if not splits:
+            raise BenchmarkSpecError(
+                f"hf:{repo_id}: no benchmark.json + hf/, EchoMind layout or parquet splits named "
+                f"{', '.join(SPLITS)} in the repo") from None
         cache = config.data_dir(data_dir) / "cache" / "hub" / repo_id.replace("/", "__")
-        b = from_dataset_dict(dd, cache, name=repo_id.split("/")[1])
+        b = from_dataset_dict(splits, cache, name=repo_id.split("/")[1], version=f"hub@{local.name[:12]}")
     b.source = f"hf:{repo_id}"
     return b
 
