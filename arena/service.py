@@ -25,9 +25,11 @@ from __future__ import annotations
 
 import hashlib
 import math
+import os
 import random
 import re
 import secrets
+import shutil
 import threading
 import time
 from dataclasses import dataclass, field
@@ -182,6 +184,21 @@ class ArenaService:
             self._durations[path] = float(sf.info(path).duration)
         return self._durations[path]
 
+    def _public_clip(self, rel: str) -> str:
+        """The reply clip under a name that does not reveal the model: stored reply paths contain the
+        model's name (replies/<model>/...) and a served path reaches the browser."""
+        name = hashlib.sha256(f"{self.settings.salt}|{rel}".encode()).hexdigest()[:32] + ".wav"
+        dest = self.store.root / "cache" / "arena_clips" / name
+        if not dest.exists():
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            tmp = dest.with_suffix(f".tmp{threading.get_ident()}")
+            try:
+                os.link(self.store.abspath(rel), tmp)
+            except OSError:                   # another filesystem: copy instead
+                shutil.copyfile(self.store.abspath(rel), tmp)
+            tmp.replace(dest)
+        return str(dest)
+
     def _candidates(self) -> list[_Candidate]:
         """Servable requests, rebuilt when the replies table changes."""
         key = tuple(self.store.query("SELECT COUNT(*), MAX(created_at) FROM replies")[0])
@@ -234,8 +251,8 @@ class ArenaService:
         shared = [c for c in candidates if pair[0] in c.replies and pair[1] in c.replies]
         cand = self.rng.choice(shared)
         model_a, model_b = pair if self.rng.random() < 0.5 else (pair[1], pair[0])
-        audio_a = str(self.store.abspath(cand.replies[model_a].audio_path))
-        audio_b = str(self.store.abspath(cand.replies[model_b].audio_path))
+        audio_a = self._public_clip(cand.replies[model_a].audio_path)
+        audio_b = self._public_clip(cand.replies[model_b].audio_path)
         floor = self.settings.min_listen_s
         listen = {"user": min(floor, self._duration(cand.user_audio)),
                   "A": min(floor, self._duration(audio_a)), "B": min(floor, self._duration(audio_b))}

@@ -1,0 +1,299 @@
+"""ArenaService on a real Store with real (espeak-ng) clips: battles, forged votes, replay, import/export."""
+import json
+import random
+import shutil
+import sqlite3
+import threading
+
+import pytest
+import soundfile as sf
+
+from arena import matchmaking
+from arena.config import ArenaSettings
+from arena.ratings import Rating
+from arena.service import ArenaService, NoBattleAvailable, VoteRefused
+from arena.storage import AXES
+from arena.votes_io import VoteImportError
+from eval_backend.store import Reply, Store
+from tests.arena_fixtures import seed
+
+MODELS = ("warm-model", "flat-model", "third-model")
+
+
+class Clock:
+    def __init__(self, t: float = 1_700_000_000.0):
+        self.t = t
+
+    def __call__(self) -> float:
+        return self.t
+
+
+@pytest.fixture(scope="module")
+def seeded(tmp_path_factory):
+    root = tmp_path_factory.mktemp("arena_seed")
+    info = seed(root, MODELS, n_scripts=2)
+    return root, info
+
+
+@pytest.fixture
+def make(seeded, tmp_path):
+    """A fresh copy of the seeded data dir and a service on it with a controllable clock."""
+    def _make(**overrides):
+        dest = tmp_path / f"data{len(list(tmp_path.iterdir()))}"
+        shutil.copytree(seeded[0], dest)
+        clock = Clock()
+        svc = ArenaService(Store(dest), ArenaSettings(**overrides), clock=clock, rng=random.Random(5))
+        return svc, clock
+    return _make
+
+
+def vote_after_listening(svc, clock, view, session, ip, overall, **kw):
+    clock.t += view.total_min_listen_s + 0.5
+    return svc.submit_vote(view.battle_id, session, ip, overall, **kw)
+
+
+def test_battle_view_is_blind_and_sets_listening_floor(make):
+    svc, clock = make()
+    view = svc.serve_battle("s1", "10.0.0.1")
+    public = " ".join(str(x) for x in (view.battle_id, view.context_text, view.user_audio, view.audio_a,
+                                       view.audio_b))
+    assert not any(m in public for m in MODELS)
+    assert "sounds like a lot" not in public            # no transcript either
+    for key, path in (("user", view.user_audio), ("A", view.audio_a), ("B", view.audio_b)):
+        assert view.min_listen_s[key] == min(3.0, sf.info(path).duration)
+    row = svc.store.query("SELECT * FROM arena_battles WHERE id=?", (view.battle_id,))[0]
+    assert row["model_a"] in MODELS and row["model_b"] in MODELS and row["model_a"] != row["model_b"]
+    assert row["ip_hash"] != "10.0.0.1" and "10.0.0.1" not in row["ip_hash"] and len(row["ip_hash"]) == 64
+    assert len(view.battle_id) >= 32
+    # both sides get served over many battles; sides are random
+    firsts = set()
+    for _ in range(30):
+        v = svc.serve_battle("s1", "10.0.0.1")
+        firsts.add(svc.store.query("SELECT model_a FROM arena_battles WHERE id=?", (v.battle_id,))[0][0])
+    assert firsts == set(MODELS)
+
+
+def test_vote_reveals_names_transcripts_and_ratings(make):
+    svc, clock = make()
+    view = svc.serve_battle("s1", "10.0.0.1")
+    res = vote_after_listening(svc, clock, view, "s1", "10.0.0.1", "A", said="A", sounded="B", reason="kinder")
+    assert {res.a.model, res.b.model} <= set(MODELS) and res.winner == res.a.model
+    assert res.a.transcript and res.b.transcript
+    assert res.a.rating.mu > 25 > res.b.rating.mu
+    assert res.a.votes == 1
+    stored = svc.stored_ratings()
+    assert stored[res.a.model] == res.a.rating
+    assert set(svc.stored_ratings("said")) == {res.a.model, res.b.model}
+
+
+def test_forged_votes_are_refused_and_logged(make):
+    svc, clock = make(session_votes_per_minute=100, ip_votes_per_minute=100)
+    codes = []
+
+    def refused(code, *args, **kw):
+        with pytest.raises(VoteRefused) as exc:
+            svc.submit_vote(*args, **kw)
+        assert exc.value.reason_code == code, exc.value.message
+        assert exc.value.message
+        codes.append(code)
+
+    view = svc.serve_battle("s1", "10.0.0.1")
+    refused("too_fast", view.battle_id, "s1", "10.0.0.1", "A")
+    clock.t += view.total_min_listen_s + 1
+    refused("unknown_battle", "forged-" + view.battle_id, "s1", "10.0.0.1", "A")
+    refused("wrong_session", view.battle_id, "s2", "10.0.0.1", "A")
+    refused("bad_value", view.battle_id, "s1", "10.0.0.1", "C")
+    refused("bad_value", view.battle_id, "s1", "10.0.0.1", "A", said="both")
+    row = svc.store.query("SELECT model_a, model_b FROM arena_battles WHERE id=?", (view.battle_id,))[0]
+    refused("tampered", view.battle_id, "s1", "10.0.0.1", "A", claimed_models=(row[1], row[0]))
+    ok = svc.submit_vote(view.battle_id, "s1", "10.0.0.1", "B", claimed_models=(row[0], row[1]))
+    assert ok.winner == row[1]
+    refused("already_voted", view.battle_id, "s1", "10.0.0.1", "A")
+    late = svc.serve_battle("s1", "10.0.0.1")
+    clock.t += svc.settings.battle_ttl_s + 1
+    refused("expired", late.battle_id, "s1", "10.0.0.1", "A")
+    # one vote counted, all refusals logged with their reasons
+    assert len(svc.votes()) == 1
+    logged = [r[0] for r in svc.store.query("SELECT reason FROM arena_refused_votes ORDER BY id")]
+    assert logged == codes
+    health = svc.integrity_health()
+    assert health["accepted"] == 1 and health["refused"]["bad_value"] == 2 and health["alert"]
+
+
+def test_rate_limits_per_session_and_per_ip(make):
+    svc, clock = make(session_votes_per_minute=2, ip_votes_per_minute=3)
+    for _ in range(2):
+        v = svc.serve_battle("s1", "10.0.0.1")
+        vote_after_listening(svc, clock, v, "s1", "10.0.0.1", "A")
+    v = svc.serve_battle("s1", "10.0.0.1")
+    clock.t += v.total_min_listen_s + 0.5
+    with pytest.raises(VoteRefused) as exc:
+        svc.submit_vote(v.battle_id, "s1", "10.0.0.1", "A")
+    assert exc.value.reason_code == "rate_limited" and "session" in exc.value.message
+    # another session behind the same address: one more vote fits under the IP limit, then refused
+    v2 = svc.serve_battle("s2", "10.0.0.1")
+    vote_after_listening(svc, clock, v2, "s2", "10.0.0.1", "B")
+    v3 = svc.serve_battle("s3", "10.0.0.1")
+    clock.t += v3.total_min_listen_s + 0.5
+    with pytest.raises(VoteRefused) as exc:
+        svc.submit_vote(v3.battle_id, "s3", "10.0.0.1", "A")
+    assert exc.value.reason_code == "rate_limited" and "network address" in exc.value.message
+    # a minute later the session may vote again (its battle is still valid)
+    clock.t += 61
+    assert svc.submit_vote(v.battle_id, "s1", "10.0.0.1", "A").vote_id
+
+
+def test_concurrent_votes_on_one_battle_count_once(make):
+    svc, clock = make()
+    view = svc.serve_battle("s1", "10.0.0.1")
+    clock.t += view.total_min_listen_s + 1
+    results = []
+
+    def go(choice):
+        try:
+            results.append(svc.submit_vote(view.battle_id, "s1", "10.0.0.1", choice).vote_id)
+        except VoteRefused as exc:
+            results.append(exc.reason_code)
+
+    threads = [threading.Thread(target=go, args=(c,)) for c in ("A", "B", "tie", "A")]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sorted(map(str, results)) == ["1", "already_voted", "already_voted", "already_voted"]
+    assert len(svc.votes()) == 1
+
+
+def test_replay_equals_stored_ratings_exactly_on_every_axis(make):
+    svc, clock = make(session_votes_per_minute=1000, ip_votes_per_minute=1000)
+    rng = random.Random(11)
+    for i in range(60):
+        view = svc.serve_battle(f"s{i % 4}", f"10.0.0.{i % 3}")
+        vote_after_listening(svc, clock, view, f"s{i % 4}", f"10.0.0.{i % 3}",
+                             rng.choice(["A", "B", "tie", "both_bad", "A"]),
+                             said=rng.choice(["A", "B", "tie", None]), sounded=rng.choice(["A", "B", None]))
+    votes = svc.votes()
+    assert [v.id for v in votes] == list(range(1, 61))
+    assert any(v.dimension == "paralinguistic" for v in votes)    # the seeded scripts are 'sad'
+    for axis in AXES:
+        assert svc.replay_ratings(axis) == svc.stored_ratings(axis), axis      # exact float equality
+    table = svc.ratings_table(rounds=50)
+    assert {r["model"] for r in table} == set(MODELS)
+    assert sum(r["votes"] for r in table) == 120 and all(r["provisional"] for r in table)
+    assert sum(r["both_bad"] for r in table) == 2 * sum(v.winner == "both_bad" for v in votes)
+    assert all(r["bt_low"] <= r["bt"] <= r["bt_high"] for r in table)
+    mats = svc.pairwise_matrices()
+    assert sum(map(sum, mats["battles"])) == 2 * sum(v.winner != "both_bad" for v in votes)
+    bias = svc.position_bias()
+    assert bias.n == sum(v.slot in ("A", "B") for v in votes) and 0 <= bias.low <= bias.share <= bias.high <= 1
+    hist = svc.rating_history(points=6)
+    last = {h["model"]: Rating(h["mu"], h["sigma"]) for h in hist if h["vote_id"] == votes[-1].id}
+    assert last == svc.replay_ratings()
+    # the log is append-only
+    with pytest.raises(sqlite3.DatabaseError, match="append-only"):
+        svc.store.connect().execute("UPDATE arena_votes SET winner='tie' WHERE id=1")
+    with pytest.raises(sqlite3.DatabaseError, match="append-only"):
+        svc.store.connect().execute("DELETE FROM arena_votes WHERE id=1")
+
+
+def test_paused_model_is_never_served(make):
+    svc, clock = make()
+    svc.pause_model("flat-model", "outage")
+    for _ in range(25):
+        v = svc.serve_battle("s1", "10.0.0.1")
+        row = svc.store.query("SELECT model_a, model_b FROM arena_battles WHERE id=?", (v.battle_id,))[0]
+        assert "flat-model" not in tuple(row)
+    svc.pause_model("warm-model")
+    with pytest.raises(NoBattleAvailable):
+        svc.serve_battle("s1", "10.0.0.1")
+    svc.unpause_model("warm-model")
+    assert svc.serve_battle("s1", "10.0.0.1").battle_id
+
+
+def test_replies_naming_a_model_or_vendor_are_never_served(make, seeded):
+    svc, clock = make()
+    store = svc.store
+    clean = store.replies(model="warm-model")
+    leaky = {"I'm Claude, made by Anthropic. That sounds hard.", "As flat model I would say: cheer up.",
+             "Honestly, ChatGPT would agree with me."}
+    # a fourth model whose replies all leak except one
+    for k, r in enumerate(clean):
+        text = sorted(leaky)[k % len(leaky)] if k else "That must have been a long month."
+        store.put_reply(Reply(model="leaky-model", benchmark_hash=r.benchmark_hash, request_id=r.request_id,
+                              task=r.task, item_id=r.item_id, variant=r.variant, status="ok", text=text,
+                              transcript=text, audio_path=r.audio_path))
+    served = set()
+    for _ in range(60):
+        v = svc.serve_battle("s1", "10.0.0.1")
+        row = svc.store.query("SELECT * FROM arena_battles WHERE id=?", (v.battle_id,))[0]
+        if "leaky-model" in (row["model_a"], row["model_b"]):
+            served.add(row["request_id"])
+    assert served == {clean[0].request_id}
+
+
+def test_export_hides_identities_and_reimports_to_the_same_ratings(make, tmp_path):
+    svc, clock = make()
+    for i in range(12):
+        v = svc.serve_battle("secret-session", "192.168.7.7", user="alice")
+        vote_after_listening(svc, clock, v, "secret-session", "192.168.7.7", ["A", "B", "tie", "both_bad"][i % 4],
+                             said="A" if i % 2 else None)
+    for fmt in ("jsonl", "csv"):
+        out = tmp_path / f"votes.{fmt}"
+        text = svc.export_votes(fmt, out)
+        assert out.read_text() == text
+        for secret in ("secret-session", "192.168.7.7", "alice", "ip_hash", "session_id", svc.ip_hash("192.168.7.7")):
+            assert secret not in text
+        other = ArenaService(Store(tmp_path / f"fresh_{fmt}"), clock=Clock())
+        assert other.import_votes(out) == 12
+        assert other.replay_ratings() == svc.replay_ratings()
+        assert other.stored_ratings("said") == svc.stored_ratings("said")
+        assert {v.source for v in other.votes()} == {"import"}
+    first = json.loads((tmp_path / "votes.jsonl").read_text().splitlines()[0])
+    assert first["id"] == 1 and first["first_heard"] == "A"
+
+
+def test_import_errors_list_line_numbers_and_import_nothing(tmp_path):
+    svc = ArenaService(Store(tmp_path / "d"), clock=Clock())
+    bad = tmp_path / "bad.csv"
+    bad.write_text("model_a,model_b,winner,timestamp\n"
+                   "x,y,x,2026-01-01T10:00:00Z\n"
+                   "x,y,z,\n"                      # line 3: winner not in the battle
+                   "x,x,tie,\n"                    # line 4: same model twice
+                   "y,x,both_bad,yesterday\n"      # line 5: bad timestamp
+                   "x,y,tie,1767261600\n")
+    with pytest.raises(VoteImportError) as exc:
+        svc.import_votes(bad)
+    assert [line for line, _ in exc.value.errors] == [3, 4, 5]
+    assert "line 3" in str(exc.value) and "'z'" in str(exc.value) and "nothing imported" in str(exc.value)
+    assert svc.votes() == [] and svc.stored_ratings() == {}
+    jl = tmp_path / "bad.jsonl"
+    jl.write_text('{"model_a": "x", "model_b": "y", "winner": "tie"}\n{"model_a": "x"\n\n[1, 2]\n')
+    with pytest.raises(VoteImportError) as exc:
+        svc.import_votes(jl)
+    assert [line for line, _ in exc.value.errors] == [2, 4]
+    nohead = tmp_path / "nohead.csv"
+    nohead.write_text("a,b,c\n1,2,3\n")
+    with pytest.raises(VoteImportError, match="header lacks model_a, model_b, winner"):
+        svc.import_votes(nohead)
+    good = tmp_path / "good.csv"
+    good.write_text("model_a,model_b,winner,timestamp\nx,y,x,2026-01-01T10:00:00Z\ny,x,tie,\n")
+    assert svc.import_votes(good) == 2
+    votes = svc.votes()
+    assert votes[0].created_at == 1767261600.0 and votes[1].winner == "tie"
+
+
+def test_matchmaking_prefers_new_models_and_bridges_and_skips_paused():
+    ratings = {"a": Rating(30, 1.0), "b": Rating(29, 1.0), "c": Rating(25, 25 / 3), "d": Rating(20, 1.0)}
+    votes = {"a": 500, "b": 500, "c": 0, "d": 400}
+    edges = [("a", "b"), ("b", "d")]
+    pairs = [("a", "b"), ("a", "c"), ("b", "d"), ("a", "d")]
+    w = matchmaking.pair_weights(pairs, ratings, votes, edges)
+    assert w[("a", "c")] > w[("a", "b")] > w[("a", "d")]   # new+uncertain > close > lopsided
+    # a pair bridging two components of the comparison graph is boosted
+    w2 = matchmaking.pair_weights([("a", "b"), ("a", "d")], ratings, votes, [("a", "b")])
+    w3 = matchmaking.pair_weights([("a", "b"), ("a", "d")], ratings, votes, [("a", "b"), ("a", "d")])
+    assert w2[("a", "d")] / w2[("a", "b")] > 4 * w3[("a", "d")] / w3[("a", "b")]
+    rng = random.Random(0)
+    picks = [matchmaking.choose_pair(pairs, ratings, votes, edges, rng, paused={"c"}) for _ in range(200)]
+    assert all("c" not in p for p in picks)
+    assert matchmaking.choose_pair([("a", "c")], ratings, votes, edges, rng, paused={"c"}) is None
