@@ -1,0 +1,94 @@
+"""`python -m arena` commands run as subprocesses against a real data dir."""
+import csv
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import trueskill
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def run(*args, env_dir=None):
+    env = {k: v for k, v in os.environ.items() if k != "EMPATHY_ARENA_DATA_DIR"}
+    if env_dir is not None:
+        env["EMPATHY_ARENA_DATA_DIR"] = str(env_dir)
+    return subprocess.run([sys.executable, "-m", "arena", *args], cwd=ROOT, env=env, capture_output=True,
+                          text=True, timeout=120)
+
+
+def test_import_ratings_export_round_trip(tmp_path):
+    data = tmp_path / "data"
+    votes = tmp_path / "votes.csv"
+    rows = [("m1", "m2", "m1"), ("m2", "m3", "tie"), ("m3", "m1", "m3"), ("m1", "m2", "both_bad"),
+            ("m2", "m1", "m1"), ("m3", "m2", "m2")] * 5
+    with votes.open("w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["model_a", "model_b", "winner", "timestamp"])
+        for k, r in enumerate(rows):
+            w.writerow([*r, 1_767_000_000 + k])
+    p = run("import-votes", str(votes), "--data-dir", str(data))
+    assert p.returncode == 0, p.stderr
+    assert "imported 30 votes" in p.stdout
+
+    p = run("ratings", "--json", "--rounds", "100", "--data-dir", str(data))
+    assert p.returncode == 0, p.stderr
+    table = json.loads(p.stdout)
+    assert [set(r) for r in table] == [{"model", "mu", "sigma", "conservative", "bt", "bt_low", "bt_high",
+                                        "votes"}] * 3
+    by = {r["model"]: r for r in table}
+    assert {m: by[m]["votes"] for m in by} == {"m1": 20, "m2": 25, "m3": 15}   # both-bad counted
+    # the replayed TrueSkill is the package's, vote by vote in file order
+    ref = {m: trueskill.Rating() for m in by}
+    for a, b, w in rows:
+        if w == "tie":
+            ref[a], ref[b] = trueskill.rate_1vs1(ref[a], ref[b], drawn=True)
+        elif w != "both_bad":
+            loser = b if w == a else a
+            ref[w], ref[loser] = trueskill.rate_1vs1(ref[w], ref[loser])
+    for m, r in by.items():
+        assert abs(r["mu"] - ref[m].mu) < 1e-9 and abs(r["sigma"] - ref[m].sigma) < 1e-9
+        assert abs(r["conservative"] - (r["mu"] - 3 * r["sigma"])) < 1e-12
+        assert r["bt_low"] <= r["bt"] <= r["bt_high"]
+    assert table == sorted(table, key=lambda r: -r["conservative"])
+
+    # EMPATHY_ARENA_DATA_DIR is honoured when --data-dir is absent
+    out = tmp_path / "export.jsonl"
+    p = run("export", "--format", "jsonl", "--out", str(out), env_dir=data)
+    assert p.returncode == 0, p.stderr
+    lines = [json.loads(x) for x in out.read_text().splitlines()]
+    assert len(lines) == 30 and lines[0]["winner"] == "m1" and lines[0]["created_at"] == 1_767_000_000
+    assert not any("ip_hash" in x or "session_id" in x or "user" in x for x in lines)
+    out_csv = tmp_path / "export.csv"
+    assert run("export", "--format", "csv", "--out", str(out_csv), "--data-dir", str(data)).returncode == 0
+    assert out_csv.read_text().count("\n") == 31
+
+    # an empty data dir has no votes: an empty table, not zeros
+    empty = run("ratings", "--json", "--data-dir", str(tmp_path / "empty"))
+    assert empty.returncode == 0 and json.loads(empty.stdout) == []
+
+
+def test_import_error_reports_lines_and_changes_nothing(tmp_path):
+    data = tmp_path / "data"
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"model_a": "a", "model_b": "b", "winner": "a"}\n'
+                   '{"model_a": "a", "model_b": "b", "winner": "c"}\n'
+                   'not json\n')
+    p = run("import-votes", str(bad), "--data-dir", str(data))
+    assert p.returncode == 2
+    assert "line 2" in p.stderr and "line 3" in p.stderr and "nothing imported" in p.stderr
+    assert json.loads(run("ratings", "--json", "--data-dir", str(data)).stdout) == []
+
+
+def test_pause_and_health(tmp_path):
+    data = tmp_path / "data"
+    assert run("pause", "m1", "--reason", "outage", "--data-dir", str(data)).returncode == 0
+    from eval_backend.store import Store
+    from arena.storage import paused_models
+    assert paused_models(Store(data)) == {"m1"}
+    assert run("unpause", "m1", "--data-dir", str(data)).returncode == 0
+    assert paused_models(Store(data)) == set()
+    h = run("health", "--json", "--data-dir", str(data))
+    assert h.returncode == 0 and json.loads(h.stdout)["counted_share"] is None
