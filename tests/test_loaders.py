@@ -86,10 +86,10 @@ def make_echomind(root: Path) -> Path:
          "question": "Intent?", "options_text": ["ask", "tell", "joke"], "answer": "D"},  # answer out of range
     ]))
     hum = root / "data_human"
-    wav(hum / "audio" / "id_1001_angry_work_target.wav")
+    wav(hum / "audio" / "take 7" / "rec 0042.wav")  # no id_... pattern: the case's own label counts
     (hum / "script_info_paralinguistic.json").write_text(json.dumps([{
-        "case_id": 1001, "spoken_info": "The meeting moved to Friday.", "topic": "work",
-        "target_audio_info": {"target_input_audio_file": "id_1001_angry_work_target.wav"},
+        "case_id": 1001, "spoken_info": "The meeting moved to Friday.", "topic": "work", "attribute": "Shouting",
+        "target_audio_info": {"target_input_audio_file": "take 7/rec 0042.wav"},
     }]))
     return root
 
@@ -109,7 +109,8 @@ def test_echomind_counts_attributes_answers_and_flags(tmp_path):
     wind = scripts["data_synthesis-2471"]
     assert wind.attribute == "wind" and wind.dimension == "environment" and wind.topic == "no_specific_topics"
     assert wind.variants["alternative"].attribute == "rain" and wind.variants["target"].audio.ok
-    assert scripts["data_human-1001"].attribute == "angry"
+    assert scripts["data_human-1001"].attribute == "shout"
+    assert scripts["data_human-1001"].variants["target"].attribute == "shout"
 
     missing = scripts["data_synthesis-2472"]
     assert list(missing.variants) == ["target"] and missing.attribute == "ringtone"
@@ -120,7 +121,7 @@ def test_echomind_counts_attributes_answers_and_flags(tmp_path):
     assert elderly.variants["target"].audio.ok
     assert elderly.variants["alternative"].audio.error and "cannot decode" in elderly.flags[0]
 
-    assert b.attributes() == ["angry", "elderly", "happy", "ringtone", "wind"]
+    assert b.attributes() == ["elderly", "happy", "ringtone", "shout", "wind"]
     info = b.info()
     assert info["scripts"] == 5 and info["variants"] == 3 + 3 + 1 + 2 + 1
     assert info["mcq"] == {"understanding": 3, "reasoning": 2}

@@ -134,6 +134,8 @@ class AudioIndex:
             if (base / rel).is_file():
                 return base / rel
         found = self.by_name(Path(rel).name)
+        if len(found) > 1:  # same name in several subfolders: the one whose path ends like the given one
+            found = [p for p in found if p.as_posix().endswith("/" + rel)]
         return found[0] if len(found) == 1 else None
 
 
@@ -174,6 +176,13 @@ def _attribute_from_info(info: Any) -> str | None:
             if not v.lower().endswith(AUDIO_SUFFIXES):
                 return v
     return None
+
+
+def _case_attribute(case: dict, variant: str) -> str | None:
+    """A label on the case itself: `{variant}_attribute` / `{variant}_label`, or plain `attribute` for the target."""
+    keys = (f"{variant}_attribute", f"{variant}_label") + (("attribute", "label") if variant == "target" else ())
+    value = _first(case, keys)
+    return value if isinstance(value, str) else None
 
 
 def _first(d: dict, keys: tuple[str, ...]) -> Any:
@@ -227,7 +236,8 @@ def _load_scripts(folder: Path, index: AudioIndex, prefix: str, b: Benchmark, au
                 fname = _audio_file_name(info)
                 if not fname:
                     continue
-                raw_attr = _attribute_from_info(info) or attribute_from_filename(fname, topic)
+                raw_attr = (_attribute_from_info(info) or _case_attribute(case, vname)
+                            or attribute_from_filename(fname, topic))
                 attrs[vname] = normalise_attribute(raw_attr) if raw_attr else None
                 path = index.resolve(fname)
                 ref = audio_ref_from_file(path, f"{vname} audio") if path else \
@@ -236,7 +246,9 @@ def _load_scripts(folder: Path, index: AudioIndex, prefix: str, b: Benchmark, au
                 reply = _first(info, REPLY_KEYS) if isinstance(info, dict) else None
                 variants[vname] = Variant(vname, "", ref, str(reply) if reply is not None else None)
                 audio_map.setdefault(Path(fname).name, (sid, vname))
-            target = attrs.get("target") or (normalise_attribute(case["attribute"]) if case.get("attribute") else None)
+            target = attrs.get("target")
+            if target is None and _case_attribute(case, "target"):
+                target = normalise_attribute(_case_attribute(case, "target"))
             if target is None:
                 flags.append("attribute: not given and not in the target file name")
             for vname, v in variants.items():
