@@ -27,14 +27,14 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-import httpx
+import aiohttp
 from tqdm import tqdm
 
 from . import config
 from .audio.io import BadAudio
 from .benchmark.model import Benchmark
 from .clients.failures import CallFailure
-from .clients.openai_chat import Answer, call, input_audio_b64
+from .clients.openai_chat import call, input_audio_b64, new_session
 from .config import ModelSpec
 from .store import Reply, Store
 from .tasks import PROMPT_VERSION, TASKS, Request, build_requests
@@ -107,7 +107,7 @@ def _store(store: Store, reply: Reply, audio: bytes | None) -> None:
 async def run_model(spec: ModelSpec, benchmark: Benchmark, store: Store, concurrency: int = 8, *,
                     tasks: list[str] | None = None, limit: int | None = None,
                     policy: RetryPolicy | None = None, progress: bool = True,
-                    client: httpx.AsyncClient | None = None, seed: int | None = None) -> RunSummary:
+                    session: aiohttp.ClientSession | None = None, seed: int | None = None) -> RunSummary:
     if not benchmark.hash:
         raise ValueError("the benchmark has no content hash; load it with load_benchmark")
     if concurrency < 1:
@@ -128,11 +128,9 @@ async def run_model(spec: ModelSpec, benchmark: Benchmark, store: Store, concurr
     sem = asyncio.Semaphore(concurrency)
     writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="store-writer")  # fsyncs off the event loop
     loop = asyncio.get_running_loop()
-    own_client = client is None
-    if own_client:
-        client = httpx.AsyncClient(timeout=httpx.Timeout(spec.timeout_s),
-                                   limits=httpx.Limits(max_connections=concurrency,
-                                                       max_keepalive_connections=concurrency))
+    own_session = session is None
+    if own_session:
+        session = new_session(concurrency)
     bar = tqdm(total=len(usable), desc=spec.name, unit="req", disable=not progress, file=sys.stderr)
 
     async def one(req: Request) -> None:
@@ -148,7 +146,7 @@ async def run_model(spec: ModelSpec, benchmark: Benchmark, store: Store, concurr
             async with sem:
                 summary.attempts += 1
                 try:
-                    answer, failure = await call(client, spec, req, inputs), None
+                    answer, failure = await call(session, spec, req, inputs), None
                 except CallFailure as exc:
                     answer, failure = None, exc
             if failure is None or not failure.retryable or attempt >= policy.max_attempts:
@@ -174,8 +172,8 @@ async def run_model(spec: ModelSpec, benchmark: Benchmark, store: Store, concurr
     finally:
         bar.close()
         writer.shutdown(wait=True)
-        if own_client:
-            await client.aclose()
+        if own_session:
+            await session.close()
     summary.elapsed_s = time.perf_counter() - t0
     summary.cpu_s = time.process_time() - cpu0
     store.put_meta(f"run/{spec.name}/{benchmark.hash}",

@@ -186,8 +186,8 @@ class FaultServer:
         stream = bool(payload.get("stream"))
         wants_audio = "audio" in (payload.get("modalities") or [])
 
-        if self.latency and not await self._sleep_unless_gone(req, self.latency):
-            return Response(status_code=499)
+        if self.latency:
+            await asyncio.sleep(self.latency)   # plain sleep: polling for disconnects would cost CPU at scale
         if fault == "hang":
             await self._sleep_unless_gone(req, self.hang_s)
             return Response(status_code=499)

@@ -11,6 +11,9 @@ of the store's failure classes. Shapes it understands:
   and untyped extra fields `delta.audio.{data,transcript}`; audio chunks may be
   wav or raw 16-bit PCM (Qwen-Omni streams PCM), which is wrapped into a wav.
 
+Transport is aiohttp: at 32 calls in flight httpx spent ~5 ms of CPU per call in
+its connection pool against ~1 ms for aiohttp (docs/benchmarks.md, Runner).
+
 The API key is read from the environment per call and sent only in the
 Authorization header; every message and raw body that leaves this module has
 been through `failures.redact`.
@@ -25,7 +28,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-import httpx
+import aiohttp
 import numpy as np
 
 from ..audio.io import BadAudio, b64_wav, decode_b64_wav, encode_wav, read_wav
@@ -259,25 +262,38 @@ def _parse_json(text: str) -> object:
         raise CallFailure("malformed_body", f"reply is not JSON: {clip(text, 200)!r}") from None
 
 
-async def _post_plain(client: httpx.AsyncClient, url: str, content: bytes, headers: dict) -> tuple[object, float | None]:
-    resp = await client.post(url, content=content, headers=headers)
-    text = resp.text
-    if resp.status_code >= 400:
-        raise _http_failure(resp.status_code, resp.headers, text)
+async def _post_plain(session: aiohttp.ClientSession, url: str, content: bytes,
+                      headers: dict) -> tuple[object, float | None]:
+    async with session.post(url, data=content, headers=headers) as resp:
+        text = (await resp.read()).decode("utf-8", "replace")
+        if resp.status >= 400:
+            raise _http_failure(resp.status, resp.headers, text)
     return _parse_json(text), None
 
 
-async def _post_stream(client: httpx.AsyncClient, url: str, content: bytes, headers: dict, t0: float,
+async def _sse_lines(resp: aiohttp.ClientResponse):
+    """Lines of an SSE body; split here because aiohttp's line reader caps a line at 64 KiB (audio events are larger)."""
+    buf = b""
+    async for chunk in resp.content.iter_any():
+        buf += chunk
+        *lines, buf = buf.split(b"\n")
+        for line in lines:
+            yield line.rstrip(b"\r").decode("utf-8", "replace")
+    if buf:
+        yield buf.rstrip(b"\r").decode("utf-8", "replace")
+
+
+async def _post_stream(session: aiohttp.ClientSession, url: str, content: bytes, headers: dict, t0: float,
                        pcm_rate: int) -> tuple[object, float | None]:
-    async with client.stream("POST", url, content=content, headers=headers) as resp:
-        if resp.status_code >= 400:
-            text = (await resp.aread()).decode("utf-8", "replace")
-            raise _http_failure(resp.status_code, resp.headers, text)
+    async with session.post(url, data=content, headers=headers) as resp:
+        if resp.status >= 400:
+            text = (await resp.read()).decode("utf-8", "replace")
+            raise _http_failure(resp.status, resp.headers, text)
         if "text/event-stream" not in resp.headers.get("content-type", ""):
             # some providers answer a stream request with one plain body
-            return _parse_json((await resp.aread()).decode("utf-8", "replace")), None
+            return _parse_json((await resp.read()).decode("utf-8", "replace")), None
         assembler, ttfab, done = StreamAssembler(pcm_rate), None, False
-        async for line in resp.aiter_lines():
+        async for line in _sse_lines(resp):
             if not line.startswith("data:"):
                 continue   # comments, event: lines, keep-alives
             data = line[5:].strip()
@@ -296,16 +312,22 @@ async def _post_stream(client: httpx.AsyncClient, url: str, content: bytes, head
         return body, ttfab
 
 
-async def call(client: httpx.AsyncClient, spec: ModelSpec, request: Request, audio_b64: list[str]) -> Answer:
+def new_session(concurrency: int) -> aiohttp.ClientSession:
+    """One session per run: `concurrency` pooled connections, deadlines set per call."""
+    return aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=concurrency),
+                                 timeout=aiohttp.ClientTimeout(total=None))
+
+
+async def call(session: aiohttp.ClientSession, spec: ModelSpec, request: Request, audio_b64: list[str]) -> Answer:
     """One attempt. Raises CallFailure (message already redacted) on any failure."""
     key = spec.api_key()
     try:
-        return await _call(client, spec, request, audio_b64, key)
+        return await _call(session, spec, request, audio_b64, key)
     except CallFailure as exc:
         raise CallFailure(exc.error_class, redact(exc.message, [key]) or "", exc.retry_after) from None
 
 
-async def _call(client, spec: ModelSpec, request: Request, audio_b64: list[str], key: str | None) -> Answer:
+async def _call(session: aiohttp.ClientSession, spec: ModelSpec, request: Request, audio_b64: list[str], key: str | None) -> Answer:
     headers = {"Content-Type": "application/json", "X-Client-Request-Id": request.id}
     if key:
         headers["Authorization"] = f"Bearer {key}"
@@ -315,13 +337,13 @@ async def _call(client, spec: ModelSpec, request: Request, audio_b64: list[str],
     try:
         async with asyncio.timeout(spec.timeout_s):
             if spec.stream:
-                body, ttfab = await _post_stream(client, url, content, headers, t0,
+                body, ttfab = await _post_stream(session, url, content, headers, t0,
                                                  int(spec.extra.get("pcm_sample_rate", DEFAULT_PCM_RATE)))
             else:
-                body, ttfab = await _post_plain(client, url, content, headers)
-    except (TimeoutError, httpx.TimeoutException):
+                body, ttfab = await _post_plain(session, url, content, headers)
+    except TimeoutError:   # also aiohttp's ServerTimeoutError
         raise CallFailure("timeout", f"no complete reply within {spec.timeout_s:g} s") from None
-    except httpx.TransportError as exc:
+    except aiohttp.ClientError as exc:
         # no HTTP status at all (refused, reset, protocol error): a server-side failure to us, retried as one
         raise CallFailure("http_5xx", f"transport error, no HTTP status: {type(exc).__name__}: {exc}") from None
     latency = time.perf_counter() - t0
