@@ -10,9 +10,16 @@ benchmark is saved in the project format under `<data dir>/benchmarks/demo`
 from __future__ import annotations
 
 import argparse
+import json
+import os
+import socket
 import subprocess
+import sys
 import tempfile
+import time
 from pathlib import Path
+
+import httpx
 
 from eval_backend.benchmark.model import (MCQ, AudioRef, Benchmark, ContextCase, ContextGroup, Script, SelectionItem,
                                           ToneCase, ToneGroup, Variant)
@@ -105,6 +112,62 @@ def seed(data_dir: str | Path, models: tuple[str, ...] = ("warm-model", "flat-mo
                                       text=REPLY_STYLES[style], transcript=REPLY_STYLES[style],
                                       audio_path=rel, latency_s=0.5 + 0.1 * m))
     return {"benchmark_hash": b.hash, "requests": [r[0] for r in requests], "models": list(models)}
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class AppProcess:
+    """`python -m tests.arena_app` on a free loopback port, with a data dir and settings overrides."""
+
+    def __init__(self, data_dir: str | Path, settings: dict | None = None, port: int | None = None):
+        self.data_dir = Path(data_dir)
+        self.settings = settings or {}
+        self.port = port or free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.proc: subprocess.Popen | None = None
+        self.log_path = self.data_dir / f"app_{self.port}.log"
+
+    def start(self, timeout: float = 120.0) -> "AppProcess":
+        env = {**os.environ, "EMPATHY_ARENA_DATA_DIR": str(self.data_dir),
+               "EMPATHY_ARENA_SETTINGS": json.dumps(self.settings), "GRADIO_ANALYTICS_ENABLED": "False",
+               "HF_HUB_OFFLINE": "1"}
+        root = Path(__file__).resolve().parent.parent
+        log = open(self.log_path, "ab")
+        self.proc = subprocess.Popen([sys.executable, "-m", "tests.arena_app", "--port", str(self.port)],
+                                     cwd=root, env=env, stdout=log, stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"arena app exited with {self.proc.returncode}: {self.log()}")
+            try:
+                if httpx.get(f"{self.url}/api/arena/health", timeout=2).status_code == 200:
+                    return self
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.3)
+        self.stop()
+        raise RuntimeError(f"arena app not ready after {timeout:.0f} s: {self.log()}")
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace")[-3000:] if self.log_path.exists() else ""
+
+    def kill(self) -> None:
+        """SIGKILL: no shutdown hooks, no flush: what a crash looks like."""
+        if self.proc and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(timeout=30)
+
+    def stop(self) -> None:
+        if self.proc and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                self.kill()
 
 
 def main() -> int:

@@ -1,0 +1,123 @@
+"""The arena tab in a real browser (Debian chromium via Playwright) against a real app process.
+
+Seeded data dir (two models, espeak-ng replies), default 3 s minimum listening:
+the vote is impossible before the clips were heard (buttons disabled, keyboard
+ignored, a forced click refused by the server), possible after playing them;
+the reveal names both models and the vote row is in SQLite with both axes.
+"""
+from __future__ import annotations
+
+import sqlite3
+
+import pytest
+
+from tests.arena_fixtures import AppProcess, seed
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.timeout(300)]
+
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                 # the test plays clips from script, without a user gesture
+                 "--autoplay-policy=no-user-gesture-required"]
+MODELS = ("warm-model", "flat-model")
+
+
+@pytest.fixture(scope="module")
+def app(tmp_path_factory):
+    data = tmp_path_factory.mktemp("arena_ui")
+    seed(data, MODELS, n_scripts=1)
+    proc = AppProcess(data).start()       # default settings: 3 s minimum listening per clip
+    yield proc
+    proc.stop()
+
+
+@pytest.fixture(scope="module")
+def page(app):
+    sync_api = pytest.importorskip("playwright.sync_api")
+    with sync_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS)
+        pg = browser.new_page()
+        pg.set_default_timeout(30_000)
+        yield pg
+        browser.close()
+
+
+def _votes(app) -> list[dict]:
+    conn = sqlite3.connect(app.data_dir / "store.sqlite3")
+    conn.row_factory = sqlite3.Row
+    try:
+        return [dict(r) for r in conn.execute("SELECT * FROM arena_votes ORDER BY id")]
+    finally:
+        conn.close()
+
+
+def test_vote_needs_listening_then_reveals_and_is_stored(app, page):
+    page.goto(app.url + "/")
+    page.click("#arena-next")
+    page.wait_for_function("() => document.querySelector('.arena-meter')?.dataset.battle")
+    battle_id = page.evaluate("() => document.querySelector('.arena-meter').dataset.battle")
+    # three clips loaded, no model name anywhere in the page before the vote
+    page.wait_for_function("() => document.querySelectorAll('audio').length === 3 && "
+                           "[...document.querySelectorAll('audio')].every(a => a.currentSrc && a.duration > 0)")
+    html = page.content()
+    assert not any(m in html for m in MODELS)
+
+    # before listening: buttons disabled, the shortcut does nothing
+    for slot in ("a", "b", "tie", "bad"):
+        assert page.locator(f"#arena-vote-{slot}").is_disabled()
+    page.keyboard.press("1")
+    page.wait_for_timeout(500)
+    assert _votes(app) == []
+    # forcing the button open in the page does not help: the server refuses and says why
+    page.evaluate("() => { const b = document.getElementById('arena-vote-a'); b.disabled = false; b.click(); }")
+    page.wait_for_function("() => document.querySelector('#arena-message')?.innerText.includes('listen')")
+    assert _votes(app) == []
+    conn = sqlite3.connect(app.data_dir / "store.sqlite3")
+    refused = conn.execute("SELECT reason FROM arena_refused_votes WHERE battle_id=?", (battle_id,)).fetchall()
+    conn.close()
+    assert refused == [("too_fast",)]
+
+    # listen: user, then A, then B ("p" = play all in order); the meter unlocks the buttons
+    page.keyboard.press("p")
+    page.wait_for_function("() => !document.getElementById('arena-vote-b').disabled", timeout=60_000)
+    assert "All clips heard" in page.inner_text(".arena-meter")
+
+    # both optional axes and a reason, then vote "B better" with the keyboard
+    page.get_by_text("Optional: judge two aspects separately").click()
+    page.locator("#arena-said label", has_text="B").click()
+    page.locator("#arena-sounded label", has_text="Tie").click()
+    page.fill("#arena-reason textarea", "B sounded concerned, A was flat")
+    page.evaluate("() => document.activeElement.blur()")   # keys are ignored while typing in a box
+    page.keyboard.press("2")
+    page.wait_for_selector("#arena-reveal", state="visible")
+    reveal = page.inner_text("#arena-reveal")
+    assert "✅" in page.inner_text("#arena-message")
+
+    rows = _votes(app)
+    assert len(rows) == 1
+    row = rows[0]
+    assert (row["battle_id"], row["slot"], row["winner"]) == (battle_id, "B", row["model_b"])
+    assert (row["said"], row["sounded"], row["reason"]) == ("B", "tie", "B sounded concerned, A was flat")
+    assert row["session_id"] and row["ip_hash"] and row["ip_hash"] != "127.0.0.1"
+    assert reveal.index(f"A: {row['model_a']}") < reveal.index(f"B: {row['model_b']}")
+    assert {row["model_a"], row["model_b"]} == set(MODELS)
+
+    # after the vote: locked, and a next battle on offer
+    for slot in ("a", "b", "tie", "bad"):
+        assert page.locator(f"#arena-vote-{slot}").is_disabled()
+    assert page.locator("#arena-next").is_visible()
+    page.keyboard.press("n")
+    page.wait_for_function(f"() => (document.querySelector('.arena-meter')?.dataset.battle || '{battle_id}') "
+                           f"!== '{battle_id}'")
+    assert page.locator("#arena-vote-a").is_disabled()
+    assert not page.locator("#arena-reveal").is_visible()
+
+
+def test_leaderboard_tab_shows_the_vote(app, page):
+    page.goto(app.url + "/")
+    page.get_by_role("tab", name="Arena leaderboard").click()
+    page.wait_for_function("() => document.querySelector('#arena-board-table')?.innerText.includes('provisional')")
+    table = page.inner_text("#arena-board-table")
+    for m in MODELS:
+        assert m in table
+    assert "decisive votes" in page.inner_text("#arena-board-bias")
