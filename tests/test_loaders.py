@@ -3,6 +3,7 @@ one missing and one corrupt clip each), plus the hf: offline rule and the info C
 from __future__ import annotations
 
 import json
+import re
 import os
 import subprocess
 import sys
@@ -253,7 +254,7 @@ def _cli(*args: str, data_dir: Path) -> subprocess.CompletedProcess:
                           capture_output=True, text=True, timeout=120)
 
 
-def test_info_cli_json_and_errors(tmp_path):
+def test_info_cli_json_and_errors(tmp_path, capsys):
     root = make_empathyeval(tmp_path / "ee")
     ok = _cli(f"empathyeval:{root}", "--json", data_dir=tmp_path / "data")
     assert ok.returncode == 0, ok.stderr
@@ -261,8 +262,14 @@ def test_info_cli_json_and_errors(tmp_path):
     assert set(info) == {"name", "version", "hash", "scripts", "variants", "attributes", "mcq", "groups",
                          "selection", "flagged"}
     assert info["selection"] == 7 and info["flagged"] == 2 and info["mcq"] == {"understanding": 0, "reasoning": 0}
-    table = _cli(f"empathyeval:{root}", data_dir=tmp_path / "data")
-    assert table.returncode == 0 and "selection items" in table.stdout and info["hash"] in table.stdout
+    # The readable table, in-process (one subprocess less).
+    import argparse
+    from eval_backend.benchmark import cli
+    parser = argparse.ArgumentParser()
+    cli.add_arguments(parser)
+    assert cli.main(parser.parse_args(["info", f"empathyeval:{root}", "--flags"])) == 0
+    table = capsys.readouterr().out
+    assert re.search(r"^selection items +7$", table, re.M) and info["hash"] in table and "reply 99.wav" in table
     bad = _cli("demo", "--json", "--data-dir", str(tmp_path / "empty"), data_dir=tmp_path / "data")
     assert bad.returncode == 2 and "Traceback" not in bad.stderr
     assert len(bad.stderr.strip().splitlines()) == 1 and "demo build" in bad.stderr

@@ -136,6 +136,5 @@ def load_benchmark(spec: str, data_dir: str | os.PathLike | None = None, build: 
         raise
     except (ValueError, OSError) as exc:  # the readers' own clear messages, kept to one line
         raise BenchmarkSpecError(str(exc).splitlines()[0] if str(exc) else type(exc).__name__) from None
-    if not b.source:
-        b.source = spec
+    b.source = spec  # the string it was loaded from, as the model documents
     return b
