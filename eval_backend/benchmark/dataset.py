@@ -265,13 +265,21 @@ class _AudioMaterialiser:
             original = self.root / name
             if original.is_file() and original.stat().st_size == len(data) and sha256_bytes(original.read_bytes()) == sha:
                 return original
-        target = self.audio_dir / f"{sha}.wav"
-        if not (target.is_file() and target.stat().st_size == len(data)):
-            self.audio_dir.mkdir(parents=True, exist_ok=True)
-            tmp = target.with_suffix(f".tmp{os.getpid()}")
-            tmp.write_bytes(data)
-            os.replace(tmp, target)  # atomic: a concurrent reader never sees half a file
-        return target
+        try:
+            return _write_once(self.audio_dir, sha, data)
+        except OSError:  # a read-only benchmark folder: the system's temp dir still works
+            import tempfile
+            return _write_once(Path(tempfile.gettempdir()) / "empathy-arena-audio", sha, data)
+
+
+def _write_once(directory: Path, sha: str, data: bytes) -> Path:
+    target = directory / f"{sha}.wav"
+    if not (target.is_file() and target.stat().st_size == len(data)):
+        directory.mkdir(parents=True, exist_ok=True)
+        tmp = target.with_suffix(f".tmp{os.getpid()}")
+        tmp.write_bytes(data)
+        os.replace(tmp, target)  # atomic: a concurrent reader never sees half a file
+    return target
 
 
 def _split_rows(dd, split: str) -> list[dict[str, Any]]:
