@@ -186,7 +186,23 @@ def _update(mu1: float, sigma1: float, mu2: float, sigma2: float, drawn: bool,
     c = math.sqrt(c2)
     t = (mu1 - mu2) / c
     e = margin / c
-    v, w = v_w_draw(t, e) if drawn else v_w_win(t, e)
+    if drawn:
+        v, w = v_w_draw(t, e)
+    else:
+        # v_w_win inlined (the replay's hot path): the same operations in the same order, so the same floats
+        x = t - e
+        y = -x / _SQRT2
+        z = -y if y < 0 else y
+        k = 1.0 / (1.0 + z / 2.0)
+        r = k * math.exp(-z * z - 1.26551223 + k * (1.00002368 + k * (
+            0.37409196 + k * (0.09678418 + k * (-0.18628806 + k * (
+                0.27886807 + k * (-1.13520398 + k * (1.48851587 + k * (
+                    -0.82215223 + k * 0.17087277)))))))))
+        denom = 0.5 * (2.0 - r if y < 0 else r)
+        v = _INV_SQRT_2PI * math.exp(-(x * x) / 2.0) / denom if denom else -x
+        w = v * (v + x)
+        if not 0 < w < 1:
+            v, w = _v_w_win_tail(x)
     return (mu1 + v1 / c * v, math.sqrt(v1 * (1.0 - v1 / c2 * w)),
             mu2 - v2 / c * v, math.sqrt(v2 * (1.0 - v2 / c2 * w)))
 
@@ -218,26 +234,25 @@ def replay(votes: Iterable[Vote], params: TrueSkillParams = DEFAULT_PARAMS,
     votes = list(votes)
     if any(votes[i].id >= votes[i + 1].id for i in range(len(votes) - 1)):
         votes.sort(key=attrgetter("id"))
-    mu: dict[str, float] = {}
-    sg: dict[str, float] = {}
-    for name, r in (ratings or {}).items():
-        mu[name], sg[name] = r.mu, r.sigma
+    state: dict[str, list[float]] = {name: [r.mu, r.sigma] for name, r in (ratings or {}).items()}
     beta2, tau2, margin = params.beta ** 2, params.tau ** 2, params.draw_margin
     mu0, s0 = params.mu, params.sigma
     update = _update
     for vote in votes:
         a, b, win = vote.model_a, vote.model_b, vote.winner
-        if a not in mu:
-            mu[a], sg[a] = mu0, s0
-        if b not in mu:
-            mu[b], sg[b] = mu0, s0
+        ra = state.get(a)
+        if ra is None:
+            ra = state[a] = [mu0, s0]
+        rb = state.get(b)
+        if rb is None:
+            rb = state[b] = [mu0, s0]
         if win == b:
-            mu[b], sg[b], mu[a], sg[a] = update(mu[b], sg[b], mu[a], sg[a], False, beta2, tau2, margin)
+            rb[0], rb[1], ra[0], ra[1] = update(rb[0], rb[1], ra[0], ra[1], False, beta2, tau2, margin)
         elif win == a or win == TIE:
-            mu[a], sg[a], mu[b], sg[b] = update(mu[a], sg[a], mu[b], sg[b], win == TIE, beta2, tau2, margin)
+            ra[0], ra[1], rb[0], rb[1] = update(ra[0], ra[1], rb[0], rb[1], win == TIE, beta2, tau2, margin)
         elif win != BOTH_BAD:
             raise ValueError(f"vote {vote.id}: winner {win!r} is not {a!r}, {b!r}, 'tie' or 'both_bad'")
-    return {name: Rating(mu[name], sg[name]) for name in mu}
+    return {name: Rating(m, s) for name, (m, s) in state.items()}
 
 
 def apply_vote(ra: Rating, rb: Rating, outcome: str,
