@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 import soundfile as sf
 
-from eval_backend.benchmark.dataset import load_project_folder, save_benchmark
+from eval_backend.benchmark.dataset import save_benchmark
 from eval_backend.benchmark.echomind import attribute_from_filename, normalise_attribute, parse_answer, parse_options
 from eval_backend.benchmark.loaders import BenchmarkSpecError, load_benchmark
 

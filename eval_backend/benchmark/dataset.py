@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
 import re
 from contextlib import contextmanager
@@ -34,6 +35,7 @@ SPLITS = ("scripts", "mcq", "context_groups", "tone_groups", "selection")
 META_FILE = "benchmark.json"
 HF_DIR = "hf"
 CACHE_DIR = "audio_cache"
+log = logging.getLogger(__name__)
 
 
 # ---------------------------------------------------------------- audio refs
@@ -414,5 +416,8 @@ def load_project_folder(folder: str | os.PathLike) -> Benchmark:
     dd = load_from_disk(str(folder / HF_DIR))
     b = from_dataset_dict(dd, folder / CACHE_DIR, root=folder, name=str(meta.get("name") or folder.name),
                           version=str(meta.get("version") or ""))
+    if meta.get("hash") and meta["hash"] != b.hash:  # edited by hand or written by another format version
+        log.warning("%s: stored hash %s differs from the content's %s; using the content's",
+                    folder, meta["hash"][:12], b.hash[:12])
     b.source = str(folder)
     return b
