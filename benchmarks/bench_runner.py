@@ -76,7 +76,9 @@ def to_markdown(rows: list[dict], args, command: str) -> str:
         f"Measured by `{command}` on {machine()}, {time.strftime('%Y-%m-%d', time.gmtime())}.",
         f"Loopback endpoint (tests/fault_server.py, own process) answering after {args.latency:g} s with text and a "
         "0.4 s 24 kHz wav; every reply validated, its wav saved and its row committed (SQLite, synchronous=FULL). "
-        f"Median of {args.runs} runs of {args.waves} × concurrency requests each.",
+        f"Median of {args.runs} runs of {args.waves} × concurrency requests each. The machine is shared: "
+        f"load average {args.load_before:.1f} before and {args.load_after:.1f} after the runs "
+        f"(on {os.cpu_count()} cores), which is what holds the highest concurrency under its target.",
         "",
         "| concurrency | requests/run | target req/s (90 % of c ÷ latency) | req/s (median) | % of ideal | runner CPU ms/item (median) |",
         "|---:|---:|---:|---:|---:|---:|",
@@ -104,6 +106,7 @@ def main() -> int:
     p.add_argument("--write-docs", action="store_true")
     args = p.parse_args()
     command = "python benchmarks/bench_runner.py " + " ".join(sys.argv[1:])
+    args.load_before = os.getloadavg()[0]
     server, port = start_server(args.latency)
     rows = []
     try:
@@ -119,6 +122,7 @@ def main() -> int:
     finally:
         server.terminate()
         server.wait(timeout=10)
+    args.load_after = os.getloadavg()[0]
     section = to_markdown(rows, args, command.strip())
     print(section)
     if args.write_docs:

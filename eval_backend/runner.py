@@ -176,9 +176,7 @@ async def run_model(spec: ModelSpec, benchmark: Benchmark, store: Store, concurr
             await session.close()
     summary.elapsed_s = time.perf_counter() - t0
     summary.cpu_s = time.process_time() - cpu0
-    store.put_meta(f"run/{spec.name}/{benchmark.hash}",
-                   {**summary.to_dict(), "prompt_version": PROMPT_VERSION, "benchmark": benchmark.source,
-                    "finished_at": time.time()})
+    _record_run(store, summary, benchmark)
     return summary
 
 
@@ -204,7 +202,15 @@ def import_predictions(model: str, benchmark: Benchmark, store: Store, path: str
         log.warning("%d selected request(s) have no predictions line: no reply stored", len(loaded.missing_ids))
     summary.elapsed_s = time.perf_counter() - t0
     summary.cpu_s = time.process_time() - cpu0
+    _record_run(store, summary, benchmark, predictions=str(Path(path).resolve()))
     return summary
+
+
+def _record_run(store: Store, summary: RunSummary, benchmark: Benchmark, **extra) -> None:
+    """The run record `run/<model>/<hash>` that rescoring and the UI read."""
+    store.put_meta(f"run/{summary.model}/{benchmark.hash}",
+                   {**summary.to_dict(), "prompt_version": PROMPT_VERSION, "benchmark": benchmark.source,
+                    "finished_at": time.time(), **extra})
 
 
 # --- CLI ------------------------------------------------------------------------------------

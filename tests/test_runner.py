@@ -125,6 +125,7 @@ def test_predictions_file_becomes_replies(tmp_path):
     assert rows["context/g0003/c0"].error_class == "bad_audio"
     assert rows["context/g0004/c0"].error_class == "timeout"
     assert (summary.ok, summary.failed) == (2, 3)
+    assert store.get_meta(f"run/offline/{bench.hash}")["predictions"] == str(path.resolve())
 
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"id": "context/g0005/c0", "text": "fine"}\nnot json\n{"text": "no id"}\n'

@@ -318,8 +318,16 @@ def new_session(concurrency: int) -> aiohttp.ClientSession:
                                  timeout=aiohttp.ClientTimeout(total=None))
 
 
-async def call(session: aiohttp.ClientSession, spec: ModelSpec, request: Request, audio_b64: list[str]) -> Answer:
-    """One attempt. Raises CallFailure (message already redacted) on any failure."""
+async def call(session: aiohttp.ClientSession | None, spec: ModelSpec, request: Request,
+               audio_b64: list[str]) -> Answer:
+    """One attempt. Raises CallFailure (message already redacted) on any failure.
+
+    `session` is the run's pooled aiohttp session; anything else (None, or an httpx client from
+    before the switch to aiohttp) opens a session for this one call.
+    """
+    if not isinstance(session, aiohttp.ClientSession):
+        async with new_session(1) as own:
+            return await call(own, spec, request, audio_b64)
     key = spec.api_key()
     try:
         return await _call(session, spec, request, audio_b64, key)
