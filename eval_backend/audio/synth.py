@@ -13,6 +13,7 @@ import shutil
 import subprocess
 import zlib
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Callable
 
 import numpy as np
@@ -49,11 +50,19 @@ def espeak(text: str, voice: str = "en-us", rate: int = 160, pitch: int = 50, am
     return resample(x, file_sr, sr).astype(np.float32)
 
 
+@lru_cache(maxsize=16)
+def _fir(up: int, down: int) -> np.ndarray:
+    """resample_poly's default anti-alias filter, designed once per ratio (designing it dominated)."""
+    m = max(up, down)
+    return signal.firwin(2 * 10 * m + 1, 1.0 / m, window=("kaiser", 5.0))
+
+
 def resample(x: np.ndarray, sr_in: int, sr_out: int) -> np.ndarray:
     if sr_in == sr_out:
         return np.asarray(x, dtype=np.float64)
     g = np.gcd(int(sr_in), int(sr_out))
-    return signal.resample_poly(np.asarray(x, dtype=np.float64), sr_out // g, sr_in // g)
+    up, down = sr_out // g, sr_in // g
+    return signal.resample_poly(np.asarray(x, dtype=np.float64), up, down, window=_fir(up, down))
 
 
 # ------------------------------------------------------------------ helpers

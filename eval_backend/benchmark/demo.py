@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import re
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -148,25 +149,39 @@ def coarse_text(attribute: str) -> str:
 
 
 class _Clips:
-    """Renders clips once each, writes them under out_dir/audio/, returns AudioRefs."""
+    """Collects the clips a build needs, renders them (a small thread pool: most of the time is
+    spent waiting for espeak-ng), writes them under out_dir/audio/ and hands out AudioRefs.
 
-    def __init__(self, out_dir: Path, seed: int):
+    The build runs twice: a planning pass records (key, text, recipe) and gets placeholder refs;
+    after `render_all`, the real pass gets the written refs. Every clip's RNG depends only on
+    (seed, key), so the pool's order changes nothing.
+    """
+
+    def __init__(self, out_dir: Path, seed: int, workers: int = 3):
         self.audio_dir = out_dir / "audio"
-        self.audio_dir.mkdir(parents=True, exist_ok=True)
-        self.seed = seed
+        self.seed, self.workers = seed, workers
+        self.jobs: dict[str, tuple[str, Recipe]] = {}
         self.written: dict[str, AudioRef] = {}
 
     def get(self, key: str, text: str, recipe: Recipe) -> AudioRef:
         if key in self.written:
             return self.written[key]
-        x = render(text, recipe, rng_for(self.seed, key), SR)
-        data = encode_wav(x, SR)
+        self.jobs.setdefault(key, (text, recipe))
+        return AudioRef(None, None, "not rendered yet")
+
+    def _render_one(self, key: str) -> tuple[str, AudioRef]:
+        text, recipe = self.jobs[key]
+        data = encode_wav(render(text, recipe, rng_for(self.seed, key), SR), SR)
         path = self.audio_dir / f"{key}.wav"
         if not path.exists() or path.read_bytes() != data:
             path.write_bytes(data)
-        ref = AudioRef(str(path), sha256_bytes(data))
-        self.written[key] = ref
-        return ref
+        return key, AudioRef(str(path), sha256_bytes(data))
+
+    def render_all(self) -> None:
+        self.audio_dir.mkdir(parents=True, exist_ok=True)
+        todo = [k for k in self.jobs if k not in self.written]
+        with ThreadPoolExecutor(max_workers=self.workers) as pool:
+            self.written.update(pool.map(self._render_one, todo))
 
     def prune(self) -> None:
         """Drop wavs of an earlier build (another seed) that this build did not write."""
@@ -313,9 +328,11 @@ def build_demo(out_dir: str | Path, seed: int = 0, save: bool = True) -> Benchma
     """Synthesise the demo under `out_dir` and return it; saved in the project format when `save`."""
     out = Path(out_dir)
     clips = _Clips(out, seed)
-    scripts, mcqs = _scripts(clips, seed)
-    ctx, tones = _groups(clips)
-    selection = _selection(clips, seed, ctx, tones)
+    for _ in range(2):                   # plan, render, then build with the real refs
+        scripts, mcqs = _scripts(clips, seed)
+        ctx, tones = _groups(clips)
+        selection = _selection(clips, seed, ctx, tones)
+        clips.render_all()
     clips.prune()
     bench = Benchmark("demo", f"{DEMO_VERSION}+seed{seed}", scripts, mcqs, ctx, tones, selection,
                       source=f"demo:seed={seed}")

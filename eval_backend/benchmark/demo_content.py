@@ -270,7 +270,9 @@ COLD_REPLIES = (
     "I see. Let's move on.",
 )
 
-# Context variation: one utterance, 2-3 contexts, each with its own fitting reply and reply style.
+# Context variation: one utterance, 2-3 contexts, each with its own fitting reply and reply delivery
+# (gentle / cheerful / calm / plain; plain cases stay out of the selection task, where a
+# mismatched delivery of plain words would not be clearly wrong).
 CONTEXT_GROUPS: list[dict] = [
     {"text": "I got the results back this morning.", "cases": [
         ("The user had a medical test last week after feeling unwell for a month.", "gentle",
@@ -282,7 +284,7 @@ CONTEXT_GROUPS: list[dict] = [
     {"text": "They said the flight is delayed until tomorrow.", "cases": [
         ("The user is flying to their father's bedside in hospital.", "gentle",
          "That must be so hard when you want to be with your dad. Let's look for any faster option together."),
-        ("The user is a frequent traveller on a routine business trip.", "plain",
+        ("The user is a frequent traveller on a routine business trip.", "calm",
          "That's annoying. Do you want me to check hotels near the airport and rebook your meetings?")]},
     {"text": "My neighbour knocked on the door last night.", "cases": [
         ("The user lives alone and has been nervous since a break-in on the street.", "gentle",
@@ -294,7 +296,7 @@ CONTEXT_GROUPS: list[dict] = [
     {"text": "The company called me about the position.", "cases": [
         ("The user has been unemployed for a year and is struggling with rent.", "gentle",
          "After such a long year, that call matters a lot. What did they say? I'm with you either way."),
-        ("The user already has a stable job and applied out of curiosity.", "plain",
+        ("The user already has a stable job and applied out of curiosity.", "calm",
          "Interesting. Are you tempted by what they offered?")]},
     {"text": "We sold the house on Friday.", "cases": [
         ("The user grew up in the house and is selling it after their mother passed away.", "gentle",
@@ -333,7 +335,7 @@ CONTEXT_GROUPS: list[dict] = [
     {"text": "The shop closed down last week.", "cases": [
         ("The user owned the shop for twenty years.", "gentle",
          "Twenty years is a big part of your life. I'm sorry. How are you coping?"),
-        ("The user only shopped there now and then.", "plain",
+        ("The user only shopped there now and then.", "calm",
          "Oh, where will you shop now? There might be a similar one nearby.")]},
     {"text": "My friend is coming over this evening.", "cases": [
         ("The user's friend just went through a painful breakup.", "gentle",

@@ -1,0 +1,55 @@
+"""Time the demo benchmark build and check it is reproducible across processes.
+
+    python benchmarks/bench_demo_build.py [--runs 3] [--seed 0]
+
+Each run is a fresh process (`python -m eval_backend demo build`) into a fresh folder;
+prints the wall time of each run, the median, and whether every run gave the same hash.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def one_run(seed: int, out: Path) -> tuple[float, dict]:
+    env = dict(os.environ, HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1", PYTHONPATH=str(ROOT))
+    start = time.perf_counter()
+    proc = subprocess.run([sys.executable, "-m", "eval_backend", "demo", "build", "--seed", str(seed),
+                           "--out", str(out)], capture_output=True, text=True, env=env, cwd=ROOT, check=True)
+    wall = time.perf_counter() - start
+    return wall, json.loads(proc.stdout)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--seed", type=int, default=0)
+    args = ap.parse_args()
+    walls, inner, hashes = [], [], set()
+    with tempfile.TemporaryDirectory() as tmp:
+        for i in range(args.runs):
+            wall, info = one_run(args.seed, Path(tmp) / f"run{i}")
+            walls.append(wall)
+            inner.append(info["seconds"])
+            hashes.add(info["hash"])
+            sizes = sum(p.stat().st_size for p in (Path(tmp) / f"run{i}").rglob("*") if p.is_file())
+            print(f"run {i}: {wall:.1f} s wall ({info['seconds']} s in build_demo), hash {info['hash'][:12]}, "
+                  f"{sizes / 1e6:.0f} MB on disk", flush=True)
+    print(json.dumps({"runs": args.runs, "median_wall_s": round(statistics.median(walls), 1),
+                      "median_build_s": round(statistics.median(inner), 1),
+                      "reproducible": len(hashes) == 1, "cpus": os.cpu_count(),
+                      "load_avg_1m": round(os.getloadavg()[0], 1)}))
+    return 0 if len(hashes) == 1 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
