@@ -241,8 +241,9 @@ class ArenaService:
             why = "; ".join(f"{k}: {v}" for k, v in self.benchmark_errors.items())
             raise NoBattleAvailable("no two unpaused models have usable spoken replies to the same request"
                                     + (f" (benchmarks not loaded: {why})" if why else ""))
-        ratings = {m: Rating(r["mu"], r["sigma"]) for m, r in storage.stored_ratings(self.store).items()}
-        counts = {m: r["votes"] for m, r in storage.stored_ratings(self.store).items()}
+        current = storage.stored_ratings(self.store)
+        ratings = {m: Rating(r["mu"], r["sigma"]) for m, r in current.items()}
+        counts = {m: r["votes"] for m, r in current.items()}
         edges = [tuple(r) for r in self.store.query(
             "SELECT DISTINCT model_a, model_b FROM arena_votes WHERE slot <> 'both_bad'")]
         params = MatchParams(self.settings.new_model_boost, self.settings.bridge_boost,

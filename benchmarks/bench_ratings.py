@@ -50,12 +50,18 @@ def simulated_votes(n: int, m: int, seed: int = 0) -> list[Vote]:
     return votes
 
 
-def timed(fn, runs: int) -> tuple[float, object]:
-    times, out = [], None
+CPU: dict[str, float] = {}
+
+
+def timed(fn, runs: int, label: str = "") -> tuple[float, object]:
+    """Median wall time of `runs` calls; the median CPU time goes to CPU[label] (the machine is shared)."""
+    times, cpu, out = [], [], None
     for _ in range(runs):
-        t = time.perf_counter()
+        t, c = time.perf_counter(), time.process_time()
         out = fn()
         times.append(time.perf_counter() - t)
+        cpu.append(time.process_time() - c)
+    CPU[label] = statistics.median(cpu)
     return statistics.median(times), out
 
 
@@ -63,7 +69,7 @@ def package_rate(votes: list[Vote]) -> float:
     """Seconds per update with trueskill.rate_1vs1 (the package's factor graph)."""
     import trueskill
     r: dict[str, trueskill.Rating] = {}
-    t = time.perf_counter()
+    t, c = time.perf_counter(), time.process_time()
     for v in votes:
         ra, rb = r.get(v.model_a, trueskill.Rating()), r.get(v.model_b, trueskill.Rating())
         if v.winner == "both_bad":
@@ -73,6 +79,7 @@ def package_rate(votes: list[Vote]) -> float:
         else:
             ra, rb = trueskill.rate_1vs1(ra, rb, drawn=v.winner == "tie")
         r[v.model_a], r[v.model_b] = ra, rb
+    CPU["package"] = (time.process_time() - c) / len(votes)
     return (time.perf_counter() - t) / len(votes)
 
 
@@ -122,10 +129,12 @@ def main() -> int:
     votes = simulated_votes(args.votes, args.models)
     print(f"simulated votes in {time.perf_counter() - t0:.1f} s (not timed below)")
 
-    t_replay, ratings = timed(lambda: replay(votes), args.runs)
-    print(f"TrueSkill replay (closed form): {t_replay:.2f} s  ({t_replay / args.votes * 1e6:.2f} us/vote)")
+    t_replay, ratings = timed(lambda: replay(votes), args.runs, "replay")
+    print(f"TrueSkill replay (closed form): {t_replay:.2f} s wall, {CPU['replay']:.2f} s CPU "
+          f"({t_replay / args.votes * 1e6:.2f} us/vote)")
     per = package_rate(votes[:args.package_sample])
-    print(f"trueskill package: {per * 1e6:.0f} us/vote -> {per * args.votes:.0f} s for {args.votes:,} votes "
+    print(f"trueskill package: {per * 1e6:.0f} us/vote wall, {CPU['package'] * 1e6:.0f} us CPU -> "
+          f"{per * args.votes:.0f} s wall, {CPU['package'] * args.votes:.0f} s CPU for {args.votes:,} votes "
           f"(extrapolated from {args.package_sample:,})")
 
     names = sorted({v.model_a for v in votes} | {v.model_b for v in votes})
@@ -135,10 +144,10 @@ def main() -> int:
     out = np.fromiter((0 if v.winner == v.model_a else 1 if v.winner == v.model_b else 2 if v.winner == "tie"
                        else 3 for v in votes), np.int64, len(votes))
     keep = out < 3
-    t_agg, counts = timed(lambda: bt.counts_from_arrays(a[keep], b[keep], out[keep], names), args.runs)
+    t_agg, counts = timed(lambda: bt.counts_from_arrays(a[keep], b[keep], out[keep], names), args.runs, "agg")
     print(f"BT aggregation of {int(keep.sum()):,} battles into {len(counts.i)} pairs: {t_agg:.3f} s")
-    t_boot, res = timed(lambda: bt.bootstrap(counts, args.rounds, seed=1), args.runs)
-    print(f"BT fit + {args.rounds} bootstrap rounds: {t_boot:.2f} s "
+    t_boot, res = timed(lambda: bt.bootstrap(counts, args.rounds, seed=1), args.runs, "boot")
+    print(f"BT fit + {args.rounds} bootstrap rounds: {t_boot:.2f} s wall, {CPU['boot']:.2f} s CPU "
           f"(mean 95% interval width {float(np.mean(res.high - res.low)):.1f} Elo points)")
     if args.live:
         t_live = live_round_trips(args.live)
