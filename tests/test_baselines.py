@@ -33,6 +33,17 @@ def espeak(text: str, *args: str) -> bytes:
     return subprocess.run(["espeak-ng", "--stdout", *args, text], capture_output=True, check=True).stdout
 
 
+def sad_voice(text: str) -> bytes:
+    """Slow, low, soft espeak-ng speech, muffled by a 1.8 kHz low-pass: a sad delivery."""
+    import numpy as np
+    from scipy import signal
+
+    from eval_backend.audio.io import encode_wav
+    x, sr = decode_wav_bytes(espeak(text, "-s", "115", "-p", "28", "-a", "65"))
+    y = signal.sosfilt(signal.butter(2, 1800, fs=sr, output="sos"), x)
+    return encode_wav(y * np.sqrt(np.mean(x ** 2) / np.mean(y ** 2)), sr)
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -87,7 +98,7 @@ def server():
 def clips() -> dict[str, bytes]:
     return {
         "neutral": espeak(SENTENCE),
-        "sad": espeak(SENTENCE, "-s", "120", "-p", "30", "-a", "50"),
+        "sad": sad_voice(SENTENCE),
         "reply_plain": espeak(REPLY_WORDS),
         "reply_gentle": espeak(REPLY_WORDS, "-s", "130", "-p", "36", "-a", "55"),
     }
@@ -243,7 +254,7 @@ def test_detector_on_espeak_deliveries():
     import numpy as np
     neutral = cue_mod.detect(features_of(espeak(SENTENCE)))
     assert neutral.labels == () and neutral.pace == "normal" and neutral.volume == "normal"
-    assert cue_mod.detect(features_of(espeak(SENTENCE, "-s", "120", "-p", "30", "-a", "50"))).primary == "sad"
+    assert cue_mod.detect(features_of(sad_voice(SENTENCE))).primary == "sad"
     assert "shout" in cue_mod.detect(features_of(espeak(SENTENCE, "-a", "200"))).labels
     assert cue_mod.detect(features_of(espeak(SENTENCE, "-v", "en+whisper"))).primary == "whisper"
     assert cue_mod.detect(features_of(espeak(SENTENCE, "-s", "250"))).pace == "fast"

@@ -19,20 +19,27 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 # --- thresholds (see the module docstring for the espeak-ng figures they come from) ---
-RATE_SLOW = 4.4            # syllables / s of speech
-RATE_FAST = 6.1
-RATE_TRUST_SNR_DB = 25.0   # below this SNR the rate estimate is inflated by noise
-LEVEL_SOFT_DBFS = -23.5     # espeak -a 50 lands at -24..-26
-LEVEL_LOUD_DBFS = -17.0     # espeak -a 200 lands at -15
-WHISPER_VOICED = 0.30      # voiced share of active frames
-NOISY_SNR_DB = 25.0
-F0_FEMALE_HZ = 165.0
-F0_CHILD_HZ = 250.0
-F0_LOW_MALE_HZ = 92.0      # under espeak's 100 Hz male voice (-p 30 gives 83-89 Hz): a low, sad delivery
-F0_LOW_FEMALE_HZ = 180.0
-RANGE_WIDE_ST = 6.0        # lively (happy / surprised) intonation
-TREMOR_ST = 0.9            # shaky voice (sobbing / fear / elderly); neutral espeak ~0.3-0.5
-HNR_HOARSE_DB = 4.0        # neutral espeak 7-12 dB
+RATE_SLOW = 3.7            # syllables / s of speech; neutral sentences spread 4.1-6.1
+RATE_FAST = 6.8
+LEVEL_SOFT_DBFS = -23.5    # neutral -19.8..-21.2; sad / tired deliveries -24..-27
+LEVEL_LOUD_DBFS = -16.0    # shouting -11, angry -15; a raised surprised voice reaches -16.5
+WHISPER_VOICED = 0.12      # voiced share of active frames: whisper 0.0, hoarse ~0.25, speech 0.6-0.9
+NOISY_SNR_DB = 25.0        # steady backgrounds at 6-8 dB SNR measure 8-20 dB
+INTERMITTENT_SNR_DB = 35.0  # beeps, barks, rings measure 26-30 dB ...
+NOISE_FLOOR_DBFS = -60.0   # ... but leave a noise floor clean synthetic speech never has (-120)
+F0_FEMALE_HZ = 180.0       # espeak male voices 80-110 Hz (raised: up to 160), f3 female 210-240
+F0_CHILD_HZ = 265.0        # en+f4, pitch 80, sped up: ~296 Hz
+F0_LOW_HZ = 92.0           # a lowered male voice (pitch 28): 80-88 Hz against 100 neutral
+F0_HAPPY_HZ = 118.0        # a raised male voice: happy 133-138 Hz, surprised 151-157 Hz
+F0_SURPRISE_HZ = 145.0
+BRIGHT_HZ = 1050.0         # spectral centroid of active speech: neutral 800-930, happy 1100-1370
+ANGRY_CENTROID_HZ = 2000.0  # tense, bright delivery: angry ~2800, shout ~1700
+DARK_HZ = 700.0            # sad (muffled) 560-640, tired 760-830
+TREMOR_ST = 0.9            # shaky voice; neutral espeak 0.3-0.6, sobbing 1.2, elderly 1.6
+HNR_HOARSE_DB = 3.0        # neutral espeak 6-13 dB; rough, creaky voice ~1.7
+BREATHY_HNR_DB = 6.5       # gasps and aspiration noise between words: breathless ~5 dB ...
+BREATHY_HF = 0.04          # ... with energy above 4 kHz (breathless 0.065; neutral 0.01, fast 0.014)
+LAUGH_RANGE_ST = 12.0      # a laugh after the words spreads the pitch to ~17 st (speech 3-7)
 
 
 @dataclass(frozen=True)
@@ -54,60 +61,73 @@ class Cues:
 
 
 def _noise_kind(f) -> str:
-    centroid = getattr(f, "noise_centroid_hz", 0.0) or 0.0
-    flatness = getattr(f, "noise_flatness", 1.0)
-    if flatness is not None and flatness < 0.05:
-        return "tonal"          # beeps, alarms, ringtones, music
-    if centroid and centroid < 600:
-        return "wind"
-    if centroid and centroid > 3000:
+    """A coarse guess of the background from the quiet frames' spectrum (an environment label)."""
+    centroid = f.noise_centroid_hz or 0.0
+    if centroid >= 3000:
         return "rain"
-    return "noise"
+    if centroid >= 1300:
+        return "applause" if (f.noise_flatness or 0.0) >= 0.1 else "alarm clock"
+    if centroid >= 700:
+        return "crowd chatter"
+    if centroid >= 300:
+        return "wind"
+    return "car"
 
 
 def detect(f) -> Cues:
     """Cues from a `Features` (eval_backend.audio.features). Deterministic."""
-    labels: list[str] = []
-    noisy = f.snr_db < NOISY_SNR_DB
+    # an intermittent background (beeps, rings, barks) leaves a tonal, mid-frequency floor; the
+    # quiet frames of clean speech without pauses are low and noise-like (centroid ~200 Hz, flatness ~0.8)
+    intermittent = (f.snr_db < INTERMITTENT_SNR_DB and f.noise_floor_dbfs > NOISE_FLOOR_DBFS
+                    and (f.noise_centroid_hz or 0.0) > 1000.0 and (f.noise_flatness or 1.0) < 0.3)
+    noisy = f.snr_db < NOISY_SNR_DB or intermittent
     whisper = f.voiced_fraction < WHISPER_VOICED
     f0 = f.pitch_median_hz
+    level, centroid = f.active_level_dbfs, f.spectral_centroid_hz
 
-    pace = "unknown"
-    if f.snr_db >= RATE_TRUST_SNR_DB:
-        pace = "slow" if f.speaking_rate < RATE_SLOW else "fast" if f.speaking_rate > RATE_FAST else "normal"
-    volume = ("whisper" if whisper else "soft" if f.active_level_dbfs < LEVEL_SOFT_DBFS
-              else "loud" if f.active_level_dbfs > LEVEL_LOUD_DBFS else "normal")
-
+    pace = "unknown" if noisy else ("slow" if f.speaking_rate < RATE_SLOW
+                                    else "fast" if f.speaking_rate > RATE_FAST else "normal")
+    volume = ("whisper" if whisper else "soft" if level < LEVEL_SOFT_DBFS
+              else "loud" if level > LEVEL_LOUD_DBFS else "normal")
     gender = None if f0 is None else ("female" if f0 >= F0_FEMALE_HZ else "male")
     age = "child" if f0 is not None and f0 >= F0_CHILD_HZ else "adult"
     tremor = f.pitch_tremor_st or 0.0
-    shaky = tremor >= TREMOR_ST and not noisy
-    low_pitch = f0 is not None and f0 < (F0_LOW_FEMALE_HZ if gender == "female" and age != "child"
-                                         else F0_LOW_MALE_HZ)
-    wide = (f.pitch_range_st or 0.0) >= RANGE_WIDE_ST
-    if shaky and pace == "slow" and age == "adult" and not low_pitch and volume == "normal":
-        age = "elderly"
+    hnr = f.hnr_db
+    low_pitch = f0 is not None and f0 < F0_LOW_HZ
+    shaky = tremor >= TREMOR_ST and not noisy and not whisper
+    hoarse = (not whisper and not noisy and hnr is not None and hnr < HNR_HOARSE_DB and f.voiced_fraction < 0.5)
 
-    # most specific first: a state a reply must address outranks a plain trait
+    labels: list[str] = []
+    # states a reply must address come first, then traits and the surroundings
     if whisper:
         labels.append("whisper")
-    if shaky and (volume == "soft" or pace == "slow" or low_pitch):
-        labels.append("sobbing")
-    if pace == "slow" and (volume in ("soft", "whisper") or low_pitch):
-        labels.append("sad")
-    if volume == "loud":
-        labels += ["angry", "shout"] if (pace == "fast" or not wide) else ["shout"]
-    if wide and pace == "fast" and volume != "loud":
-        labels.append("happy")
-    elif wide and volume != "loud" and not noisy:
-        labels.append("surprise")
-    if shaky and "sobbing" not in labels and age != "elderly":
-        labels.append("fear")
-    if (f.hnr_db is not None and f.hnr_db < HNR_HOARSE_DB and not noisy and not whisper):
+    if hoarse:
         labels.append("hoarse")
+    elif shaky and level < -22.5:
+        labels.append("sobbing")
+    elif shaky and f.speaking_rate < 4.6 and gender != "female":
+        age = "elderly"
+    elif shaky:
+        labels.append("fear")
+    if centroid > ANGRY_CENTROID_HZ and level > LEVEL_LOUD_DBFS - 2.0:
+        labels += ["angry", "shout"]
+    elif volume == "loud":
+        labels.append("shout")
+    if volume == "soft" and low_pitch:
+        labels += ["sad"] if centroid < DARK_HZ else ["vocal fatigue", "sad"]
+    if gender == "male" and volume != "loud" and not noisy:
+        if f0 >= F0_SURPRISE_HZ:
+            labels.append("surprise")
+        elif f0 >= F0_HAPPY_HZ and centroid > BRIGHT_HZ:
+            labels.append("happy")
+    if (not (whisper or noisy or hoarse or shaky) and volume != "loud" and "angry" not in labels and (hnr or 99.0) < BREATHY_HNR_DB
+            and f.hf_ratio > BREATHY_HF and f.voiced_fraction < 0.7):
+        labels.append("breathless")
+    if (f.pitch_range_st or 0.0) >= LAUGH_RANGE_ST and not noisy and not hoarse and (hnr or 0.0) > 6.0:
+        labels.append("laughter")
     if noisy:
-        labels.append({"wind": "wind", "rain": "rain", "tonal": "alarm clock"}.get(_noise_kind(f), "crowd chatter"))
-    if pace in ("slow", "fast") and not any(x in labels for x in ("sad", "sobbing")):
+        labels.append(_noise_kind(f))
+    if pace in ("slow", "fast"):
         labels.append(pace)
     if age != "adult":
         labels.append(age)
@@ -116,8 +136,9 @@ def detect(f) -> Cues:
         if label not in seen:
             seen.append(label)
     evidence = {
-        "speaking_rate": round(f.speaking_rate, 2), "active_level_dbfs": round(f.active_level_dbfs, 1),
+        "speaking_rate": round(f.speaking_rate, 2), "active_level_dbfs": round(level, 1),
         "pitch_median_hz": None if f0 is None else round(f0, 1), "snr_db": round(f.snr_db, 1),
         "voiced_fraction": round(f.voiced_fraction, 2), "pitch_tremor_st": round(tremor, 2),
+        "spectral_centroid_hz": round(centroid), "noise_floor_dbfs": round(f.noise_floor_dbfs, 1),
     }
     return Cues(tuple(seen), pace, volume, gender, age, noisy, _noise_kind(f) if noisy else None, evidence)
