@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import soundfile as sf
+from hypothesis import given, settings, strategies as st
 
 from eval_backend.benchmark.dataset import save_benchmark
 from eval_backend.benchmark.echomind import attribute_from_filename, normalise_attribute, parse_answer, parse_options
@@ -289,3 +290,22 @@ def test_hf_spec_reads_the_local_hub_cache_when_offline(tmp_path):
     assert out.returncode == 0, out.stderr
     info = json.loads(out.stdout)
     assert info["hash"] == b.hash and info["selection"] == 7 and info["groups"] == {"context": 0, "tone": 0}
+
+
+_option = st.text(alphabet=st.sampled_from(list("abcxyzABCDE .,!?'-0123")), min_size=1, max_size=20).map(str.strip) \
+    .filter(bool)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(_option, min_size=2, max_size=6))
+def test_options_survive_every_written_shape(texts):
+    """Lettered lines, a list with or without letters, and a letter-keyed dict all give the texts back in order."""
+    letters = "ABCDEFGH"
+    assert parse_options("\n".join(f"{letters[i]}. {t}" for i, t in enumerate(texts))) == texts
+    assert parse_options([f"({letters[i]}) {t}" for i, t in enumerate(texts)]) == texts
+    assert parse_options({f"opt-{letters[i]}": t for i, t in enumerate(reversed(texts))}) == list(reversed(texts))
+    answer = len(texts) - 1
+    assert parse_answer(letters[answer], texts) == letters[answer]
+    # By text (a bare letter such as "C" reads as a letter, so those are left out here).
+    if not re.fullmatch(r"\(?[A-Ha-h]\)?\.?", texts[answer]):
+        assert texts[ord(parse_answer(texts[answer], texts)) - 65].lower() == texts[answer].lower()

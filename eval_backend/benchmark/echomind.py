@@ -67,7 +67,8 @@ def parse_options(raw: Any) -> list[str]:
             m = re.fullmatch(r"\W*(?:opt(?:ion)?[\s_\-]*)?([A-Ha-h])\W*", str(k))
             if not m:
                 raise ValueError(f"option key {k!r} is not a letter")
-            keyed[m.group(1).upper()] = str(v).strip()
+            letter = m.group(1).upper()
+            keyed[letter] = re.sub(r"^" + _MARK.format(L=letter) + r"\s+(?=\S)", "", str(v).strip())
         return [keyed[k] for k in sorted(keyed)]
     if isinstance(raw, list):
         texts = [str(x).strip() for x in raw]
@@ -75,7 +76,13 @@ def parse_options(raw: Any) -> list[str]:
             texts = [re.sub(r"^" + _MARK.format(L=OPTION_LETTERS[i]) + r"\s*", "", t) for i, t in enumerate(texts)]
         return texts
     if isinstance(raw, str):
-        # Cut at each successive letter marker (A, then B after it, ...), on lines or inline.
+        lines = [ln.strip() for ln in raw.splitlines() if ln.strip()]
+        if len(lines) >= 2 and all(re.match(_MARK.format(L=OPTION_LETTERS[i]), ln)
+                                   for i, ln in enumerate(lines[:len(OPTION_LETTERS)])) \
+                and len(lines) <= len(OPTION_LETTERS):
+            # One option per line: "Plan B. Go" inside a line stays whole.
+            return [re.sub(r"^" + _MARK.format(L=OPTION_LETTERS[i]) + r"\s*", "", ln) for i, ln in enumerate(lines)]
+        # Otherwise cut at each successive letter marker (A, then B after it, ...), inline.
         pos, starts = 0, []
         for letter in OPTION_LETTERS:
             m = re.compile(r"(?:^|(?<=\s))" + _MARK.format(L=letter)).search(raw, pos)
@@ -91,7 +98,8 @@ def parse_options(raw: Any) -> list[str]:
 
 
 def _norm_text(t: str) -> str:
-    return re.sub(r"[^\w]+", " ", str(t)).strip().lower()
+    """Case and punctuation folded; an option of punctuation only keeps its characters."""
+    return re.sub(r"[^\w]+", " ", str(t)).strip().lower() or str(t).strip().lower()
 
 
 def parse_answer(raw: Any, options: list[str]) -> str:
@@ -100,9 +108,14 @@ def parse_answer(raw: Any, options: list[str]) -> str:
         raise ValueError("no answer given")
     text = str(raw).strip()
     letters = OPTION_LETTERS[:len(options)]
-    for i, opt in enumerate(options):  # the option's own text first: "A dog barking" is not letter A
-        if _norm_text(opt) and _norm_text(opt) == _norm_text(text):
-            return letters[i]
+    bare = re.fullmatch(r"\(?([A-Ha-h])\)?\.?", text)  # "B", "(B)", "b." : a letter, whatever the options say
+    if bare and bare.group(1).upper() in letters:
+        return bare.group(1).upper()
+    # Then the option's own text (exact before folded): "A dog barking" is not letter A.
+    for fold in (lambda t: str(t).strip().lower(), _norm_text):
+        for i, opt in enumerate(options):
+            if fold(opt) == fold(text):
+                return letters[i]
     m = re.match(r"^(?:the answer is\s*:?\s*)?(?:opt(?:ion)?[\s_\-]*)?\(?([A-Ha-h])\)?(?:[\.\):：]|\s|$)", text,
                  re.IGNORECASE)
     if m and m.group(1).upper() in letters:
