@@ -373,3 +373,10 @@ def test_api_key_is_sent_from_the_environment(judge, tmp_path, monkeypatch):
     client = client_for(judge, tmp_path, api_key_env="JUDGE_KEY")
     assert run_judge(client, VES, {}, {"attribute": "sad"}).values == {"ves": 4}
     assert seen["auth"] == "Bearer sk-test"
+
+
+def test_missing_api_key_is_a_clear_error_not_a_silent_call(judge, world, monkeypatch):
+    monkeypatch.delenv("NO_SUCH_JUDGE_KEY", raising=False)
+    with pytest.raises(ValueError, match="NO_SUCH_JUDGE_KEY is not set"):
+        METRICS["l3.judge.c1"].compute(ctx_for(world, settings_for(judge, api_key_env="NO_SUCH_JUDGE_KEY")))
+    assert judge.requests == []

@@ -570,6 +570,9 @@ def make_judges(settings: dict | None, cache_path: str | Path | None) -> Judges:
     text, audio = judge_settings(settings)
     cache = JudgeCache(cache_path) if cache_path and (text or audio) else None
     only = bool((settings or {}).get("cache_only"))
+    for which, js in (("judge", text), ("audio_judge", audio)):
+        if js and js.api_key_env and not os.environ.get(js.api_key_env) and not only:
+            raise ValueError(f"{which}: api_key_env {js.api_key_env} is not set in the environment")
     return Judges(JudgeClient(text, cache, only) if text else None, JudgeClient(audio, cache, only) if audio else None)
 
 
