@@ -75,14 +75,14 @@ def _user_text(payload: dict) -> str:
 
 
 def _strip(payload: dict) -> dict:
-    """The payload with input audio replaced by its base64 length."""
-    out = json.loads(json.dumps(payload))
-    for msg in out.get("messages", []):
-        if isinstance(msg.get("content"), list):
-            for part in msg["content"]:
-                if part.get("type") == "input_audio":
-                    part["input_audio"]["data"] = len(part["input_audio"]["data"])
-    return out
+    """The payload with input audio replaced by its base64 length (a shallow rebuild: no deep copy of the audio)."""
+    def part(p):
+        if isinstance(p, dict) and p.get("type") == "input_audio":
+            return {**p, "input_audio": {**p["input_audio"], "data": len(p["input_audio"].get("data", ""))}}
+        return p
+    messages = [{**m, "content": [part(p) for p in m["content"]]} if isinstance(m.get("content"), list) else m
+                for m in payload.get("messages", [])]
+    return {**payload, "messages": messages}
 
 
 class FaultServer:

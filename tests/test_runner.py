@@ -38,7 +38,7 @@ def test_concurrency_is_bounded_and_used(tmp_path):
         summary = asyncio.run(run_model(spec_for(srv), bench, Store(tmp_path / "d"), 4, progress=False))
         elapsed = time.monotonic() - t0
     assert summary.ok == 12 and srv.max_inflight == 4
-    assert elapsed < 12 * 0.3 / 2          # 3 waves of 0.3 s, not 12 in a row
+    assert elapsed < 12 * 0.3 * 0.75       # 3 waves of 0.3 s, not 12 in a row (slack for a loaded machine)
 
 
 def test_rerun_skips_ok_items_and_retries_failed_ones(tmp_path):
