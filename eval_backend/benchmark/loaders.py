@@ -12,6 +12,7 @@ message; a bad audio file only flags its item.
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 from .. import config
@@ -35,6 +36,19 @@ def hub_offline() -> bool:
     except ImportError:
         return False
     return bool(getattr(constants, "HF_HUB_OFFLINE", False))
+
+
+def hub_cache_dir() -> Path:
+    """The Hub cache, resolved like huggingface_hub does, without importing it (that import alone takes ~1 s)."""
+    hub = sys.modules.get("huggingface_hub.constants")
+    if hub is not None and getattr(hub, "HF_HUB_CACHE", None):
+        return Path(hub.HF_HUB_CACHE)
+    env = os.environ
+    if env.get("HF_HUB_CACHE") or env.get("HUGGINGFACE_HUB_CACHE"):
+        return Path(env.get("HF_HUB_CACHE") or env["HUGGINGFACE_HUB_CACHE"]).expanduser()
+    home = env.get("HF_HOME") or os.path.join(env.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"),
+                                              "huggingface")
+    return Path(home).expanduser() / "hub"
 
 
 def demo_folder(data_dir: str | os.PathLike | None = None) -> Path:
@@ -74,11 +88,18 @@ def _load_local(path: Path) -> Benchmark:
         f"use echomind:PATH or empathyeval:PATH for those layouts")
 
 
+def _offline_message(repo_id: str) -> str:
+    return (f"hf:{repo_id}: HF_HUB_OFFLINE is set and the dataset is not in the local Hugging Face cache; "
+            f"unset HF_HUB_OFFLINE to download it, or pass a local folder")
+
+
 def load_hub(repo_id: str, data_dir=None, revision: str | None = None) -> Benchmark:
     """A Hub dataset repo. With HF_HUB_OFFLINE set only the local cache is tried: no network call, no retries."""
     if not repo_id or repo_id.count("/") != 1:
         raise BenchmarkSpecError(f"hf:{repo_id}: expected hf:OWNER/NAME")
     offline = hub_offline()
+    if offline and not (hub_cache_dir() / f"datasets--{repo_id.replace('/', '--')}").is_dir():
+        raise BenchmarkSpecError(_offline_message(repo_id))  # decided before any import or network call
     try:
         from huggingface_hub import snapshot_download
         from huggingface_hub.errors import LocalEntryNotFoundError
@@ -88,9 +109,7 @@ def load_hub(repo_id: str, data_dir=None, revision: str | None = None) -> Benchm
         local = Path(snapshot_download(repo_id, repo_type="dataset", revision=revision, local_files_only=offline))
     except LocalEntryNotFoundError:
         if offline:
-            raise BenchmarkSpecError(
-                f"hf:{repo_id}: HF_HUB_OFFLINE is set and the dataset is not in the local Hugging Face cache; "
-                f"unset HF_HUB_OFFLINE to download it, or pass a local folder") from None
+            raise BenchmarkSpecError(_offline_message(repo_id)) from None
         raise BenchmarkSpecError(f"hf:{repo_id}: could not reach the Hub to download it") from None
     except Exception as exc:  # repo not found, gated, HTTP errors: one line for the user
         raise BenchmarkSpecError(f"hf:{repo_id}: cannot download ({type(exc).__name__}: {str(exc).splitlines()[0]})") from None
