@@ -214,6 +214,10 @@ def test_wav_truncation_and_stream_chunks():
     text, _, audio = extract(a.body())
     samples, sr = decode_wav_bytes(base64.b64decode(audio))
     assert text == "ok" and sr == 16000 and len(samples) == 1600
+    mp3 = StreamAssembler()
+    mp3.feed({"choices": [{"index": 0, "delta": {"audio": {"data": base64.b64encode(b"ID3\x04" + bytes(96)).decode()}}}]})
+    with pytest.raises(Exception, match="compressed format"):
+        mp3.body()
 
 
 def test_retry_after_forms_and_redaction():

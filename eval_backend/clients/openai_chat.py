@@ -235,6 +235,8 @@ class StreamAssembler:
             message: dict = {"role": "assistant", "content": "".join(slot["text"]) or None}
             if slot["audio"]:
                 data = decode_chunks(slot["audio"])
+                if data[:3] == b"ID3" or data[:4] in (b"OggS", b"fLaC") or data[:2] in (b"\xff\xfb", b"\xff\xf3"):
+                    raise CallFailure("bad_audio", "streamed audio is a compressed format, not wav or PCM")
                 if data[:4] != b"RIFF":   # raw 16-bit mono PCM
                     if len(data) % 2:
                         raise CallFailure("bad_audio", f"streamed PCM has an odd byte count ({len(data)})")
