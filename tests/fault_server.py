@@ -16,7 +16,8 @@ A fault is chosen per request by a marker in the user text, `[fault:NAME]` or `[
     slow:N        answer after N seconds
 No marker: a normal reply, with audio when the request asks for it (`modalities` has "audio").
 `stream=true` requests get SSE chunks (audio as independently base64-encoded 16-bit PCM pieces,
-Qwen-Omni style); `[fault:streamwav]` streams a whole wav cut at odd base64 positions instead.
+Qwen-Omni style); `[fault:streamwav]` streams a whole wav cut at odd base64 positions instead, and
+`[fault:weird]` an event of an impossible shape.
 With `stream_only=True` a non-streaming request gets HTTP 400.
 
 The server counts calls per request id (the `X-Client-Request-Id` header) and keeps the last payload
@@ -230,6 +231,9 @@ class FaultServer:
             return "data: " + json.dumps({"id": f"chatcmpl-{rid}", "object": "chat.completion.chunk",
                                           "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}) + "\n\n"
         yield ": keep-alive\n\n"
+        if fault == "weird":   # valid JSON, impossible shape
+            yield 'data: {"choices": [{"index": "zero", "delta": {"content": "x"}}]}\n\ndata: [DONE]\n\n'
+            return
         yield event({"role": "assistant", "content": ""})
         for word in text.split(" "):
             yield event({"content": word + " "})

@@ -136,7 +136,7 @@ def test_retry_after_is_capped(tmp_path, user_wav):
 
 def test_streaming_only_provider(tmp_path, user_wav):
     with FaultServer(stream_only=True) as srv:
-        bench = make_benchmark(tmp_path / "b", ["plain", "[fault:streamwav]", "[fault:badb64]", "[fault:500]"],
+        bench = make_benchmark(tmp_path / "b", ["plain", "[fault:streamwav]", "[fault:badb64]", "[fault:500]", "[fault:weird]"],
                                name="stream", audio=user_wav)
         # without stream=True the provider refuses: a 4xx, not retried
         run(spec_for(srv, name="nostream"), bench, Store(tmp_path / "d1"), policy=FAST, tasks=["context"], limit=1)
@@ -155,6 +155,7 @@ def test_streaming_only_provider(tmp_path, user_wav):
             assert srv.payloads[rid]["stream"] is True
         assert rows["context/g0002/c0"].error_class == "bad_audio"
         assert rows["context/g0003/c0"].error_class == "http_5xx" and rows["context/g0003/c0"].attempts == 3
+        assert rows["context/g0004/c0"].error_class == "malformed_body" and "shape" in rows["context/g0004/c0"].error_message
 
 
 def srv_tone(n: int) -> np.ndarray:

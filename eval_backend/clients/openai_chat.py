@@ -332,7 +332,11 @@ async def call(session: aiohttp.ClientSession | None, spec: ModelSpec, request: 
             return await call(own, spec, request, audio_b64)
     key = spec.api_key()
     try:
-        return await _call(session, spec, request, audio_b64, key)
+        try:
+            return await _call(session, spec, request, audio_b64, key)
+        except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
+            # a body shaped unlike any chat completion (e.g. `"index": "a"`): the model's fault, not a crash
+            raise CallFailure("malformed_body", f"unexpected reply shape: {type(exc).__name__}: {exc}") from None
     except CallFailure as exc:
         raise CallFailure(exc.error_class, redact(exc.message, [key]) or "", exc.retry_after) from None
 
