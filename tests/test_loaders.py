@@ -309,3 +309,19 @@ def test_options_survive_every_written_shape(texts):
     # By text (a bare letter such as "C" reads as a letter, so those are left out here).
     if not re.fullmatch(r"\(?[A-Ha-h]\)?\.?", texts[answer]):
         assert texts[ord(parse_answer(texts[answer], texts)) - 65].lower() == texts[answer].lower()
+
+
+def test_hf_subfolder_in_echomind_layout_from_the_cache(tmp_path, monkeypatch):
+    """hf:OWNER/NAME/SUBFOLDER reads one folder of a cached repo, here in EchoMind's own layout."""
+    from huggingface_hub import constants
+    repo = tmp_path / "hub" / "datasets--hlt-cuhksz--EchoMind"
+    (repo / "refs").mkdir(parents=True)
+    (repo / "refs" / "main").write_text("feedbeef")
+    make_echomind(repo / "snapshots" / "feedbeef")
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path / "hub"))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    b = load_benchmark("hf:hlt-cuhksz/EchoMind/data_synthesis", data_dir=tmp_path / "data")
+    assert b.source == "hf:hlt-cuhksz/EchoMind/data_synthesis"
+    assert len(b.scripts) == 4 and "1001" in {s.id for s in b.scripts}  # one subset: no id prefix
+    with pytest.raises(BenchmarkSpecError, match="no folder 'data_nothing'"):
+        load_benchmark("hf:hlt-cuhksz/EchoMind/data_nothing", data_dir=tmp_path / "data")

@@ -2,7 +2,8 @@
 
     demo                 <data_dir>/benchmarks/demo (project format; built by `python -m eval_backend demo build`)
     PATH                 a local folder in the project format (or, detected, an EchoMind / EmpathyEval copy)
-    hf:OWNER/NAME        a Hub dataset repo: the project format, or EchoMind's layout, or parquet splits
+    hf:OWNER/NAME[/DIR]  a Hub dataset repo (or one folder of it): the project format, EchoMind's layout, or
+                         parquet splits (push_to_hub)
     echomind:PATH        EchoMind's published layout (eval_backend/benchmark/echomind.py)
     empathyeval:PATH     EmpathyEval JSON items (eval_backend/benchmark/empathyeval.py)
 
@@ -94,9 +95,12 @@ def _offline_message(repo_id: str) -> str:
 
 
 def load_hub(repo_id: str, data_dir=None, revision: str | None = None) -> Benchmark:
-    """A Hub dataset repo. With HF_HUB_OFFLINE set only the local cache is tried: no network call, no retries."""
-    if not repo_id or repo_id.count("/") != 1:
-        raise BenchmarkSpecError(f"hf:{repo_id}: expected hf:OWNER/NAME")
+    """A Hub dataset repo, or one folder of it (hf:OWNER/NAME/SUBFOLDER downloads only that folder, e.g.
+    hf:hlt-cuhksz/EchoMind/data_human). With HF_HUB_OFFLINE set only the local cache is tried."""
+    parts = [p for p in (repo_id or "").split("/") if p]
+    if len(parts) < 2:
+        raise BenchmarkSpecError(f"hf:{repo_id}: expected hf:OWNER/NAME or hf:OWNER/NAME/SUBFOLDER")
+    spec_text, repo_id, sub = repo_id, "/".join(parts[:2]), "/".join(parts[2:])
     offline = hub_offline()
     if offline and not (hub_cache_dir() / f"datasets--{repo_id.replace('/', '--')}").is_dir():
         raise BenchmarkSpecError(_offline_message(repo_id))  # decided before any import or network call
@@ -106,13 +110,19 @@ def load_hub(repo_id: str, data_dir=None, revision: str | None = None) -> Benchm
     except ImportError as exc:
         raise BenchmarkSpecError(f"hf:{repo_id}: huggingface_hub is not installed ({exc})") from None
     try:
-        local = Path(snapshot_download(repo_id, repo_type="dataset", revision=revision, local_files_only=offline))
+        local = Path(snapshot_download(repo_id, repo_type="dataset", revision=revision, local_files_only=offline,
+                                       allow_patterns=[f"{sub}/*"] if sub else None))
     except LocalEntryNotFoundError:
         if offline:
             raise BenchmarkSpecError(_offline_message(repo_id)) from None
         raise BenchmarkSpecError(f"hf:{repo_id}: could not reach the Hub to download it") from None
     except Exception as exc:  # repo not found, gated, HTTP errors: one line for the user
         raise BenchmarkSpecError(f"hf:{repo_id}: cannot download ({type(exc).__name__}: {str(exc).splitlines()[0]})") from None
+    commit = local.name  # snapshots/<commit>
+    if sub:
+        local = local / sub
+        if not local.is_dir():
+            raise BenchmarkSpecError(f"hf:{spec_text}: the repo has no folder {sub!r}")
     try:
         b = _load_local(local)
     except BenchmarkSpecError:
@@ -121,11 +131,11 @@ def load_hub(repo_id: str, data_dir=None, revision: str | None = None) -> Benchm
         splits = parquet_splits(local)
         if not splits:
             raise BenchmarkSpecError(
-                f"hf:{repo_id}: no benchmark.json + hf/, EchoMind layout or parquet splits named "
+                f"hf:{spec_text}: no benchmark.json + hf/, EchoMind layout or parquet splits named "
                 f"{', '.join(SPLITS)} in the repo") from None
-        cache = config.data_dir(data_dir) / "cache" / "hub" / repo_id.replace("/", "__")
-        b = from_dataset_dict(splits, cache, name=repo_id.split("/")[1], version=f"hub@{local.name[:12]}")
-    b.source = f"hf:{repo_id}"
+        cache = config.data_dir(data_dir) / "cache" / "hub" / spec_text.replace("/", "__")
+        b = from_dataset_dict(splits, cache, name=parts[-1], version=f"hub@{commit[:12]}")
+    b.source = f"hf:{spec_text}"
     return b
 
 
