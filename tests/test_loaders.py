@@ -55,6 +55,7 @@ def make_echomind(root: Path) -> Path:
                               "reference_reply": "That's great news!"},
         "neutral_audio_info": {"neutral_input_audio_file": "emotion/id_1001_happy_daily_life_neutral.wav"},
         "alternative_audio_info": {"alternative_input_audio_file": "emotion/id_1001_sad_daily_life_alternative.wav"},
+        "alternative_response": "Oh, what happened?",  # a reply on the case rather than in the info dict
     }]))
     (syn / "script_info_environment.json").write_text(json.dumps([
         {"case_id": 2471, "spoken_info": "Let's take a walk to the pier.", "topic": "no_specific_topics",
@@ -107,6 +108,7 @@ def test_echomind_counts_attributes_answers_and_flags(tmp_path):
                                                                     "alternative": "sad"}
     assert happy.variants["target"].reference_reply == "That's great news!"
     assert happy.variants["neutral"].reference_reply is None
+    assert happy.variants["alternative"].reference_reply == "Oh, what happened?"
     assert all(v.audio.ok and Path(v.audio.path).is_file() for v in happy.variants.values()) and not happy.flags
     wind = scripts["data_synthesis-2471"]
     assert wind.attribute == "wind" and wind.dimension == "environment" and wind.topic == "no_specific_topics"

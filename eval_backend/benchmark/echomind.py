@@ -256,7 +256,8 @@ def _load_scripts(folder: Path, index: AudioIndex, prefix: str, b: Benchmark, au
                 ref = audio_ref_from_file(path, f"{vname} audio") if path else \
                     AudioRef(None, None, f"{vname} audio: file not found: {fname}")
                 flag_bad(flags, ref)
-                reply = _first(info, REPLY_KEYS) if isinstance(info, dict) else None
+                reply = (_first(info, REPLY_KEYS) if isinstance(info, dict) else None) or \
+                    _first(case, tuple(f"{vname}_{k}" for k in REPLY_KEYS))
                 variants[vname] = Variant(vname, "", ref, str(reply) if reply is not None else None)
                 audio_map.setdefault(Path(fname).name, (sid, vname))
             target = attrs.get("target")
