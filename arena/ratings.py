@@ -179,11 +179,12 @@ def rate_1vs1(r1: Rating, r2: Rating, drawn: bool = False,
 
 
 def _update(mu1: float, sigma1: float, mu2: float, sigma2: float, drawn: bool,
-            beta2: float, tau2: float, margin: float) -> tuple[float, float, float, float]:
+            beta2: float, tau2: float, margin: float,
+            exp=math.exp, sqrt=math.sqrt) -> tuple[float, float, float, float]:   # local names: faster
     v1 = sigma1 * sigma1 + tau2
     v2 = sigma2 * sigma2 + tau2
     c2 = 2.0 * beta2 + v1 + v2
-    c = math.sqrt(c2)
+    c = sqrt(c2)
     t = (mu1 - mu2) / c
     e = margin / c
     if drawn:
@@ -194,17 +195,17 @@ def _update(mu1: float, sigma1: float, mu2: float, sigma2: float, drawn: bool,
         y = -x / _SQRT2
         z = -y if y < 0 else y
         k = 1.0 / (1.0 + z / 2.0)
-        r = k * math.exp(-z * z - 1.26551223 + k * (1.00002368 + k * (
+        r = k * exp(-z * z - 1.26551223 + k * (1.00002368 + k * (
             0.37409196 + k * (0.09678418 + k * (-0.18628806 + k * (
                 0.27886807 + k * (-1.13520398 + k * (1.48851587 + k * (
                     -0.82215223 + k * 0.17087277)))))))))
         denom = 0.5 * (2.0 - r if y < 0 else r)
-        v = _INV_SQRT_2PI * math.exp(-(x * x) / 2.0) / denom if denom else -x
+        v = _INV_SQRT_2PI * exp(-(x * x) / 2.0) / denom if denom else -x
         w = v * (v + x)
         if not 0 < w < 1:
             v, w = _v_w_win_tail(x)
-    return (mu1 + v1 / c * v, math.sqrt(v1 * (1.0 - v1 / c2 * w)),
-            mu2 - v2 / c * v, math.sqrt(v2 * (1.0 - v2 / c2 * w)))
+    return (mu1 + v1 / c * v, sqrt(v1 * (1.0 - v1 / c2 * w)),
+            mu2 - v2 / c * v, sqrt(v2 * (1.0 - v2 / c2 * w)))
 
 
 def quality_1vs1(r1: Rating, r2: Rating, params: TrueSkillParams = DEFAULT_PARAMS) -> float:
