@@ -10,14 +10,19 @@ benchmark is saved in the project format under `<data dir>/benchmarks/demo`
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import os
+import random
 import socket
 import subprocess
 import sys
 import tempfile
 import time
+from collections import Counter
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
 import httpx
 
@@ -168,6 +173,92 @@ class AppProcess:
                 self.proc.wait(timeout=15)
             except subprocess.TimeoutExpired:
                 self.kill()
+
+
+# ----------------------------------------------------------------------------------------- load driver
+NO_LIMITS = {"min_listen_s": 0.0, "session_votes_per_minute": 10**9, "session_votes_per_day": 10**9,
+             "ip_votes_per_minute": 10**9, "ip_votes_per_day": 10**9}
+
+
+@dataclass
+class LoadResult:
+    acks: dict[str, dict] = field(default_factory=dict)      # battle id -> acknowledged vote (request + reply)
+    sent: set[str] = field(default_factory=set)              # battle ids a vote was sent for
+    refused: Counter = field(default_factory=Counter)        # error code -> count (4xx/5xx with a JSON body)
+    transport: Counter = field(default_factory=Counter)      # exception class -> count (connection lost...)
+    server_ms: list[float] = field(default_factory=list)     # server time: vote + the next battle
+    client_ms: list[float] = field(default_factory=list)     # the same, as the client saw it (loopback)
+    wall_s: float = 0.0
+
+
+def _server_ms(headers) -> float:
+    timing = headers.get("server-timing", "")
+    return float(timing.split("dur=")[1]) if "dur=" in timing else float("nan")
+
+
+async def run_load(url: str, clients: int, votes: int, kill_after: int | None = None,
+                   kill: Callable[[], None] | None = None, seed: int = 0, think_s: float = 0.0) -> LoadResult:
+    """`clients` concurrent voters (one session each, own connection) cast `votes` votes through the HTTP API.
+
+    Each voter: battle -> vote -> next battle -> ... A vote counts as acknowledged only on a 200.
+    With `kill_after`, `kill()` runs once that many votes were acknowledged; voters stop on the
+    first transport error (the server is gone). `think_s` > 0: each voter pauses (uniform 0.5-1.5 x)
+    before each vote, as a listener would; 0 = closed loop, as fast as the server answers. aiohttp rather than httpx: on this 2-core machine
+    httpx's pure-Python client cost more CPU than the server it was measuring."""
+    import aiohttp
+
+    out = LoadResult()
+    issued = 0
+    killed = False
+    rng = random.Random(seed)
+
+    async def post(http, path: str, body: dict) -> tuple[int, dict, float]:
+        async with http.post(url + path, json=body) as r:
+            return r.status, await r.json(), _server_ms(r.headers)
+
+    async def voter() -> None:
+        nonlocal issued, killed
+        timeout = aiohttp.ClientTimeout(total=120)
+        async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=1), timeout=timeout) as http:
+            try:
+                status, view, _ = await post(http, "/api/arena/battle", {})
+                if status != 200:
+                    out.refused[view.get("error", str(status))] += 1
+                    return
+                session = view["session"]
+                while issued < votes and not killed:
+                    issued += 1
+                    if think_s > 0:
+                        await asyncio.sleep(rng.uniform(0.5, 1.5) * think_s)
+                    slot = rng.choice(["A", "B", "A", "B", "tie", "both_bad"])
+                    said = rng.choice([None, "A", "B", "tie"])
+                    sounded = rng.choice([None, "A", "B", "tie"])
+                    body = {"battle_id": view["battle_id"], "session": session, "overall": slot,
+                            "said": said, "sounded": sounded}
+                    out.sent.add(view["battle_id"])
+                    t0 = time.perf_counter()
+                    status, reply, vote_ms = await post(http, "/api/arena/vote", body)
+                    if status == 200:
+                        out.acks[view["battle_id"]] = {**body, **reply}
+                    else:
+                        out.refused[reply.get("error", str(status))] += 1
+                    if kill_after is not None and not killed and len(out.acks) >= kill_after:
+                        killed = True
+                        kill()
+                        return
+                    status, view, battle_ms = await post(http, "/api/arena/battle", {"session": session})
+                    out.client_ms.append(1000 * (time.perf_counter() - t0))
+                    out.server_ms.append(vote_ms + battle_ms)
+                    if status != 200:
+                        out.refused[view.get("error", str(status))] += 1
+                        return
+            except (aiohttp.ClientError, asyncio.TimeoutError, ConnectionError) as exc:
+                out.transport[type(exc).__name__] += 1
+
+    t0 = time.perf_counter()
+    await asyncio.gather(*(voter() for _ in range(clients)))
+    out.wall_s = time.perf_counter() - t0
+    return out
 
 
 def main() -> int:
