@@ -161,6 +161,9 @@ class ArenaService:
         self._index: list[_Candidate] | None = None
         self._index_key: tuple | None = None
         self._durations: dict[str, float] = {}
+        self._votes_lock = threading.Lock()
+        self._votes_seen: list[VoteRow] = []
+        self._bt_cache: dict[str, tuple] = {}
         storage.ensure_schema(store)
 
     # ------------------------------------------------------------------ helpers
@@ -394,7 +397,12 @@ class ArenaService:
         return len(rows)
 
     def votes(self) -> list[VoteRow]:
-        return storage.load_votes(self.store)
+        """The vote log in id order. The log is append-only and ids are assigned under the write lock,
+        so only rows after the last one seen need reading."""
+        with self._votes_lock:
+            after = self._votes_seen[-1].id if self._votes_seen else 0
+            self._votes_seen.extend(storage.load_votes(self.store, after_id=after))
+            return list(self._votes_seen)
 
     def export_votes(self, fmt: str = "jsonl", path: str | Path | None = None) -> str:
         """The public vote log (no session ids, IP hashes or user names) as JSONL or CSV text."""
@@ -422,7 +430,12 @@ class ArenaService:
     def bradley_terry(self, axis: str = "overall", rounds: int | None = None, seed: int = 0,
                       votes: list[VoteRow] | None = None) -> bt.BTResult:
         rounds = self.settings.bootstrap_rounds if rounds is None else rounds
-        return bt.bootstrap(self.pair_counts(axis, votes), rounds, seed)
+        votes = self.votes() if votes is None else votes
+        key = (axis, rounds, seed, votes[-1].id if votes else 0, len(votes))
+        cached = self._bt_cache.get(axis)
+        if cached is None or cached[0] != key:       # refit only when the log has grown
+            cached = self._bt_cache[axis] = (key, bt.bootstrap(self.pair_counts(axis, votes), rounds, seed))
+        return cached[1]
 
     def ratings_table(self, axis: str = "overall", rounds: int | None = None) -> list[dict]:
         """Leaderboard rows, best conservative TrueSkill first. BT columns are NaN where not fitted."""

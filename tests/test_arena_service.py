@@ -189,6 +189,13 @@ def test_replay_equals_stored_ratings_exactly_on_every_axis(make):
     hist = svc.rating_history(points=6)
     last = {h["model"]: Rating(h["mu"], h["sigma"]) for h in hist if h["vote_id"] == votes[-1].id}
     assert last == svc.replay_ratings()
+    # the Bradley-Terry fit is cached per log state and refitted when a vote arrives
+    before = svc.bradley_terry(rounds=30)
+    assert svc.bradley_terry(rounds=30) is before
+    view = svc.serve_battle("s0", "10.0.0.0")
+    vote_after_listening(svc, clock, view, "s0", "10.0.0.0", "tie")
+    assert svc.bradley_terry(rounds=30).battles == before.battles + 1
+    assert len(svc.votes()) == 61 and svc.replay_ratings() == svc.stored_ratings()
     # the log is append-only
     with pytest.raises(sqlite3.DatabaseError, match="append-only"):
         svc.store.connect().execute("UPDATE arena_votes SET winner='tie' WHERE id=1")
