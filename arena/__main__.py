@@ -15,6 +15,8 @@ import json
 import math
 import sys
 
+from .storage import AXES
+
 
 def _service(args):
     from eval_backend.store import Store
@@ -24,7 +26,7 @@ def _service(args):
 
 
 def cmd_ratings(args) -> int:
-    rows = _service(args).replayed_table(args.rounds)
+    rows = _service(args).replayed_table(args.rounds, args.axis)
     if args.json:
         print(json.dumps(rows, indent=1))
         return 0
@@ -89,6 +91,7 @@ def build_parser() -> argparse.ArgumentParser:
     r = sub.add_parser("ratings", parents=[common], help="replayed ratings with Bradley-Terry intervals")
     r.add_argument("--json", action="store_true")
     r.add_argument("--rounds", type=int, default=None, help="bootstrap rounds (default: settings)")
+    r.add_argument("--axis", default="overall", choices=AXES, help="overall, said, sounded or a vocal dimension")
     r.set_defaults(func=cmd_ratings)
     i = sub.add_parser("import-votes", parents=[common], help="append votes from a CSV or JSONL file")
     i.add_argument("file")

@@ -453,15 +453,16 @@ class ArenaService:
         rows.sort(key=lambda x: -x["conservative"])
         return rows
 
-    def replayed_table(self, rounds: int | None = None) -> list[dict]:
-        """The CLI's `ratings --json`: replayed overall TrueSkill, BT with interval, votes (incl. both-bad)."""
+    def replayed_table(self, rounds: int | None = None, axis: str = "overall") -> list[dict]:
+        """The CLI's `ratings --json`: replayed TrueSkill, BT with interval, votes on the axis (incl. both-bad)."""
         votes = self.votes()
-        ts = self.replay_ratings("overall", votes)
-        fit = self.bradley_terry("overall", rounds, votes=votes).as_dict()
+        ts = self.replay_ratings(axis, votes)
+        fit = self.bradley_terry(axis, rounds, votes=votes).as_dict()
         n = {m: 0 for m in ts}
         for v in votes:
-            n[v.model_a] += 1
-            n[v.model_b] += 1
+            if v.outcome(axis) is not None:
+                n[v.model_a] += 1
+                n[v.model_b] += 1
         out = []
         for model, r in ts.items():
             b = fit.get(model, {})
