@@ -163,6 +163,7 @@ class ArenaService:
         self._durations: dict[str, float] = {}
         self._votes_lock = threading.Lock()
         self._votes_seen: list[VoteRow] = []
+        self._edges: set[tuple[str, str]] = set()     # pairs compared at least once (matchmaking's graph)
         self._bt_cache: dict[str, tuple] = {}
         storage.ensure_schema(store)
 
@@ -247,8 +248,8 @@ class ArenaService:
         current = storage.stored_ratings(self.store)
         ratings = {m: Rating(r["mu"], r["sigma"]) for m, r in current.items()}
         counts = {m: r["votes"] for m, r in current.items()}
-        edges = [tuple(r) for r in self.store.query(
-            "SELECT DISTINCT model_a, model_b FROM arena_votes WHERE slot <> 'both_bad'")]
+        self.votes()                        # refreshes self._edges incrementally
+        edges = list(self._edges)
         params = MatchParams(self.settings.new_model_boost, self.settings.bridge_boost,
                              trueskill=self.settings.trueskill)
         pair = choose_pair(pairs, ratings, counts, edges, self.rng, paused, params)
@@ -401,7 +402,9 @@ class ArenaService:
         so only rows after the last one seen need reading."""
         with self._votes_lock:
             after = self._votes_seen[-1].id if self._votes_seen else 0
-            self._votes_seen.extend(storage.load_votes(self.store, after_id=after))
+            new = storage.load_votes(self.store, after_id=after)
+            self._votes_seen.extend(new)
+            self._edges.update((v.model_a, v.model_b) for v in new if v.slot != BOTH_BAD)
             return list(self._votes_seen)
 
     def export_votes(self, fmt: str = "jsonl", path: str | Path | None = None) -> str:

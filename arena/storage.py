@@ -121,7 +121,7 @@ def ensure_schema(store: Store) -> None:
             conn.execute(sql)
 
 
-@dataclass
+@dataclass(slots=True)
 class VoteRow:
     """A stored vote, as exported and replayed (never the session id or IP hash)."""
     id: int
