@@ -74,7 +74,7 @@ def build_benchmark(folder: Path, n_scripts: int = 2) -> Benchmark:
         ctx_wav = espeak_wav(CONTEXT_LINE, src / "ctx.wav", voice="en+m2", rate=150)
         group = ContextGroup(id="g0", utterance_text=CONTEXT_LINE, audio=AudioRef(str(ctx_wav)),
                              cases=[ContextCase(id=f"c{j}", context=c) for j, c in enumerate(CONTEXTS)])
-        # Every split gets one item: the project format cannot yet reload an empty split.
+        # One item in every split: all three spoken tasks (conversation, context, tone) get served.
         ctx = AudioRef(str(ctx_wav))
         mcq = MCQ(id="q0", level="understanding", type="speech emotion", audio=ctx,
                   question="How does the speaker sound?", options=["calm", "nervous"], answer="B")

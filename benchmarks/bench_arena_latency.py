@@ -1,0 +1,97 @@
+"""Arena serving latency: server-side time from a vote to the next battle being ready, 50 concurrent voters.
+
+    python benchmarks/bench_arena_latency.py [--voters 50] [--paced-votes 300] [--think 6] [--votes 500] [--runs 3]
+
+Starts the real app (tests/arena_app.py: FastAPI + Gradio + the arena JSON API) on a
+loopback port with a seeded data dir (espeak-ng replies of 4 models), then per run:
+  paced      voters pause `--think` s (x uniform 0.5-1.5) before each vote: a listener's pace (three
+             clips of >= min(3 s, length) each take 6-9 s), ~8 votes/s offered in total;
+  saturated  voters vote back to back (closed loop): the write path's capacity.
+Server time per step = the vote request's handling time + the next battle's, read from
+the API's Server-Timing header (includes the wait for the single SQLite writer thread).
+Client time = the same two requests as seen over loopback. Prints medians over runs of
+p50 / p99 and writes benchmarks/out/arena_latency.json.
+"""
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import math
+import os
+import platform
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from tests.arena_fixtures import NO_LIMITS, AppProcess, run_load, seed  # noqa: E402
+
+MODELS = ("warm-model", "flat-model", "chirpy-model", "calm-model")
+
+
+def pct(xs: list[float], q: float) -> float:
+    xs = sorted(x for x in xs if not math.isnan(x))
+    if not xs:
+        return math.nan
+    return xs[min(len(xs) - 1, max(0, math.ceil(q * len(xs)) - 1))]
+
+
+def summarise(res) -> dict:
+    return {"votes": len(res.acks), "errors": sum(res.refused.values()) + sum(res.transport.values()),
+            "wall_s": res.wall_s, "votes_per_s": len(res.acks) / res.wall_s if res.wall_s else math.nan,
+            "server_p50_ms": pct(res.server_ms, 0.50), "server_p99_ms": pct(res.server_ms, 0.99),
+            "client_p50_ms": pct(res.client_ms, 0.50), "client_p99_ms": pct(res.client_ms, 0.99)}
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--voters", type=int, default=50)
+    p.add_argument("--paced-votes", type=int, default=300, help="votes per paced run")
+    p.add_argument("--think", type=float, default=6.0, help="mean pause before each vote in the paced mode (s)")
+    p.add_argument("--votes", type=int, default=500, help="votes per saturated run")
+    p.add_argument("--runs", type=int, default=3)
+    p.add_argument("--out", default=str(ROOT / "benchmarks" / "out" / "arena_latency.json"))
+    args = p.parse_args()
+
+    with tempfile.TemporaryDirectory(prefix="arena_bench_") as tmp:
+        seed(tmp, MODELS, n_scripts=3)
+        app = AppProcess(tmp, NO_LIMITS).start()
+        try:
+            asyncio.run(run_load(app.url, 10, 100, seed=99))          # warm-up: imports, caches, WAL
+            runs: dict[str, list[dict]] = {"paced": [], "saturated": []}
+            for r in range(args.runs):
+                for mode, think, n in (("paced", args.think, args.paced_votes), ("saturated", 0.0, args.votes)):
+                    res = asyncio.run(run_load(app.url, args.voters, n, seed=r, think_s=think))
+                    runs[mode].append(summarise(res))
+                    s = runs[mode][-1]
+                    print(f"run {r + 1} {mode:9s}: {s['votes']} votes, {s['errors']} errors, "
+                          f"{s['votes_per_s']:.0f} votes/s, server p50 {s['server_p50_ms']:.1f} ms "
+                          f"p99 {s['server_p99_ms']:.1f} ms, client p50 {s['client_p50_ms']:.1f} ms "
+                          f"p99 {s['client_p99_ms']:.1f} ms", flush=True)
+        finally:
+            app.stop()
+
+    medians = {mode: {k: statistics.median(run[k] for run in rs) for k in rs[0]} for mode, rs in runs.items()}
+    report = {"command": " ".join([Path(sys.argv[0]).name, *sys.argv[1:]]), "voters": args.voters,
+              "paced_votes_per_run": args.paced_votes, "saturated_votes_per_run": args.votes, "think_s": args.think, "runs": args.runs,
+              "machine": {"cpus": os.cpu_count(), "platform": platform.platform(),
+                          "python": platform.python_version(), "load_avg": os.getloadavg()},
+              "when": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "median_of_runs": medians,
+              "all_runs": runs}
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.out).write_text(json.dumps(report, indent=2))
+    print("\n| mode | votes/s | server p50 (ms) | server p99 (ms) | client p50 (ms) | client p99 (ms) |")
+    print("|---|---|---|---|---|---|")
+    for mode, m in medians.items():
+        print(f"| {mode} | {m['votes_per_s']:.0f} | {m['server_p50_ms']:.1f} | {m['server_p99_ms']:.1f} | "
+              f"{m['client_p50_ms']:.1f} | {m['client_p99_ms']:.1f} |")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
