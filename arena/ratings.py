@@ -47,8 +47,8 @@ class TrueSkillParams:
     def __post_init__(self) -> None:
         if not (self.sigma > 0 and self.beta > 0 and self.tau >= 0):
             raise ValueError("sigma and beta must be > 0 and tau >= 0")
-        if not 0.0 <= self.draw_probability < 1.0:
-            raise ValueError("draw_probability must be in [0, 1)")
+        if not 0.0 < self.draw_probability < 1.0:   # ties are votes here: a zero draw margin cannot rate them
+            raise ValueError("draw_probability must be in (0, 1)")
 
     @property
     def draw_margin(self) -> float:
@@ -153,6 +153,14 @@ def v_w_win(t: float, e: float) -> tuple[float, float]:
     w = v * (v + x)
     if 0 < w < 1:
         return v, w
+    return _win_fallback(x, v)
+
+
+def _win_fallback(x: float, v: float) -> tuple[float, float]:
+    """Where the package raises: an expected win so sure that pdf(x) underflowed (no update),
+    or an upset so large that cdf(x) did (the stable tail)."""
+    if x > 0:
+        return max(v, 0.0), 0.0
     return _v_w_win_tail(x)
 
 
@@ -203,7 +211,7 @@ def _update(mu1: float, sigma1: float, mu2: float, sigma2: float, drawn: bool,
         v = _INV_SQRT_2PI * exp(-(x * x) / 2.0) / denom if denom else -x
         w = v * (v + x)
         if not 0 < w < 1:
-            v, w = _v_w_win_tail(x)
+            v, w = _win_fallback(x, v)
     return (mu1 + v1 / c * v, sqrt(v1 * (1.0 - v1 / c2 * w)),
             mu2 - v2 / c * v, sqrt(v2 * (1.0 - v2 / c2 * w)))
 

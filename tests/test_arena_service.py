@@ -304,3 +304,20 @@ def test_matchmaking_prefers_new_models_and_bridges_and_skips_paused():
     picks = [matchmaking.choose_pair(pairs, ratings, votes, edges, rng, paused={"c"}) for _ in range(200)]
     assert all("c" not in p for p in picks)
     assert matchmaking.choose_pair([("a", "c")], ratings, votes, edges, rng, paused={"c"}) is None
+
+
+def test_identity_screen_and_salt(tmp_path, monkeypatch):
+    from arena.config import DEFAULT_IDENTITY_PATTERNS, SALT_ENV, load_salt
+    from arena.service import IdentityScreen
+    screen = IdentityScreen(DEFAULT_IDENTITY_PATTERNS, ["Qwen2.5-Omni-7B", "warm-model"])
+    for text in ("I am Claude.", "As an OpenAI model", "GPT-4o here", "built by Google", "warm model says hi",
+                 "qwen2.5 omni 7b is my name", "I'm an AI assistant called Nova"):
+        assert screen.leaks(text), text
+    for text in ("That sounds really hard. I'm here for you.", "You sound tired; want to talk?", None, ""):
+        assert not screen.leaks(text), text
+    monkeypatch.delenv(SALT_ENV, raising=False)
+    first = load_salt(tmp_path)
+    assert len(first) == 64 and load_salt(tmp_path) == first
+    assert (tmp_path / "arena_salt").stat().st_mode & 0o777 == 0o600
+    monkeypatch.setenv(SALT_ENV, "from-env")
+    assert load_salt(tmp_path) == "from-env"

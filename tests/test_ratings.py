@@ -70,7 +70,7 @@ def test_independent_random_pairs_and_custom_params_agree():
 
 
 def test_draw_margin_matches_the_package():
-    for p in (0.0, 0.05, 0.10, 0.3, 0.6):
+    for p in (0.01, 0.05, 0.10, 0.3, 0.6):
         params = TrueSkillParams(draw_probability=p)
         expected = trueskill.calc_draw_margin(p, 2, env=trueskill.TrueSkill(draw_probability=p))
         assert abs(params.draw_margin - expected) < 1e-12
@@ -109,4 +109,26 @@ def test_conservative_and_bad_params():
     with pytest.raises(ValueError):
         TrueSkillParams(draw_probability=1.0)
     with pytest.raises(ValueError):
+        TrueSkillParams(draw_probability=0.0)
+    with pytest.raises(ValueError):
         TrueSkillParams(sigma=0.0)
+
+
+from hypothesis import given, settings, strategies as st  # noqa: E402
+
+_mu = st.floats(-200, 300, allow_nan=False)
+_sigma = st.floats(0.05, 12, allow_nan=False)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_mu, _sigma, _mu, _sigma, st.booleans())
+def test_any_rating_pair_agrees_with_the_package_or_is_rated_where_it_gives_up(m1, s1, m2, s2, drawn):
+    mine = rate_1vs1(Rating(m1, s1), Rating(m2, s2), drawn)
+    assert all(math.isfinite(x) for r in mine for x in (r.mu, r.sigma))
+    # a vote never adds doubt beyond the dynamics tau
+    assert all(0 < r.sigma <= math.hypot(s, 25 / 300) * (1 + 1e-12) for r, s in zip(mine, (s1, s2)))
+    try:
+        pkg = trueskill.rate_1vs1(trueskill.Rating(m1, s1), trueskill.Rating(m2, s2), drawn=drawn)
+    except FloatingPointError:
+        return
+    assert _close(mine[0], pkg[0]) and _close(mine[1], pkg[1])
