@@ -337,6 +337,27 @@ def test_pairwise_without_judge_or_reply(world, judge):
     assert v.verdict is None and "no judge configured" in v.error
     v = judge_pair("conversation/s2/target", "m1", "m2", store=store, benchmark=bench, settings=settings_for(judge))
     assert v.verdict is None and "m2" in v.error and judge.requests == []
+    with pytest.raises(ValueError, match="mode"):
+        judge_pair("conversation/s1/target", "m1", "m2", store=store, benchmark=bench, settings={}, mode="video")
+
+
+def test_pairwise_audio_judge_hears_both_orders(judge, world):
+    bench, store, replies, reply_wav = world
+    other = encode_wav(0.1 * np.sin(2 * np.pi * 300 * np.arange(8000) / 16000), 16000)
+    store.put_reply(Reply("m2", "h1", "conversation/s1/target", "conversation", "s1", "target", "ok",
+                          text="Okay.", audio_path=store.save_reply_audio("m2", other)))
+    judge.responder = lambda body: '{"winner": "tie"}'
+    settings = {**settings_for(judge), "audio_judge": {"base_url": judge.base_url, "model": "audio-judge"}}
+    v = judge_pair("conversation/s1/target", "m1", "m2", store=store, benchmark=bench, settings=settings)
+    assert v.verdict == "tie" and v.judge == "audio" and v.consistent
+    clips = [[base64.b64decode(p["input_audio"]["data"]) for p in b["messages"][1]["content"]
+              if p["type"] == "input_audio"] for b in judge.requests]
+    assert [c[1:] for c in clips] == [[reply_wav, other], [other, reply_wav]]
+    assert clips[0][0] == clips[1][0] != reply_wav                # the user's clip first, both times
+    assert all(b["model"] == "audio-judge" for b in judge.requests)
+    v = judge_pair("conversation/s1/target", "m1", "m2", store=store, benchmark=bench, settings=settings,
+                   mode="text")
+    assert v.judge == "text" and judge.requests[-1]["model"] == "scripted-judge"
 
 
 def test_combine_orders_table():

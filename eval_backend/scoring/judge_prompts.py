@@ -213,5 +213,25 @@ PAIRWISE = JudgePrompt(
     aliases={"winner": ("better", "choice", "verdict", "preferred", "answer")},
 )
 
+PAIRWISE_AUDIO = JudgePrompt(
+    name="pairwise_audio",
+    version="1",
+    system=(
+        "You listen to three clips: the user speaking, then reply 1, then reply 2, both spoken by voice "
+        "assistants answering that user. Prefer the reply whose words and delivery respond better to what the "
+        "user said and how they sounded. Do not prefer a reply for its length, its position, or a pleasant "
+        "voice alone. " + GUARD
+    ),
+    template=(
+        "Background context:\n{context}\n"
+        "How the user sounded / their surroundings, as annotated: {voice}\n\n"
+        "winner: 1 if reply 1 is better, 2 if reply 2 is better, tie if neither is clearly better.\n\n"
+        + ANSWER
+    ),
+    fields=PAIRWISE.fields,
+    aliases=PAIRWISE.aliases,
+    audio=True,
+)
+
 PROMPTS: dict[str, JudgePrompt] = {p.name: p for p in (ECHOMIND_TEXT, AEQ_REPLY, AEQ_DISCRIMINATION, VES,
-                                                       AEQ_DELIVERY, PAIRWISE)}
+                                                       AEQ_DELIVERY, PAIRWISE, PAIRWISE_AUDIO)}

@@ -33,7 +33,7 @@ from typing import Any
 import httpx
 import yaml
 
-from .judge_prompts import PAIRWISE, PROMPTS, JudgePrompt, Scale
+from .judge_prompts import PAIRWISE, PAIRWISE_AUDIO, PROMPTS, JudgePrompt, Scale
 
 
 # ---------------------------------------------------------------- settings
@@ -639,6 +639,7 @@ class PairVerdict:
     consistent: bool | None       # both orders named the same winner (or both tie)
     flags: dict[str, list[str]]
     error: str | None = None
+    judge: str | None = None      # "text" | "audio": which judge gave the verdict
 
 
 def _order_winner(j: Judgment, first: str, second: str) -> str | None:
@@ -662,32 +663,56 @@ def combine_orders(ab: str | None, ba: str | None) -> str | None:
 
 
 def judge_pair(request_id: str, model_a: str, model_b: str, *, store, benchmark, settings: dict | None = None,
-               judges: Judges | None = None, cache_path: str | Path | None = None) -> PairVerdict:
-    """The text judge's verdict on A vs B for one request, asked in both orders.
+               judges: Judges | None = None, cache_path: str | Path | None = None, mode: str = "auto") -> PairVerdict:
+    """The judge's verdict on A vs B for one request, asked in both orders (reply 1/2 swapped).
 
-    Replies are read from the store (latest ok reply of each model for the benchmark's hash).
+    Replies are the models' ok replies for the benchmark's hash in the store. `mode`: "text" (the text
+    judge reads both replies' words), "audio" (the audio judge hears the user's clip and both reply
+    clips), or "auto" (audio when an audio judge is configured and both replies and the user's clip
+    have audio, else text).
     """
+    if mode not in ("auto", "text", "audio"):
+        raise ValueError(f"mode must be auto, text or audio, not {mode!r}")
     judges = judges or make_judges(settings, cache_path or (store.root / "cache" / "judge_cache.sqlite3"))
-    if judges.text is None:
-        return PairVerdict(request_id, model_a, model_b, None, {}, None, {}, "not computed: no judge configured")
+
+    def none(error: str) -> PairVerdict:
+        return PairVerdict(request_id, model_a, model_b, None, {}, None, {}, error)
     info = describe_request(benchmark, request_id)
     if info is None:
-        return PairVerdict(request_id, model_a, model_b, None, {}, None, {}, f"unknown request {request_id}")
-    texts = {}
+        return none(f"unknown request {request_id}")
+    replies = {}
     for m in (model_a, model_b):
         rows = [r for r in store.replies(model=m, benchmark_hash=benchmark.hash)
                 if r.request_id == request_id and r.status == "ok"]
-        texts[m] = reply_text(rows[0]) if rows else None
-        if not texts[m]:
-            return PairVerdict(request_id, model_a, model_b, None, {}, None, {},
-                               f"no text or transcript for {m} on {request_id}")
+        replies[m] = rows[0] if rows else None
+        if replies[m] is None:
+            return none(f"no ok reply from {m} on {request_id}")
+    user_clip = Path(info.user_audio) if info.user_audio else None
+    audio_ok = all(r.audio_path for r in replies.values()) and user_clip is not None and user_clip.is_file()
+    use_audio = mode == "audio" or (mode == "auto" and judges.audio is not None and audio_ok)
+    client = judges.audio if use_audio else judges.text
+    if client is None:
+        return none("not computed: " + ("no audio-capable judge configured" if use_audio else "no judge configured"))
     plain = {"voice": info.voice}
-    base = {"context": info.context, "user": info.user_words}
-    ab = run_judge(judges.text, PAIRWISE, {**base, "reply_1": texts[model_a], "reply_2": texts[model_b]}, plain)
-    ba = run_judge(judges.text, PAIRWISE, {**base, "reply_1": texts[model_b], "reply_2": texts[model_a]}, plain)
+    flags = {"A": injection_flags(reply_text(replies[model_a]) or ""),
+             "B": injection_flags(reply_text(replies[model_b]) or "")}
+    if use_audio:
+        if not audio_ok:
+            return none(f"audio judging needs the user's clip and both replies' audio on {request_id}")
+        user = user_clip.read_bytes()
+        clip = {m: store.abspath(r.audio_path).read_bytes() for m, r in replies.items()}
+        ab = run_judge(client, PAIRWISE_AUDIO, {"context": info.context}, plain, [user, clip[model_a], clip[model_b]])
+        ba = run_judge(client, PAIRWISE_AUDIO, {"context": info.context}, plain, [user, clip[model_b], clip[model_a]])
+    else:
+        texts = {m: reply_text(r) for m, r in replies.items()}
+        for m, t in texts.items():
+            if not t:
+                return none(f"no text or transcript for {m} on {request_id}")
+        base = {"context": info.context, "user": info.user_words}
+        ab = run_judge(client, PAIRWISE, {**base, "reply_1": texts[model_a], "reply_2": texts[model_b]}, plain)
+        ba = run_judge(client, PAIRWISE, {**base, "reply_1": texts[model_b], "reply_2": texts[model_a]}, plain)
     w_ab, w_ba = _order_winner(ab, "A", "B"), _order_winner(ba, "B", "A")
     verdict = combine_orders(w_ab, w_ba)
-    flags = {"A": injection_flags(texts[model_a]), "B": injection_flags(texts[model_b])}
-    error = None if verdict else (ab.error or ba.error)
     return PairVerdict(request_id, model_a, model_b, verdict, {"AB": w_ab, "BA": w_ba},
-                       (w_ab == w_ba) if verdict else None, flags, error)
+                       (w_ab == w_ba) if verdict else None, flags, None if verdict else (ab.error or ba.error),
+                       judge="audio" if use_audio else "text")
