@@ -1,0 +1,75 @@
+"""Operator settings for submissions, the queue and the worker (no I/O at import).
+
+Environment (all optional):
+    EMPATHY_ARENA_ALLOW_ADDRESSES   comma-separated addresses/networks a submitted endpoint may reach
+                                    although they are internal, e.g. "127.0.0.1" or "127.0.0.1:8765"
+    EMPATHY_ARENA_OPERATORS         comma-separated HF user names with operator rights (no quota, retry, cancel)
+    EMPATHY_ARENA_SECRET_KEY        key that encrypts submitted API keys (see secrets.py)
+    EMPATHY_ARENA_SUBMIT_BENCHMARK  benchmark spec submissions are evaluated on (default "demo")
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field, replace
+
+ALLOW_ENV = "EMPATHY_ARENA_ALLOW_ADDRESSES"
+OPERATORS_ENV = "EMPATHY_ARENA_OPERATORS"
+BENCHMARK_ENV = "EMPATHY_ARENA_SUBMIT_BENCHMARK"
+DEMO_ALLOW = ("127.0.0.1",)      # the embedded demo's baselines listen on loopback
+
+
+@dataclass(frozen=True)
+class Submitter:
+    """Who submits: an HF user on Spaces, the configured operator locally."""
+    name: str
+    is_operator: bool = False
+
+
+@dataclass(frozen=True)
+class SubmissionSettings:
+    allow: tuple[str, ...] = ()                 # see netguard.parse_allow
+    operators: tuple[str, ...] = ()
+    benchmark: str = "demo"
+    tasks: tuple[str, ...] | None = None        # None: every task
+    limit: int | None = None                    # only the first N requests (tests, small demos)
+    # quota
+    quota_per_window: int = 3
+    quota_window_s: float = 7 * 86400.0
+    # uploads
+    max_upload_bytes: int = 200 * 2**20
+    max_unpacked_bytes: int = 1024 * 2**20
+    max_files: int = 5000
+    max_jsonl_bytes: int = 50 * 2**20
+    # preflight
+    preflight: bool = True
+    preflight_items: int = 2
+    preflight_timeout_s: float = 60.0
+    # worker
+    call_timeout_s: float = 120.0
+    concurrency: int = 8
+    max_attempts: int = 4                       # per request, retries included (runner)
+    lease_s: float = 60.0
+    heartbeat_s: float = 10.0
+    max_claims: int = 3                         # a job whose worker died this often is FAILED (worker_lost)
+    max_failed_share: float = 0.1               # more failed requests than this: the job FAILS (retry resumes)
+    metrics: tuple[str, ...] | None = None      # scorer metric patterns (None: all)
+    judge_config: str | None = None
+    excerpt_lines: int = 40
+
+    def with_(self, **kw) -> "SubmissionSettings":
+        return replace(self, **kw)
+
+    def is_operator(self, name: str | None) -> bool:
+        return bool(name) and name in self.operators
+
+
+def _split(text: str | None) -> tuple[str, ...]:
+    return tuple(p.strip() for p in (text or "").split(",") if p.strip())
+
+
+def settings_from_env(demo: bool = False, **overrides) -> SubmissionSettings:
+    """Settings from the environment; `demo=True` adds the loopback allowlist the embedded demo needs."""
+    allow = _split(os.environ.get(ALLOW_ENV)) + (DEMO_ALLOW if demo else ())
+    base = SubmissionSettings(allow=tuple(dict.fromkeys(allow)), operators=_split(os.environ.get(OPERATORS_ENV)),
+                              benchmark=os.environ.get(BENCHMARK_ENV) or "demo")
+    return replace(base, **overrides)
