@@ -38,6 +38,7 @@ class ArenaSettings:
     session_votes_per_day: int = 500
     ip_votes_per_minute: int = 30
     ip_votes_per_day: int = 2000
+    user_votes_per_day: int = 500           # per HF account, across sessions and addresses
     counted_share_alert: float = 0.5        # integrity health: alert when fewer votes than this are accepted
     # leaderboard
     provisional_votes: int = 300            # fewer votes than this: "provisional"

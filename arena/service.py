@@ -321,13 +321,16 @@ class ArenaService:
                 raise VoteRefused("too_fast", f"please listen to all three clips first: the vote came "
                                               f"{waited:.1f} s after the battle was served, the clips need "
                                               f"{battle['min_listen_s']:.1f} s")
-            for col, key, per_min, per_day in (("session_id", session_id, s.session_votes_per_minute,
-                                                s.session_votes_per_day),
-                                               ("ip_hash", ip_hash, s.ip_votes_per_minute, s.ip_votes_per_day)):
+            user = user or battle["user"]
+            limits = [("session_id", session_id, s.session_votes_per_minute, s.session_votes_per_day),
+                      ("ip_hash", ip_hash, s.ip_votes_per_minute, s.ip_votes_per_day)]
+            if user:
+                limits.append(("user", user, s.session_votes_per_minute, s.user_votes_per_day))
+            for col, key, per_min, per_day in limits:
                 n_min, n_day = conn.execute(
                     f"SELECT SUM(created_at > ?), COUNT(*) FROM arena_votes WHERE {col}=? AND created_at > ?",
                     (now - 60, key, now - 86400)).fetchone()
-                who = "this session" if col == "session_id" else "this network address"
+                who = {"session_id": "this session", "ip_hash": "this network address"}.get(col, "this account")
                 if (n_min or 0) >= per_min:
                     raise VoteRefused("rate_limited", f"{who} has voted {per_min} times in the last minute; "
                                                       "please wait a little")
@@ -413,6 +416,13 @@ class ArenaService:
         if path is not None:
             Path(path).write_text(text, encoding="utf-8")
         return text
+
+    def vote_log_hash(self) -> dict:
+        """sha256 of the public JSONL export and its last vote id: stamp leaderboard snapshots with it so
+        anyone can check a published table against the released votes."""
+        votes = self.votes()
+        digest = hashlib.sha256(votes_io.format_votes(votes, "jsonl").encode()).hexdigest()
+        return {"sha256": digest, "votes": len(votes), "last_vote_id": votes[-1].id if votes else None}
 
     # ------------------------------------------------------------------ ratings and statistics
     def replay_ratings(self, axis: str = "overall", votes: list[VoteRow] | None = None) -> dict[str, Rating]:

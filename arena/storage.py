@@ -106,6 +106,9 @@ CREATE TABLE IF NOT EXISTS arena_paused_models (
 )
 """)
 
+register_migration("arena_0002_user_index",
+                   "CREATE INDEX IF NOT EXISTS arena_votes_user ON arena_votes (user, created_at)")
+
 # Triggers hold ';' inside their body, which the Store's migration splitter would cut: created here instead.
 _TRIGGERS = (
     "CREATE TRIGGER IF NOT EXISTS arena_votes_no_update BEFORE UPDATE ON arena_votes "

@@ -1,4 +1,5 @@
 """ArenaService on a real Store with real (espeak-ng) clips: battles, forged votes, replay, import/export."""
+import hashlib
 import json
 import random
 import shutil
@@ -143,6 +144,23 @@ def test_rate_limits_per_session_and_per_ip(make):
     assert svc.submit_vote(v.battle_id, "s1", "10.0.0.1", "A").vote_id
 
 
+def test_daily_cap_per_signed_in_user_across_sessions_and_addresses(make):
+    svc, clock = make(user_votes_per_day=2)
+    for k in range(2):
+        v = svc.serve_battle(f"s{k}", f"10.0.1.{k}", user="alice")
+        vote_after_listening(svc, clock, v, f"s{k}", f"10.0.1.{k}", "A", user="alice")
+    v = svc.serve_battle("s9", "10.0.1.9", user="alice")
+    clock.t += v.total_min_listen_s + 1
+    with pytest.raises(VoteRefused) as exc:
+        svc.submit_vote(v.battle_id, "s9", "10.0.1.9", "A")          # the battle remembers who was served
+    assert exc.value.reason_code == "rate_limited" and "account" in exc.value.message
+    other = svc.serve_battle("s8", "10.0.1.8", user="bob")
+    assert vote_after_listening(svc, clock, other, "s8", "10.0.1.8", "B", user="bob").vote_id
+    clock.t += 86401
+    v2 = svc.serve_battle("s9", "10.0.1.9", user="alice")
+    assert vote_after_listening(svc, clock, v2, "s9", "10.0.1.9", "A", user="alice").vote_id
+
+
 def test_concurrent_votes_on_one_battle_count_once(make):
     svc, clock = make()
     view = svc.serve_battle("s1", "10.0.0.1")
@@ -255,6 +273,9 @@ def test_export_hides_identities_and_reimports_to_the_same_ratings(make, tmp_pat
         assert other.replay_ratings() == svc.replay_ratings()
         assert other.stored_ratings("said") == svc.stored_ratings("said")
         assert {v.source for v in other.votes()} == {"import"}
+    stamp = svc.vote_log_hash()
+    assert stamp["votes"] == 12 and stamp["last_vote_id"] == 12
+    assert stamp["sha256"] == hashlib.sha256((tmp_path / "votes.jsonl").read_bytes()).hexdigest()
     first = json.loads((tmp_path / "votes.jsonl").read_text().splitlines()[0])
     assert first["id"] == 1 and first["first_heard"] == "A"
 
