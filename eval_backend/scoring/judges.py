@@ -97,7 +97,7 @@ def judge_manifest(settings: dict | None) -> dict:
 
 
 # ---------------------------------------------------------------- injection safety
-_MARKER_BREAK = re.compile(r"<<|>>")
+_MARKER_BREAK = re.compile(r"<{2,}|>{2,}")
 _ADDRESSING = [
     ("ignore_instructions", re.compile(
         r"\b(ignore|disregard|forget|override)\b.{0,40}\b(instruction|instructions|prompt|rules|above|previous|prior)\b",
@@ -126,8 +126,9 @@ def injection_flags(text: str) -> list[str]:
 
 
 def neutralise(text: str) -> str:
-    """Break every `<<` / `>>` so untrusted text cannot produce a marker, whatever the nonce."""
-    return _MARKER_BREAK.sub(lambda m: m.group(0)[0] + "\u200b" + m.group(0)[1], text)
+    """Turn every run of 2+ `<` / `>` into visible look-alikes (‹‹ ››), so untrusted text cannot produce
+    a marker whatever the nonce, and the judge sees that it was escaped."""
+    return _MARKER_BREAK.sub(lambda m: ("\u2039" if m.group(0)[0] == "<" else "\u203a") * len(m.group(0)), text)
 
 
 def wrap(name: str, text: str, nonce: str) -> str:
