@@ -161,7 +161,8 @@ class ArenaService:
         self._index: list[_Candidate] | None = None
         self._index_key: tuple | None = None
         self._durations: dict[str, float] = {}
-        self._votes_lock = threading.Lock()
+        self._pairs: set[tuple[str, str]] = set()      # model pairs sharing a servable request
+        self._votes_lock = threading.RLock()
         self._votes_seen: list[VoteRow] = []
         self._edges: set[tuple[str, str]] = set()     # pairs compared at least once (matchmaking's graph)
         self._bt_cache: dict[str, tuple] = {}
@@ -203,12 +204,12 @@ class ArenaService:
             tmp.replace(dest)
         return str(dest)
 
-    def _candidates(self) -> list[_Candidate]:
-        """Servable requests, rebuilt when the replies table changes."""
+    def _candidates(self) -> tuple[list[_Candidate], set[tuple[str, str]]]:
+        """Servable requests and the model pairs they offer, rebuilt when the replies table changes."""
         key = tuple(self.store.query("SELECT COUNT(*), MAX(created_at) FROM replies")[0])
         with self._lock:
             if self._index is not None and key == self._index_key:
-                return self._index
+                return self._index, self._pairs
             benchmarks = self._load_benchmarks()
             screen = IdentityScreen(self.settings.identity_patterns, self.store.models_with_replies())
             index: list[_Candidate] = []
@@ -228,19 +229,20 @@ class ArenaService:
                             continue
                         cand.replies[r.model] = r
                 index += [c for c in by_id.values() if len(c.replies) >= 2]
-            self._index, self._index_key = index, key
-            return index
+            pairs = set()
+            for c in index:
+                models = sorted(c.replies)
+                pairs.update((models[x], models[y]) for x in range(len(models)) for y in range(x + 1, len(models)))
+            self._index, self._pairs, self._index_key = index, pairs, key
+            return index, pairs
 
     # ------------------------------------------------------------------ battles
     def serve_battle(self, session_id: str, ip: str | None, user: str | None = None) -> BattleView:
         if not isinstance(session_id, str) or not session_id.strip():
             raise ValueError("a battle needs a session id")
         paused = storage.paused_models(self.store)
-        candidates = self._candidates()
-        pairs = set()
-        for c in candidates:
-            models = sorted(m for m in c.replies if m not in paused)
-            pairs.update((models[x], models[y]) for x in range(len(models)) for y in range(x + 1, len(models)))
+        candidates, all_pairs = self._candidates()
+        pairs = [p for p in all_pairs if p[0] not in paused and p[1] not in paused]
         if not pairs:
             why = "; ".join(f"{k}: {v}" for k, v in self.benchmark_errors.items())
             raise NoBattleAvailable("no two unpaused models have usable spoken replies to the same request"
@@ -248,7 +250,7 @@ class ArenaService:
         current = storage.stored_ratings(self.store)
         ratings = {m: Rating(r["mu"], r["sigma"]) for m, r in current.items()}
         counts = {m: r["votes"] for m, r in current.items()}
-        self.votes()                        # refreshes self._edges incrementally
+        self._refresh_votes()
         edges = list(self._edges)
         params = MatchParams(self.settings.new_model_boost, self.settings.bridge_boost,
                              trueskill=self.settings.trueskill)
@@ -404,11 +406,16 @@ class ArenaService:
         """The vote log in id order. The log is append-only and ids are assigned under the write lock,
         so only rows after the last one seen need reading."""
         with self._votes_lock:
+            self._refresh_votes()
+            return list(self._votes_seen)
+
+    def _refresh_votes(self) -> None:
+        """Read the votes added since the last call; keep the comparison graph (matchmaking) up to date."""
+        with self._votes_lock:
             after = self._votes_seen[-1].id if self._votes_seen else 0
             new = storage.load_votes(self.store, after_id=after)
             self._votes_seen.extend(new)
             self._edges.update((v.model_a, v.model_b) for v in new if v.slot != BOTH_BAD)
-            return list(self._votes_seen)
 
     def export_votes(self, fmt: str = "jsonl", path: str | Path | None = None) -> str:
         """The public vote log (no session ids, IP hashes or user names) as JSONL or CSV text."""
