@@ -14,6 +14,8 @@ COMMANDS = {
     "demo": ("eval_backend.benchmark.demo", "build the offline demo benchmark from a seed"),
     "score": ("eval_backend.scoring.cli", "score a model's stored replies"),
     "rescore": ("eval_backend.scoring.rescore_cli", "recompute results from stored replies only"),
+    "submit": ("eval_backend.submissions.cli", "validate and queue a model submission (--dry-run, --json)"),
+    "worker": ("eval_backend.worker_cli", "evaluate queued submissions (--once, --poll S)"),
 }
 
 

@@ -54,6 +54,7 @@ class SubmissionSettings:
     max_failed_share: float = 0.1               # more failed requests than this: the job FAILS (retry resumes)
     metrics: tuple[str, ...] | None = None      # scorer metric patterns (None: all)
     judge_config: str | None = None
+    arena_benchmarks: tuple[str, ...] | None = None   # benchmark specs the arena serves (None: arena's default)
     excerpt_lines: int = 40
 
     def with_(self, **kw) -> "SubmissionSettings":

@@ -1,0 +1,330 @@
+"""The evaluation queue: one row per submission, its state, its lease, and its history.
+
+States: PENDING → RUNNING → FINISHED | FAILED; CANCELLED by the operator (or the submitter while
+PENDING); the operator's retry puts FAILED or CANCELLED back to PENDING. A RUNNING job holds a
+lease (`lease_owner`, `lease_expires`) that its worker renews with `heartbeat()`; a job whose
+lease expired is claimable again (its worker died), and after `max_claims` such claims it is
+FAILED as `worker_lost` instead of looping. Every state change is fenced by the lease owner, so a
+worker that lost its lease cannot overwrite what the next one wrote, and is recorded in
+`submission_events` (who, when, why), which is what the UI lists.
+
+Claiming is atomic: SQLite `BEGIN IMMEDIATE` takes the write lock, then one SELECT picks the
+oldest claimable row and one UPDATE takes it, re-checking the state in its WHERE. `CLAIM_SELECT`
+keeps the candidate query in one place so a PostgreSQL store can append `FOR UPDATE SKIP LOCKED`.
+"""
+from __future__ import annotations
+
+import json
+import socket
+import os
+import time
+import uuid
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from ..store import Store, register_migration
+from . import secrets as secretstore
+
+STATES = ("PENDING", "RUNNING", "FINISHED", "FAILED", "CANCELLED")
+ENDED = ("FINISHED", "FAILED", "CANCELLED")
+ACTIVE = ("PENDING", "RUNNING", "FINISHED")     # these block a duplicate submission
+ERROR_CLASSES = ("endpoint_failed", "too_many_failures", "benchmark_error", "predictions_error", "scoring_error",
+                 "worker_lost", "secret_unavailable", "internal_error")
+
+register_migration("submissions_0001", """
+CREATE TABLE IF NOT EXISTS submissions (
+    id               INTEGER PRIMARY KEY AUTOINCREMENT,
+    model            TEXT NOT NULL,
+    organisation     TEXT,
+    link             TEXT,
+    licence          TEXT,
+    open_weights     INTEGER NOT NULL DEFAULT 0,
+    kind             TEXT NOT NULL CHECK (kind IN ('endpoint', 'predictions')),
+    base_url         TEXT,
+    model_id         TEXT,
+    audio_output     INTEGER NOT NULL DEFAULT 0,
+    voice            TEXT,
+    has_api_key      INTEGER NOT NULL DEFAULT 0,
+    predictions_dir  TEXT,
+    predictions_jsonl TEXT,
+    predictions_hash TEXT,
+    benchmark        TEXT NOT NULL,
+    tasks            TEXT,
+    limit_n          INTEGER,
+    dedup_key        TEXT NOT NULL,
+    submitter        TEXT NOT NULL,
+    state            TEXT NOT NULL CHECK (state IN ('PENDING', 'RUNNING', 'FINISHED', 'FAILED', 'CANCELLED')),
+    created_at       REAL NOT NULL,
+    updated_at       REAL NOT NULL,
+    started_at       REAL,
+    finished_at      REAL,
+    lease_owner      TEXT,
+    lease_expires    REAL,
+    heartbeat_at     REAL,
+    claims           INTEGER NOT NULL DEFAULT 0,
+    error_class      TEXT,
+    error_message    TEXT,
+    log_excerpt      TEXT,
+    results_path     TEXT,
+    summary          TEXT,
+    arena            TEXT
+);
+CREATE INDEX IF NOT EXISTS submissions_state ON submissions (state, id);
+CREATE INDEX IF NOT EXISTS submissions_dedup ON submissions (dedup_key, state);
+CREATE INDEX IF NOT EXISTS submissions_submitter ON submissions (submitter, created_at);
+CREATE TABLE IF NOT EXISTS submission_events (
+    id        INTEGER PRIMARY KEY AUTOINCREMENT,
+    job_id    INTEGER NOT NULL,
+    at        REAL NOT NULL,
+    event     TEXT NOT NULL,
+    actor     TEXT,
+    detail    TEXT
+);
+CREATE INDEX IF NOT EXISTS submission_events_job ON submission_events (job_id, id);
+CREATE TABLE IF NOT EXISTS submission_secrets (
+    job_id     INTEGER PRIMARY KEY,
+    ciphertext BLOB NOT NULL,
+    created_at REAL NOT NULL
+)
+""")
+
+CLAIMABLE = "(state = 'PENDING' OR (state = 'RUNNING' AND lease_expires < :now))"
+CLAIM_SELECT = f"SELECT * FROM submissions WHERE {CLAIMABLE} ORDER BY id LIMIT 1"
+# PostgreSQL: CLAIM_SELECT + " FOR UPDATE SKIP LOCKED" inside a plain transaction, same UPDATE.
+
+
+class JobError(ValueError):
+    """A queue operation that is not allowed (unknown job, wrong state, not the owner)."""
+
+
+@dataclass
+class Job:
+    id: int
+    model: str
+    organisation: str | None
+    link: str | None
+    licence: str | None
+    open_weights: bool
+    kind: str
+    base_url: str | None
+    model_id: str | None
+    audio_output: bool
+    voice: str | None
+    has_api_key: bool
+    predictions_dir: str | None
+    predictions_jsonl: str | None
+    predictions_hash: str | None
+    benchmark: str
+    tasks: list[str] | None
+    limit_n: int | None
+    dedup_key: str
+    submitter: str
+    state: str
+    created_at: float
+    updated_at: float
+    started_at: float | None
+    finished_at: float | None
+    lease_owner: str | None
+    lease_expires: float | None
+    heartbeat_at: float | None
+    claims: int
+    error_class: str | None
+    error_message: str | None
+    log_excerpt: str | None
+    results_path: str | None
+    summary: dict | None
+    arena: dict | None
+
+    @classmethod
+    def from_row(cls, row) -> "Job":
+        d = dict(row)
+        for k in ("open_weights", "audio_output", "has_api_key"):
+            d[k] = bool(d[k])
+        for k in ("tasks", "summary", "arena"):
+            d[k] = json.loads(d[k]) if d[k] else None
+        return cls(**d)
+
+    @property
+    def reason(self) -> str | None:
+        """One line for the UI: why a job failed or was cancelled."""
+        if self.state in ("FAILED", "CANCELLED") and self.error_message:
+            return f"{self.error_class}: {self.error_message}" if self.error_class else self.error_message
+        return None
+
+    def to_dict(self) -> dict[str, Any]:
+        """Everything shown in listings and exports (no secret is a field of Job)."""
+        return {**asdict(self), "reason": self.reason}
+
+
+def worker_name() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
+
+
+class Queue:
+    """Queue operations over the shared Store. `clock` is injectable for lease tests."""
+
+    def __init__(self, store: Store, clock=time.time):
+        self.store = store
+        self.clock = clock
+
+    # --- reads -----------------------------------------------------------------------------
+    def get(self, job_id: int) -> Job:
+        rows = self.store.query("SELECT * FROM submissions WHERE id=?", (job_id,))
+        if not rows:
+            raise JobError(f"no submission #{job_id}")
+        return Job.from_row(rows[0])
+
+    def list(self, submitter: str | None = None, states: tuple[str, ...] | None = None) -> list[Job]:
+        """Every submission, newest first (optionally one submitter's / some states)."""
+        where, params = [], []
+        if submitter is not None:
+            where.append("submitter = ?")
+            params.append(submitter)
+        if states:
+            where.append(f"state IN ({', '.join('?' * len(states))})")
+            params.extend(states)
+        sql = "SELECT * FROM submissions" + (" WHERE " + " AND ".join(where) if where else "") + " ORDER BY id DESC"
+        return [Job.from_row(r) for r in self.store.query(sql, tuple(params))]
+
+    def events(self, job_id: int) -> list[dict]:
+        return [dict(r) for r in self.store.query(
+            "SELECT id, job_id, at, event, actor, detail FROM submission_events WHERE job_id=? ORDER BY id", (job_id,))]
+
+    def has_secret(self, job_id: int) -> bool:
+        return bool(self.store.query("SELECT 1 FROM submission_secrets WHERE job_id=?", (job_id,)))
+
+    # --- writes ----------------------------------------------------------------------------
+    @staticmethod
+    def _event(conn, job_id: int, event: str, actor: str | None, detail: str | None = None, at: float = 0.0) -> None:
+        conn.execute("INSERT INTO submission_events (job_id, at, event, actor, detail) VALUES (?, ?, ?, ?, ?)",
+                     (job_id, at or time.time(), event, actor, detail))
+
+    def insert(self, conn, row: dict, api_key: str | None = None) -> int:
+        """Insert a PENDING job inside the caller's transaction (the one that checked duplicates and quota)."""
+        now = self.clock()
+        row = {**row, "state": "PENDING", "created_at": now, "updated_at": now, "has_api_key": int(bool(api_key))}
+        for k in ("tasks",):
+            if row.get(k) is not None and not isinstance(row[k], str):
+                row[k] = json.dumps(row[k])
+        cols = ", ".join(row)
+        cur = conn.execute(f"INSERT INTO submissions ({cols}) VALUES ({', '.join(':' + k for k in row)})", row)
+        job_id = int(cur.lastrowid)
+        if api_key:
+            secretstore.put(conn, job_id, api_key)
+        self._event(conn, job_id, "submitted", row.get("submitter"), None, now)
+        return job_id
+
+    def claim(self, worker: str, lease_s: float, max_claims: int = 3) -> Job | None:
+        """Take the oldest PENDING job (or one whose lease expired) for `worker`; None if there is none."""
+        while True:
+            now = self.clock()
+            with self.store.transaction() as conn:     # BEGIN IMMEDIATE: no other claimer in between
+                row = conn.execute(CLAIM_SELECT, {"now": now}).fetchone()
+                if row is None:
+                    return None
+                job_id, was = row["id"], row["state"]
+                if was == "RUNNING" and row["claims"] >= max_claims:
+                    self._end(conn, job_id, "FAILED", "worker_lost",
+                              f"the worker stopped without finishing {row['claims']} times (last lease held by "
+                              f"{row['lease_owner']}); the job needs a look before a retry", None, now)
+                    continue
+                cur = conn.execute(
+                    f"UPDATE submissions SET state='RUNNING', lease_owner=:w, lease_expires=:exp, heartbeat_at=:now, "
+                    f"started_at=COALESCE(started_at, :now), updated_at=:now, claims=claims+1 "
+                    f"WHERE id=:id AND {CLAIMABLE}", {"w": worker, "exp": now + lease_s, "now": now, "id": job_id})
+                if cur.rowcount != 1:
+                    continue
+                detail = None if was == "PENDING" else (
+                    f"lease of {row['lease_owner']} expired (last heartbeat "
+                    f"{now - (row['heartbeat_at'] or now):.0f} s ago); resuming")
+                self._event(conn, job_id, "claimed", worker, detail, now)
+            return self.get(job_id)
+
+    def heartbeat(self, job_id: int, worker: str, lease_s: float) -> bool:
+        """Renew the lease; False when the worker no longer owns the job (expired and taken, cancelled)."""
+        now = self.clock()
+        with self.store.transaction() as conn:
+            cur = conn.execute("UPDATE submissions SET lease_expires=?, heartbeat_at=?, updated_at=? "
+                               "WHERE id=? AND lease_owner=? AND state='RUNNING'",
+                               (now + lease_s, now, now, job_id, worker))
+            return cur.rowcount == 1
+
+    def api_key(self, job_id: int) -> str | None:
+        with self.store.transaction(immediate=False) as conn:
+            return secretstore.get(conn, job_id)
+
+    def note(self, job_id: int, worker: str | None, event: str, detail: str | None = None) -> None:
+        with self.store.transaction() as conn:
+            self._event(conn, job_id, event, worker, detail, self.clock())
+
+    def _end(self, conn, job_id: int, state: str, error_class: str | None, message: str | None,
+             actor: str | None, now: float, **extra) -> None:
+        sets = {"state": state, "error_class": error_class, "error_message": message, "finished_at": now,
+                "updated_at": now, "lease_owner": None, "lease_expires": None, **extra}
+        for k in ("summary", "arena"):
+            if k in sets and sets[k] is not None and not isinstance(sets[k], str):
+                sets[k] = json.dumps(sets[k])
+        conn.execute(f"UPDATE submissions SET {', '.join(f'{k}=:{k}' for k in sets)} WHERE id=:id",
+                     {**sets, "id": job_id})
+        secretstore.delete(conn, job_id)     # the key lives no longer than the job
+        self._event(conn, job_id, state.lower(), actor, f"{error_class}: {message}" if error_class else message, now)
+
+    def finish(self, job_id: int, worker: str, *, results_path: str | None, summary: dict, arena: dict | None,
+               log_excerpt: str | None = None) -> bool:
+        """RUNNING → FINISHED, only by the lease owner. False when the lease was lost meanwhile."""
+        return self._complete(job_id, worker, "FINISHED", None, None, results_path=results_path,
+                              summary=summary, arena=arena, log_excerpt=log_excerpt)
+
+    def fail(self, job_id: int, worker: str, error_class: str, message: str, *, log_excerpt: str | None = None,
+             summary: dict | None = None) -> bool:
+        """RUNNING → FAILED with a class and a plain-words message, only by the lease owner."""
+        if error_class not in ERROR_CLASSES:
+            raise ValueError(f"unknown job error class {error_class!r}")
+        return self._complete(job_id, worker, "FAILED", error_class, message, log_excerpt=log_excerpt,
+                              summary=summary)
+
+    def _complete(self, job_id, worker, state, error_class, message, **extra) -> bool:
+        now = self.clock()
+        with self.store.transaction() as conn:
+            row = conn.execute("SELECT state, lease_owner FROM submissions WHERE id=?", (job_id,)).fetchone()
+            if row is None or row["state"] != "RUNNING" or row["lease_owner"] != worker:
+                return False
+            self._end(conn, job_id, state, error_class, message, worker, now, **extra)
+            return True
+
+    def cancel(self, job_id: int, actor: str, is_operator: bool) -> Job:
+        """PENDING or RUNNING → CANCELLED. The operator may cancel any job, a submitter only their PENDING one.
+        A running worker notices at its next heartbeat and stops."""
+        now = self.clock()
+        with self.store.transaction() as conn:
+            row = conn.execute("SELECT state, submitter FROM submissions WHERE id=?", (job_id,)).fetchone()
+            if row is None:
+                raise JobError(f"no submission #{job_id}")
+            if not is_operator and not (row["submitter"] == actor and row["state"] == "PENDING"):
+                raise JobError("only the operator can cancel this submission")
+            if row["state"] not in ("PENDING", "RUNNING"):
+                raise JobError(f"submission #{job_id} is {row['state']}; only PENDING or RUNNING jobs can be cancelled")
+            self._end(conn, job_id, "CANCELLED", None, f"cancelled by {actor}", actor, now)
+        return self.get(job_id)
+
+    def retry(self, job_id: int, actor: str, is_operator: bool, api_key: str | None = None) -> Job:
+        """FAILED or CANCELLED → PENDING (operator only). Stored ok replies are kept, so the run resumes.
+        A job submitted with an API key needs it again (it was deleted when the job ended)."""
+        if not is_operator:
+            raise JobError("only the operator can retry a submission")
+        now = self.clock()
+        with self.store.transaction() as conn:
+            row = conn.execute("SELECT state, has_api_key FROM submissions WHERE id=?", (job_id,)).fetchone()
+            if row is None:
+                raise JobError(f"no submission #{job_id}")
+            if row["state"] not in ("FAILED", "CANCELLED"):
+                raise JobError(f"submission #{job_id} is {row['state']}; only FAILED or CANCELLED jobs can be retried")
+            if row["has_api_key"] and not api_key:
+                raise JobError("this submission used an API key, deleted when the job ended; give the key again")
+            if api_key:
+                secretstore.put(conn, job_id, api_key)
+            conn.execute("UPDATE submissions SET state='PENDING', error_class=NULL, error_message=NULL, "
+                         "log_excerpt=NULL, finished_at=NULL, lease_owner=NULL, lease_expires=NULL, claims=0, "
+                         "updated_at=? WHERE id=?", (now, job_id))
+            self._event(conn, job_id, "retried", actor, None, now)
+        return self.get(job_id)

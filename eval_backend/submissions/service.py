@@ -1,0 +1,245 @@
+"""The submissions API the Submit tab and `python -m eval_backend submit` share. Plain Python, no UI.
+
+    from eval_backend.store import Store
+    from eval_backend.submissions import SubmissionService, SubmissionForm, Submitter, settings_from_env
+
+    svc = SubmissionService(Store(data_dir), settings_from_env(demo=True))
+    out = svc.submit(SubmissionForm(name=..., base_url=..., model_id=..., audio_output=True),
+                     Submitter("hf-user"), dry_run=False)
+    out.accepted, out.errors ({field: plain-words message}), out.job_id, out.notes
+    svc.list_jobs(submitter=None) -> [Job]      # every request, newest first; job.state, job.reason
+    svc.job(job_id), svc.events(job_id)         # one job and its history (claimed, lease expired, failed...)
+    svc.cancel(job_id, Submitter), svc.retry(job_id, Submitter, api_key=None)   # JobError when not allowed
+
+Error keys: the form's fields (name, organisation, link, licence, open_weights, kind, base_url,
+model_id, audio_output, voice, api_key, predictions) plus `endpoint` (the preflight call failed),
+`duplicate`, `quota` and `benchmark` (the operator's benchmark cannot be loaded).
+
+Order of checks, cheapest first: fields (pure) → API-key storage available → address policy
+(DNS) → upload content → name, duplicate and quota against the database → preflight (2 real
+calls). The name, duplicate and quota checks run again inside the transaction that inserts the
+job, so two app processes submitting the same model at once cannot both be accepted.
+"""
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import shutil
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..audio.io import BadAudio, decode_wav_bytes
+from ..benchmark.model import Benchmark
+from ..store import Store
+from . import secrets as secretstore
+from .netguard import AddressPolicy, guarded_session
+from .queue import ACTIVE, Job, JobError, Queue
+from .settings import SubmissionSettings, Submitter
+from .uploads import UploadError, check_upload
+from .validation import SubmissionForm, normalise_base_url, validate_form
+
+
+@dataclass
+class SubmitOutcome:
+    accepted: bool
+    errors: dict[str, str] = field(default_factory=dict)
+    job_id: int | None = None
+    dry_run: bool = False
+    notes: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict:
+        return {"accepted": self.accepted, "errors": self.errors, "job_id": self.job_id, "dry_run": self.dry_run,
+                "notes": self.notes}
+
+
+def dedup_key(form: SubmissionForm, benchmark: str, tasks, limit, predictions_hash: str | None = None) -> str:
+    """Same endpoint + model id + settings on the same benchmark selection, or the same predictions content."""
+    if form.kind == "predictions":
+        ident = ["predictions", predictions_hash]
+    else:
+        ident = ["endpoint", normalise_base_url(form.base_url), form.model_id.strip(), bool(form.audio_output),
+                 (form.voice or "").strip()]
+    ident += [benchmark, sorted(tasks) if tasks else None, limit]
+    return hashlib.sha256(json.dumps(ident).encode()).hexdigest()
+
+
+class SubmissionService:
+    def __init__(self, store: Store, settings: SubmissionSettings | None = None,
+                 policy: AddressPolicy | None = None, clock=time.time):
+        self.store = store
+        self.settings = settings or SubmissionSettings()
+        self.policy = policy or AddressPolicy.from_strings(self.settings.allow)
+        self.queue = Queue(store, clock)
+        self.clock = clock
+        self._benchmarks: dict[str, Benchmark] = {}
+
+    # ------------------------------------------------------------------ reads
+    def list_jobs(self, submitter: str | None = None) -> list[Job]:
+        return self.queue.list(submitter)
+
+    def job(self, job_id: int) -> Job:
+        return self.queue.get(job_id)
+
+    def events(self, job_id: int) -> list[dict]:
+        return self.queue.events(job_id)
+
+    # ------------------------------------------------------------------ operator actions
+    def cancel(self, job_id: int, who: Submitter) -> Job:
+        return self.queue.cancel(job_id, who.name, self._operator(who))
+
+    def retry(self, job_id: int, who: Submitter, api_key: str | None = None) -> Job:
+        if api_key and not secretstore.available():
+            raise JobError(secretstore.NO_KEY_MESSAGE)
+        return self.queue.retry(job_id, who.name, self._operator(who), api_key)
+
+    def _operator(self, who: Submitter) -> bool:
+        return who.is_operator or self.settings.is_operator(who.name)
+
+    # ------------------------------------------------------------------ submit
+    def benchmark(self, spec: str | None = None) -> Benchmark:
+        spec = spec or self.settings.benchmark
+        if spec not in self._benchmarks:
+            from ..benchmark.loaders import load_benchmark
+            self._benchmarks[spec] = load_benchmark(spec, self.store.root)
+        return self._benchmarks[spec]
+
+    def submit(self, form: SubmissionForm, who: Submitter, dry_run: bool = False) -> SubmitOutcome:
+        """Validate, preflight and (unless `dry_run`) queue. Never queues anything with an error."""
+        errors = validate_form(form)
+        if form.kind == "endpoint" and form.api_key and "api_key" not in errors and not secretstore.available():
+            errors["api_key"] = secretstore.NO_KEY_MESSAGE
+        if form.kind == "endpoint" and "base_url" not in errors:
+            reason = self.policy.check_url(form.base_url)
+            if reason:
+                errors["base_url"] = f"This endpoint cannot be used: {reason}."
+        if errors:
+            return SubmitOutcome(False, errors, dry_run=dry_run)
+        try:
+            bench = self.benchmark()
+        except (ValueError, OSError) as exc:
+            return SubmitOutcome(False, {"benchmark": f"The evaluation benchmark cannot be loaded: {exc}"},
+                                 dry_run=dry_run)
+        s = self.settings
+        from ..runner import select_requests
+        requests = select_requests(bench, list(s.tasks) if s.tasks else None, s.limit)
+        upload_dir, upload = None, None
+        notes: list[str] = []
+        if form.kind == "predictions":
+            upload_dir = self.store.root / "submissions" / "uploads" / uuid.uuid4().hex
+            try:
+                upload = check_upload(form.predictions_path, upload_dir, s, {r.id for r in requests})
+            except UploadError as exc:
+                return SubmitOutcome(False, {"predictions": f"The upload was refused: {exc}."}, dry_run=dry_run)
+            notes.append(f"{upload.matched} of {upload.lines} predictions lines match the benchmark's "
+                         f"{len(requests)} requests")
+        key = dedup_key(form, bench.source or s.benchmark, s.tasks, s.limit, upload.content_hash if upload else None)
+        try:
+            conflicts = self._conflicts(self.store.connect(), form.name.strip(), key, who)
+            if not conflicts and form.kind == "endpoint" and s.preflight:
+                reason = self.preflight(form, bench, requests)
+                if reason:
+                    conflicts = {"endpoint": reason}
+            else:
+                notes.append("preflight skipped") if not s.preflight else None
+            if conflicts or dry_run:
+                if upload_dir:
+                    shutil.rmtree(upload_dir, ignore_errors=True)
+                return SubmitOutcome(not conflicts, conflicts, dry_run=dry_run, notes=notes)
+            row = {"model": form.name.strip(), "organisation": (form.organisation or "").strip() or None,
+                   "link": (form.link or "").strip() or None, "licence": form.licence.strip().lower(),
+                   "open_weights": int(form.open_weights), "kind": form.kind,
+                   "base_url": form.base_url.strip() if form.kind == "endpoint" else None,
+                   "model_id": form.model_id.strip() if form.kind == "endpoint" else None,
+                   "audio_output": int(bool(form.audio_output)) if form.kind == "endpoint" else 0,
+                   "voice": (form.voice or "").strip() or None,
+                   "predictions_dir": str(upload.audio_dir) if upload else None,
+                   "predictions_jsonl": str(upload.jsonl) if upload else None,
+                   "predictions_hash": upload.content_hash if upload else None,
+                   "benchmark": bench.source or s.benchmark, "tasks": list(s.tasks) if s.tasks else None,
+                   "limit_n": s.limit, "dedup_key": key, "submitter": who.name}
+            with self.store.transaction() as conn:   # re-checked under the write lock: current data only
+                conflicts = self._conflicts(conn, row["model"], key, who)
+                job_id = None if conflicts else self.queue.insert(conn, row, form.api_key or None)
+        except BaseException:
+            if upload_dir:
+                shutil.rmtree(upload_dir, ignore_errors=True)
+            raise
+        if conflicts:
+            if upload_dir:
+                shutil.rmtree(upload_dir, ignore_errors=True)
+            return SubmitOutcome(False, conflicts, notes=notes)
+        return SubmitOutcome(True, {}, job_id=job_id, notes=notes)
+
+    def _conflicts(self, conn, name: str, key: str, who: Submitter) -> dict[str, str]:
+        """Name taken, duplicate, over quota: read from the database now, never from a cache."""
+        errors: dict[str, str] = {}
+        placeholders = ", ".join("?" * len(ACTIVE))
+        same = conn.execute(f"SELECT id, state FROM submissions WHERE dedup_key=? AND state IN ({placeholders}) "
+                            f"ORDER BY id LIMIT 1", (key, *ACTIVE)).fetchone()
+        if same:
+            errors["duplicate"] = (f"The same model with the same settings was already submitted "
+                                   f"(#{same['id']}, {same['state']}).")
+        taken = conn.execute(f"SELECT id, state FROM submissions WHERE lower(model)=lower(?) AND state IN "
+                             f"({placeholders}) LIMIT 1", (name, *ACTIVE)).fetchone()
+        if taken:
+            errors["name"] = f"The name '{name}' is taken by submission #{taken['id']} ({taken['state']})."
+        elif conn.execute("SELECT 1 FROM replies WHERE lower(model)=lower(?) LIMIT 1", (name,)).fetchone():
+            failed = conn.execute("SELECT id FROM submissions WHERE lower(model)=lower(?) ORDER BY id DESC LIMIT 1",
+                                  (name,)).fetchone()
+            hint = f" (ask the operator to retry submission #{failed['id']})" if failed else ""
+            errors["name"] = f"A model named '{name}' already has stored replies here; choose another name{hint}."
+        if not self._operator(who):
+            since = self.clock() - self.settings.quota_window_s
+            n = conn.execute("SELECT COUNT(*) FROM submissions WHERE submitter=? AND created_at>=?",
+                             (who.name, since)).fetchone()[0]
+            if n >= self.settings.quota_per_window:
+                days = self.settings.quota_window_s / 86400
+                errors["quota"] = (f"You have made {n} submissions in the last {days:g} days; the limit is "
+                                   f"{self.settings.quota_per_window}. Try again later.")
+        return errors
+
+    # ------------------------------------------------------------------ preflight
+    def preflight(self, form: SubmissionForm, bench: Benchmark, requests) -> str | None:
+        """Send `preflight_items` benchmark requests through the real client; None when every reply parses
+        (and its audio decodes, when audio output was asked for), else the reason."""
+        from ..clients.failures import CallFailure, redact
+        from ..clients.openai_chat import call, input_audio_b64
+        spec = secretstore.KeyedModelSpec(name=form.name.strip(), base_url=form.base_url.strip(),
+                                          model=form.model_id.strip(), audio_output=bool(form.audio_output),
+                                          voice=(form.voice or "").strip() or None,
+                                          timeout_s=self.settings.preflight_timeout_s, api_key=form.api_key or None)
+        usable = [r for r in requests if r.usable]
+        if form.audio_output:
+            usable.sort(key=lambda r: not r.wants_audio)   # stable: spoken requests first
+        picked = usable[: self.settings.preflight_items]
+        if not picked:
+            return "The benchmark has no usable request to test the endpoint with."
+
+        async def go() -> str | None:
+            async with guarded_session(self.policy, 2) as session:
+                for req in picked:
+                    try:
+                        inputs = [input_audio_b64(a) for a in req.audios]
+                    except BadAudio:
+                        continue
+                    try:
+                        answer = await call(session, spec, req, inputs)
+                    except CallFailure as exc:
+                        return f"The test call failed ({exc.error_class}): {exc.message}"
+                    if form.audio_output and req.wants_audio:
+                        if answer.audio is None:
+                            return ("The endpoint answered without audio although 'audio output' is selected "
+                                    "(its reply had no message.audio.data).")
+                        try:
+                            decode_wav_bytes(answer.audio)
+                        except BadAudio as exc:
+                            return f"The endpoint's audio does not decode: {exc}"
+                    elif not (answer.text or answer.transcript):
+                        return "The endpoint's reply has no text."
+            return None
+
+        reason = asyncio.run(go())
+        return redact(reason, [form.api_key]) if reason else None
