@@ -152,6 +152,15 @@ def test_unreadable_after_retries_is_a_failure_never_a_value(judge, world):
     assert res.failures["judge_failure"] == 3                      # 3 conversation replies
     assert all(v is None for v in res.per_item.values())
     assert len(judge.requests) == 3 * 2                            # 1 try + 1 retry each
+    assert "after 2 attempts" in res.raw["items"]["conversation/s1/target"]["error"]
+    # the unusable answers are remembered: scoring again asks nothing, and a cache-only rescore
+    # gives the same document; more retries allowed -> asked again
+    again = METRICS["l3.judge.c1"].compute(ctx_for(world, settings_for(judge, max_retries=1)))
+    only = METRICS["l3.judge.c1"].compute(ctx_for(world, {**settings_for(judge, max_retries=1), "cache_only": True}))
+    assert len(judge.requests) == 6 and again.failures == only.failures == res.failures
+    assert again.raw == only.raw == res.raw
+    METRICS["l3.judge.c1"].compute(ctx_for(world, settings_for(judge, max_retries=2)))
+    assert len(judge.requests) == 6 + 3 * 3
 
 
 def test_slow_judge_times_out_and_counts_as_failure(judge, tmp_path):
@@ -199,6 +208,8 @@ def test_second_scoring_makes_no_http_call(judge, world):
     judge.responder = None                          # the server would now answer 500 to anything
     second = {n: METRICS[n].compute(ctx_for(world, settings)).value for n in ("l3.judge.c1", "l3.judge.c4")}
     assert len(judge.requests) == calls and second == first == {"l3.judge.c1": 4, "l3.judge.c4": 2}
+    assert ({n: METRICS[n].compute(ctx_for(world, settings)).raw for n in ("l3.judge.c1",)}
+            == {"l3.judge.c1": METRICS["l3.judge.c1"].compute(ctx_for(world, {**settings, "cache_only": True})).raw})
     # a cache-only rescore answers from the cache and never calls; a miss is counted, not guessed
     only = {**settings, "cache_only": True}
     assert METRICS["l3.judge.c1"].compute(ctx_for(world, only)).value == 4

@@ -131,7 +131,8 @@ def _result(memo: dict, value_of: Callable[[dict[str, float]], float], scale: st
     if not scored:
         why = "judge failed on every item" if failures.get("judge_failure") else "no judgeable replies"
         res = MetricResult.not_computed(why)
-        res.failures, res.raw, res.per_item = dict(failures), raw, per_item
+        res.failures, res.per_item = dict(failures), per_item
+        res.raw = {"scale": scale, "injection_flagged": flagged, "items": raw}
         return res
     breakdown = {dim: {k: mean(vs) for k, vs in sorted(d.items())} for dim, d in groups.items()}
     return MetricResult(value=mean(scored), per_item=per_item, n=len(scored), failures=dict(failures),

@@ -390,7 +390,11 @@ def parse_answer(text: str, prompt: JudgePrompt) -> Parsed:
 
 # ---------------------------------------------------------------- cache
 class JudgeCache:
-    """SQLite file of judge answers; safe across threads (one connection per thread)."""
+    """SQLite file of judge answers; safe across threads (one connection per thread).
+
+    A row holds either a readable answer, or the parse failure the judge ended on after `attempts`
+    tries (its answers were unusable: asking again with the same settings costs money and is as
+    likely to fail). Call failures (timeouts, HTTP errors) are transient and never stored."""
 
     def __init__(self, path: str | Path):
         self.path = Path(path)
@@ -398,7 +402,7 @@ class JudgeCache:
         self._local = threading.local()
         self._conn().execute(
             "CREATE TABLE IF NOT EXISTS judge_cache (key TEXT PRIMARY KEY, judge_model TEXT, prompt_hash TEXT, "
-            "input_hash TEXT, answer TEXT NOT NULL, created_at REAL)")
+            "input_hash TEXT, answer TEXT, failure TEXT, attempts INTEGER, created_at REAL)")
 
     def _conn(self) -> sqlite3.Connection:
         conn = getattr(self._local, "conn", None)
@@ -409,13 +413,15 @@ class JudgeCache:
             self._local.conn = conn
         return conn
 
-    def get(self, key: str) -> str | None:
-        row = self._conn().execute("SELECT answer FROM judge_cache WHERE key=?", (key,)).fetchone()
-        return row[0] if row else None
+    def get(self, key: str) -> tuple[str | None, str | None, int] | None:
+        """(answer, failure, attempts) or None when absent."""
+        row = self._conn().execute("SELECT answer, failure, attempts FROM judge_cache WHERE key=?", (key,)).fetchone()
+        return (row[0], row[1], row[2] or 0) if row else None
 
-    def put(self, key: str, judge_model: str, prompt_hash: str, input_hash: str, answer: str) -> None:
-        self._conn().execute("INSERT OR REPLACE INTO judge_cache VALUES (?, ?, ?, ?, ?, ?)",
-                             (key, judge_model, prompt_hash, input_hash, answer, time.time()))
+    def put(self, key: str, judge_model: str, prompt_hash: str, input_hash: str, answer: str | None,
+            failure: str | None = None, attempts: int = 1) -> None:
+        self._conn().execute("INSERT OR REPLACE INTO judge_cache VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                             (key, judge_model, prompt_hash, input_hash, answer, failure, attempts, time.time()))
 
 
 def input_hash(blocks: dict[str, Block], plain: dict[str, str] | None, audios: list[bytes]) -> str:
@@ -512,33 +518,38 @@ def run_judge(client: JudgeClient, prompt: JudgePrompt, blocks: dict[str, Block]
     samples, got, sent = [], [], 0
     for i in range(s.n):
         key = hashlib.sha256(json.dumps([s.model, prompt.hash, ihash, s.temperature, s.seed, i]).encode()).hexdigest()
-        cached = client.cache.get(key) if client.cache else None
-        if cached is not None:
-            try:
-                p = parse_answer(cached, prompt)
-                samples.append({"values": p.values, "reasons": p.reasons, "mode": p.mode, "cached": True})
-                got.append(p.values)
+        hit = client.cache.get(key) if client.cache else None
+        if hit is not None:
+            answer, failure, tried = hit
+            if failure is not None and tried >= s.max_retries + 1:
+                samples.append({"values": None, "error": failure})
                 continue
-            except ParseError:
-                pass  # a cache written by an older parser: ask again
+            if answer is not None:
+                try:
+                    p = parse_answer(answer, prompt)
+                    samples.append({"values": p.values, "reasons": p.reasons, "mode": p.mode})
+                    got.append(p.values)
+                    continue
+                except ParseError:
+                    pass  # a cache written by an older parser: ask again
         if client.cache_only:
             samples.append({"values": None, "error": NOT_CACHED})
             continue
         r = render(prompt, blocks, plain)
         messages = [{"role": "system", "content": r.system}, {"role": "user", "content": _user_content(r.user, audios)}]
-        error = None
+        error, parse_failed = None, False
         for attempt in range(s.max_retries + 1):
             seed = None if s.seed is None else s.seed + i + 1000 * attempt
             try:
                 sent += 1
                 answer = client.chat(messages, seed)
             except JudgeCallError as exc:
-                error = f"call: {exc}"
+                error, parse_failed = f"call: {exc}", False
                 continue
             try:
                 p = parse_answer(answer, prompt)
             except ParseError as exc:
-                error = f"parse: {exc}"
+                error, parse_failed = f"parse: {exc}", True
                 # say what was wrong and ask again; the bad answer stays in the conversation
                 messages = messages[:2] + [
                     {"role": "assistant", "content": answer[:2000]},
@@ -547,12 +558,15 @@ def run_judge(client: JudgeClient, prompt: JudgePrompt, blocks: dict[str, Block]
                 continue
             if client.cache:
                 client.cache.put(key, s.model, prompt.hash, ihash, answer)
-            samples.append({"values": p.values, "reasons": p.reasons, "mode": p.mode, "attempts": attempt + 1})
+            samples.append({"values": p.values, "reasons": p.reasons, "mode": p.mode})
             got.append(p.values)
             error = None
             break
         if error:
-            samples.append({"values": None, "error": error, "attempts": s.max_retries + 1})
+            error = f"{error} (after {s.max_retries + 1} attempts)"
+            if parse_failed and client.cache:
+                client.cache.put(key, s.model, prompt.hash, ihash, None, error, s.max_retries + 1)
+            samples.append({"values": None, "error": error})
     if not got:
         return Judgment(None, samples, flags, error=samples[-1].get("error") if samples else "no samples",
                         http_calls=sent)
