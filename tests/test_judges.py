@@ -415,3 +415,27 @@ def test_missing_api_key_is_a_clear_error_not_a_silent_call(judge, world, monkey
     with pytest.raises(ValueError, match="NO_SUCH_JUDGE_KEY is not set"):
         METRICS["l3.judge.c1"].compute(ctx_for(world, settings_for(judge, api_key_env="NO_SUCH_JUDGE_KEY")))
     assert judge.requests == []
+
+
+def test_results_document_records_judges_and_serialises(judge, world):
+    from eval_backend.scoring.results import read_results, score, write_results
+    bench, store, replies, _ = world
+
+    def responder(body):
+        system = body["messages"][0]["content"]
+        if "four dimensions" in system:
+            return echo_json(5, 4, 4, 3)
+        if "several replies" in system:
+            return '{"discrimination": 5}'
+        return ('{"coherence": "Good", "supportiveness": "Good", "naturalness": 3, "uses_voice": "yes", '
+                '"uses_context": "no"}')
+    judge.responder = responder
+    run = score(bench, replies.values(), "m1", store, settings=settings_for(judge), metrics=["l3.judge.*", "aeq.*"])
+    doc = read_results(write_results(store.root, run.doc))
+    assert doc["manifest"]["judge"]["text_judge"]["model"] == "scripted-judge"
+    assert doc["manifest"]["metric_manifests"]["l3.judge.c4"]["prompt"]["hash"] == ECHOMIND_TEXT.hash
+    assert doc["boards"]["LB3"]["value"] == 4.0                   # (C1 5 + C4 3) / 2
+    m = doc["metrics"]
+    assert m["aeq.discrimination"]["value"] == 0.8 and m["aeq.modality_reliance"]["value"] == 0.0
+    assert m["aeq.delivery"]["reason"] == "not computed: no audio-capable judge configured"
+    assert m["l3.judge.c1"]["breakdown"]["variant"] == {"neutral": 5.0, "target": 5.0}
