@@ -3,7 +3,8 @@
 Serves at once; the embedded default (demo benchmark, SQLite, local baselines)
 is prepared in the background with its progress shown at the top of the page.
 Settings: EMPATHY_ARENA_DATA_DIR (./data), EMPATHY_ARENA_BENCHMARK (demo),
-EMPATHY_ARENA_BOOTSTRAP (1: build the demo and run the baselines if needed).
+EMPATHY_ARENA_BOOTSTRAP (1: build the demo and run the baselines if needed),
+GRADIO_SERVER_NAME / GRADIO_SERVER_PORT (127.0.0.1:7860; Spaces sets 0.0.0.0).
 """
 from __future__ import annotations
 
@@ -13,50 +14,73 @@ import os
 os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 
 import gradio as gr  # noqa: E402
+from fastapi import FastAPI  # noqa: E402
 
+from arena.config import settings_from_env  # noqa: E402
+from arena.http_api import mount_http_api  # noqa: E402
+from arena.service import ArenaService  # noqa: E402
+from arena.ui import build_arena_tab  # noqa: E402
 from eval_backend import config  # noqa: E402
 from eval_backend.bootstrap import Bootstrap  # noqa: E402
 from eval_backend.store import Store  # noqa: E402
+from leaderboard.arena_board import build_arena_leaderboard_tab  # noqa: E402
 from leaderboard.browse_tab import build_browse_tab  # noqa: E402
 
 log = logging.getLogger("empathy_arena")
 
 
 class SpaceContext:
-    """What the tabs share: the store, the benchmark once loaded, the bootstrap status."""
+    """What the tabs share: the store, the arena service, the benchmark once loaded, the bootstrap status."""
 
     def __init__(self, data_dir=None):
         self.data_dir = config.data_dir(data_dir)
         self.store = Store(self.data_dir)
-        self.bootstrap = Bootstrap(
-            self.data_dir,
-            benchmark_spec=os.environ.get("EMPATHY_ARENA_BENCHMARK", "demo"),
-            run_baselines=os.environ.get("EMPATHY_ARENA_BOOTSTRAP", "1") != "0",
-        )
+        spec = os.environ.get("EMPATHY_ARENA_BENCHMARK", "demo")
+        self.bootstrap = Bootstrap(self.data_dir, benchmark_spec=spec,
+                                   run_baselines=os.environ.get("EMPATHY_ARENA_BOOTSTRAP", "1") != "0")
+        # The arena serves the benchmark the bootstrap loads (nothing until then).
+        self.arena = ArenaService(self.store, settings_from_env(self.data_dir, benchmark_specs=(spec,)),
+                                  benchmarks=[])
+        self.bootstrap.on_benchmark.append(lambda b: self.arena.set_benchmarks([b]))
 
     @property
     def benchmark(self):
         return self.bootstrap.benchmark
 
 
-def build_app(ctx: SpaceContext) -> gr.Blocks:
+def build_blocks(ctx: SpaceContext) -> gr.Blocks:
     with gr.Blocks(title="Empathy Arena") as demo:
         gr.Markdown("# Empathy Arena\nDo speech models hear *how* something is said, and answer with empathy?")
         status = gr.Markdown(ctx.bootstrap.status.line())
-        timer = gr.Timer(2.0)
-        timer.tick(lambda: ctx.bootstrap.status.line(), None, status)
-        with gr.Tab("Browse benchmark"):
+        gr.Timer(2.0).tick(lambda: ctx.bootstrap.status.line(), None, status)
+        with gr.Tab("Arena", id="arena"):
+            build_arena_tab(ctx.arena)
+        with gr.Tab("Arena leaderboard", id="arena-board"):
+            build_arena_leaderboard_tab(ctx.arena)
+        with gr.Tab("Browse benchmark", id="browse"):
             list_items, collection, item, model = build_browse_tab(ctx)
         demo.load(list_items, [collection], [item, model])
     return demo
 
 
+def build_app(ctx: SpaceContext) -> FastAPI:
+    """The JSON API (/api/arena/...) beside the Gradio UI mounted at /."""
+    app = FastAPI(title="Empathy Arena")
+    mount_http_api(app, ctx.arena)
+    return gr.mount_gradio_app(app, build_blocks(ctx), path="/", allowed_paths=[str(ctx.data_dir)],
+                               footer_links=["gradio", "settings"])
+
+
 def main() -> None:
+    import uvicorn
+
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
     ctx = SpaceContext()
     ctx.bootstrap.start()
-    demo = build_app(ctx)
-    demo.launch(allowed_paths=[str(ctx.data_dir)], footer_links=["gradio", "settings"])
+    host = os.environ.get("GRADIO_SERVER_NAME", "127.0.0.1")
+    port = int(os.environ.get("GRADIO_SERVER_PORT", "7860"))
+    log.info("serving on http://%s:%d", host, port)
+    uvicorn.run(build_app(ctx), host=host, port=port, log_level="warning")
 
 
 if __name__ == "__main__":

@@ -172,6 +172,14 @@ class ArenaService:
     def ip_hash(self, ip: str | None) -> str:
         return hashlib.sha256(f"{self.settings.salt}|{ip or ''}".encode()).hexdigest()
 
+    def set_benchmarks(self, benchmarks: Iterable[Benchmark]) -> None:
+        """Serve these benchmarks from now on (the Space calls it once its background preparation ends)."""
+        with self._lock:
+            self._benchmarks = list(benchmarks)
+            self.benchmark_errors.clear()
+            self._index = None
+            self._index_key = None
+
     def _load_benchmarks(self) -> list[Benchmark]:
         if self._benchmarks is None:
             from eval_backend.benchmark.loaders import load_benchmark

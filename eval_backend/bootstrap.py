@@ -94,6 +94,7 @@ class Bootstrap:
         self.server: subprocess.Popen | None = None
         self.benchmark = None
         self.ready = threading.Event()
+        self.on_benchmark: list = []   # callbacks(benchmark), called once the benchmark is loaded
 
     def start(self) -> "Bootstrap":
         threading.Thread(target=self._run, name="bootstrap", daemon=True).start()
@@ -124,6 +125,8 @@ class Bootstrap:
             self._set("building demo benchmark", "espeak-ng synthesis, about a minute on 2 cores")
             build_demo(self.data_dir / "benchmarks" / "demo", seed=0)
         self.benchmark = load_benchmark(self.benchmark_spec, self.data_dir)
+        for callback in self.on_benchmark:
+            callback(self.benchmark)
 
     def _run_baselines(self) -> None:
         from .runner import run_model
