@@ -178,3 +178,7 @@ def test_bad_and_missing_audio_are_counted_not_crashing(tmp_path):
     text_only = Reply("m", "hb", "conversation/s/target", "conversation", "s", "target", "ok", text="hi")
     res = METRICS["audio.dnsmos_ovrl"].compute(ScoringContext("m", bench, {text_only.request_id: text_only}, store))
     assert res.value is None and res.reason == "not computed: no spoken replies with audio"
+    failed = Reply("m", "hb", "conversation/s/target", "conversation", "s", "target", "failed",
+                   error_class="timeout")
+    res = METRICS["audio.dnsmos_ovrl"].compute(ScoringContext("m", bench, {failed.request_id: failed}, store))
+    assert res.value is None and res.failures == {"reply_failed": 1}

@@ -112,10 +112,11 @@ def features_of(ctx: ScoringContext, rel: str):
 
 
 def _spoken(ctx: ScoringContext):
-    """(rid, reply, info) for ok spoken-task replies that carry audio."""
+    """(rid, reply, info) for spoken-task replies that carry audio or failed (a reply the model
+    chose to give as text only is not an item of an audio metric)."""
     for rid in sorted(ctx.replies):
         r = ctx.replies[rid]
-        if r.task in SPOKEN_TASKS and r.status == "ok" and r.audio_path:
+        if r.task in SPOKEN_TASKS and (r.status != "ok" or r.audio_path):
             info = describe_request(ctx.benchmark, rid)
             if info is not None:
                 yield rid, r, info
@@ -127,6 +128,9 @@ def _per_clip(ctx: ScoringContext, key: str, fn: Callable[[ScoringContext, Any, 
     if memo_key not in ctx.cache:
         out = {}
         for rid, reply, info in _spoken(ctx):
+            if reply.status != "ok":
+                out[rid] = Failure("reply_failed", reply.error_class or "")
+                continue
             try:
                 out[rid] = fn(ctx, reply, info)
             except BadAudio as exc:
@@ -145,8 +149,10 @@ class Failure:
 def _result(ctx: ScoringContext, values: dict, pick: Callable[[Any], float | None], *,
             empty_reason: str = "no spoken replies with audio", extra_breakdown=None) -> MetricResult:
     """MetricResult from {rid: value | Failure}; `pick` returns None to skip an item (counted)."""
-    if not values:
-        return MetricResult.not_computed(empty_reason)
+    if not values or all(isinstance(v, Failure) and v.kind == "reply_failed" for v in values.values()):
+        res = MetricResult.not_computed(empty_reason)
+        res.failures = {"reply_failed": len(values)} if values else {}
+        return res
     per_item: dict[str, float | None] = {}
     failures: dict[str, int] = defaultdict(int)
     groups: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))

@@ -612,31 +612,36 @@ class RequestInfo:
     user_audio: str | None      # local wav path
 
 
+def request_index(benchmark) -> dict[str, RequestInfo]:
+    """request id -> RequestInfo for every spoken-task request of a benchmark (memoised per object)."""
+    hit = _INDEX.get(id(benchmark))
+    if hit is not None and hit[0] is benchmark:
+        return hit[1]
+    index: dict[str, RequestInfo] = {}
+    for s in benchmark.scripts:
+        for name, v in s.variants.items():
+            index[f"conversation/{s.id}/{name}"] = RequestInfo("conversation", s.id, name, s.text, "(none)",
+                                                               v.attribute, s.topic, v.audio.path)
+    for g in benchmark.context_groups:
+        for c in g.cases:
+            index[f"context/{g.id}/{c.id}"] = RequestInfo("context", g.id, c.id, g.utterance_text, c.context,
+                                                          g.attribute or "not annotated", "", g.audio.path)
+    for g in benchmark.tone_groups:
+        for c in g.cases:
+            index[f"tone/{g.id}/{c.id}"] = RequestInfo("tone", g.id, c.id, g.text, g.context, c.tone, "",
+                                                       c.audio.path)
+    if len(_INDEX) > 8:
+        _INDEX.clear()
+    _INDEX[id(benchmark)] = (benchmark, index)
+    return index
+
+
+_INDEX: dict[int, tuple[Any, dict[str, RequestInfo]]] = {}
+
+
 def describe_request(benchmark, request_id: str) -> RequestInfo | None:
     """What the user said and how, for a spoken-task request id; None if the item is not in the benchmark."""
-    try:
-        task, item_id, variant = request_id.split("/", 2)
-    except ValueError:
-        return None
-    if task == "conversation":
-        for s in benchmark.scripts:
-            if s.id == item_id and variant in s.variants:
-                v = s.variants[variant]
-                return RequestInfo(task, item_id, variant, s.text, "(none)", v.attribute, s.topic, v.audio.path)
-    elif task == "context":
-        for g in benchmark.context_groups:
-            if g.id == item_id:
-                for c in g.cases:
-                    if c.id == variant:
-                        return RequestInfo(task, item_id, variant, g.utterance_text, c.context,
-                                           g.attribute or "not annotated", "", g.audio.path)
-    elif task == "tone":
-        for g in benchmark.tone_groups:
-            if g.id == item_id:
-                for c in g.cases:
-                    if c.id == variant:
-                        return RequestInfo(task, item_id, variant, g.text, g.context, c.tone, "", c.audio.path)
-    return None
+    return request_index(benchmark).get(request_id)
 
 
 def reply_text(reply) -> str | None:
