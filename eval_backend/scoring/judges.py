@@ -12,6 +12,22 @@
 - Each of the `n` samples is cached in SQLite under (judge model, prompt hash,
   input hash, temperature, seed, sample index); the nonce is not part of the key,
   so re-scoring the same replies makes no HTTP call.
+
+A judge config (`--judge-config judges.yaml`; every key but base_url and model optional):
+
+    judge:                       # text judge: C1-C4, AEQ coherence/supportiveness/naturalness/modality
+      base_url: https://api.openai.com/v1      # reliance, discrimination, pairwise
+      model: gpt-4o-mini
+      api_key_env: OPENAI_API_KEY   # the key is read from this variable at call time, never stored
+      temperature: 0.0
+      seed: 0
+      n: 3                       # samples averaged per item (each cached apart)
+      max_retries: 2
+      timeout_s: 60
+      concurrency: 4
+    audio_judge:                 # optional, must accept input_audio parts: VES, AEQ delivery
+      base_url: http://127.0.0.1:8000/v1
+      model: Qwen/Qwen2.5-Omni-7B
 """
 from __future__ import annotations
 
