@@ -61,7 +61,8 @@ CREATE INDEX IF NOT EXISTS replies_item ON replies (benchmark_hash, task, item_i
 
 register_migration("0002_meta", "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT)")
 
-FAILURE_CLASSES = ("timeout", "http_4xx", "http_5xx", "rate_limited", "malformed_body", "bad_audio")
+# "connection": no HTTP status at all (refused, reset, DNS) — kept apart from http_5xx, which means the server answered.
+FAILURE_CLASSES = ("timeout", "http_4xx", "http_5xx", "rate_limited", "malformed_body", "bad_audio", "connection")
 
 
 @dataclass

@@ -151,4 +151,4 @@ def test_cli_reports_setup_errors(tmp_path, capsys):
     # nothing listens on port 9: every request fails, so the run exits 1 (and stores the failures)
     assert runner.main(parser.parse_args(["--model", "dead", "--max-attempts", "1", *base])) == 1
     (r,) = Store(tmp_path / "d").replies(model="dead")
-    assert r.status == "failed" and r.error_class == "http_5xx" and "transport error" in r.error_message
+    assert r.status == "failed" and r.error_class == "connection" and "transport error" in r.error_message

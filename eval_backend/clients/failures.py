@@ -13,7 +13,7 @@ import time
 from ..store import FAILURE_CLASSES
 
 # Worth another attempt: the same request may well succeed a moment later.
-RETRYABLE = frozenset({"timeout", "http_5xx", "rate_limited"})
+RETRYABLE = frozenset({"timeout", "http_5xx", "rate_limited", "connection"})
 MAX_MESSAGE = 500
 REDACTED = "***"
 

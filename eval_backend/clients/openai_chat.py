@@ -359,7 +359,7 @@ async def _call(session: aiohttp.ClientSession, spec: ModelSpec, request: Reques
         raise CallFailure("timeout", f"no complete reply within {spec.timeout_s:g} s") from None
     except aiohttp.ClientError as exc:
         # no HTTP status at all (refused, reset, protocol error): a server-side failure to us, retried as one
-        raise CallFailure("http_5xx", f"transport error, no HTTP status: {type(exc).__name__}: {exc}") from None
+        raise CallFailure("connection", f"transport error, no HTTP status: {type(exc).__name__}: {exc}") from None
     latency = time.perf_counter() - t0
     text, transcript, audio_b64_out = extract(body)
     audio = validate_audio(audio_b64_out) if audio_b64_out is not None else None
