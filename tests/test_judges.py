@@ -171,6 +171,27 @@ def test_slow_judge_times_out_and_counts_as_failure(judge, tmp_path):
     assert "timeout" in j.error
 
 
+@pytest.mark.parametrize("answer", [
+    echo_json(2, 3, 4, 5),
+    "```json\n" + echo_json(2, 3, 4, 5) + "\n```",
+    "After careful thought:\n" + echo_json(2, 3, 4, 5) + "\nOverall a decent reply.",
+    '{"c1": {"score": 2, "resaon": "a"}, "C2": {"SCORE": 3}, "c3_score": 4, "c3_resaon": "b", "c4": "5/5"}',
+    "C1: 2\nC2: 3\nC3: 4\nC4: 5",
+])
+def test_every_answer_shape_over_http(judge, tmp_path, answer):
+    judge.push(answer)
+    j = run_judge(client_for(judge, tmp_path, max_retries=0), ECHOMIND_TEXT, {"user": "u", "reply": "r"},
+                  {"topic": "t", "attribute": "sad"})
+    assert j.values == {"c1": 2, "c2": 3, "c3": 4, "c4": 5} and len(judge.requests) == 1
+
+
+def test_a_timed_out_attempt_is_retried(judge, tmp_path):
+    judge.push({"delay": 1.5, "content": echo_json(1, 1, 1, 1)}, echo_json(3, 3, 3, 3))
+    j = run_judge(client_for(judge, tmp_path, max_retries=1, timeout_s=0.4), ECHOMIND_TEXT,
+                  {"user": "u", "reply": "r"}, {"topic": "t", "attribute": "sad"})
+    assert j.values == {"c1": 3, "c2": 3, "c3": 3, "c4": 3} and len(judge.requests) == 2
+
+
 def test_partial_failures_mark_items_and_keep_the_others(judge, world):
     def responder(body):
         text = reply_block(user_text(body))
