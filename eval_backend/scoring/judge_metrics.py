@@ -15,7 +15,7 @@ from typing import Callable
 
 from ..benchmark.model import dimension_of
 from .judge_prompts import AEQ_DELIVERY, AEQ_DISCRIMINATION, AEQ_REPLY, ECHOMIND_TEXT, VES, JudgePrompt
-from .judges import NOT_CACHED, Judgment, RequestInfo, judge_settings, describe_request, judges_for, reply_text, run_judge
+from .judges import NOT_CACHED, Judgment, RequestInfo, injection_flags, judge_settings, describe_request, judges_for, reply_text, run_judge
 from .registry import MetricResult, ScoringContext, metric
 
 AEQ_TASKS = ("context", "tone")
@@ -53,6 +53,11 @@ def _parallel(ctx: ScoringContext, jobs: dict[str, Callable[[], Judgment]], conc
         return {k: f.result() for k, f in futures.items()}
 
 
+def _flagged(j: Judgment, words: str) -> Judgment:
+    j.flags = sorted(set(j.flags) | set(injection_flags(words)))
+    return j
+
+
 def _judge_replies(ctx: ScoringContext, prompt: JudgePrompt, tasks: tuple[str, ...], audio: bool) -> dict:
     """Memoised per run: {"judgments": rid -> Judgment, "skipped": rid -> reason, "info": rid -> RequestInfo}."""
     memo_key = f"judge:{prompt.name}"
@@ -79,8 +84,10 @@ def _judge_replies(ctx: ScoringContext, prompt: JudgePrompt, tasks: tuple[str, .
                 skipped[rid] = "bad_audio"
                 continue
             plain = {"attribute": info.voice, "voice": info.voice}
-            jobs[rid] = (lambda c=clips, p=plain, i=info: run_judge(
-                client, prompt, {"context": i.context} if "{context}" in prompt.template else {}, p, c))
+            # the judge hears the reply, it does not read it: flag what the reply's words say to a judge
+            words = reply_text(reply) or ""
+            jobs[rid] = (lambda c=clips, p=plain, i=info, w=words: _flagged(run_judge(
+                client, prompt, {"context": i.context} if "{context}" in prompt.template else {}, p, c), w))
             continue
         text = _text_of(ctx, reply)
         if not text:
