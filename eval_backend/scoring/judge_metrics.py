@@ -3,7 +3,8 @@ modality reliance, discrimination), one `@metric` entry each.
 
 Metrics that share a prompt share its judgments through `ctx.cache` (C1-C4 come from one call per reply).
 Without a judge every metric here is "not computed: no judge configured", never 0. A reply the judge could
-not rate after its retries counts under `failures["judge_failure"]` and has no item score.
+not rate after its retries counts under `failures["judge_failure"]` (`judge_not_cached` in a cache-only
+rescore) and has no item score. Per-item judge output, with injection flags, is in `raw["items"]`.
 """
 from __future__ import annotations
 
@@ -15,7 +16,8 @@ from typing import Callable
 
 from ..benchmark.model import dimension_of
 from .judge_prompts import AEQ_DELIVERY, AEQ_DISCRIMINATION, AEQ_REPLY, ECHOMIND_TEXT, VES, JudgePrompt
-from .judges import NOT_CACHED, Judgment, RequestInfo, injection_flags, judge_settings, describe_request, judges_for, reply_text, run_judge
+from .judges import (NOT_CACHED, Judgment, RequestInfo, describe_request, injection_flags, judge_settings, judges_for,
+                     reply_text, run_judge)
 from .registry import MetricResult, ScoringContext, metric
 
 AEQ_TASKS = ("context", "tone")
