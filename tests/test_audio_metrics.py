@@ -113,6 +113,7 @@ def scored(tmp_path_factory):
     return {n: METRICS[n].compute(ctx) for n in names}, ctx
 
 
+@pytest.mark.slow
 def test_dnsmos_background_and_overall_drop_with_noise(scored):
     res, _ = scored
     clean, noisy = "conversation/sad1/neutral", "conversation/male1/target"
@@ -123,6 +124,7 @@ def test_dnsmos_background_and_overall_drop_with_noise(scored):
     assert res["audio.dnsmos_ovrl"].n == 6 and res["audio.dnsmos_ovrl"].breakdown["attribute"]["sad"] > 1
 
 
+@pytest.mark.slow
 def test_consistency_wer_low_for_matching_text_high_for_mismatch(scored):
     res, _ = scored
     r = res["audio.consistency_wer"]
@@ -133,6 +135,7 @@ def test_consistency_wer_low_for_matching_text_high_for_mismatch(scored):
     assert METRICS["audio.consistency_wer"].higher_is_better is False
 
 
+@pytest.mark.slow
 def test_prosody_descriptive_metrics_follow_the_synthesis_settings(scored):
     res, _ = scored
     rate, loud = res["audio.speaking_rate"].per_item, res["audio.loudness_dbfs"].per_item
@@ -142,6 +145,7 @@ def test_prosody_descriptive_metrics_follow_the_synthesis_settings(scored):
     assert pitch["conversation/sad1/target"] < pitch["conversation/sad1/neutral"] < pitch["conversation/shout1/target"]
 
 
+@pytest.mark.slow
 def test_prosody_fit_on_real_replies(scored):
     res, _ = scored
     r = res["audio.prosody_fit"]
@@ -156,6 +160,7 @@ def test_prosody_fit_on_real_replies(scored):
     assert "not EmoAlign" in METRICS["audio.prosody_fit"].note
 
 
+@pytest.mark.slow
 def test_emoalign_without_a_model_is_not_computed(scored):
     res, ctx = scored
     assert res["audio.emoalign"].value is None
