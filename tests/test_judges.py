@@ -288,7 +288,8 @@ def test_nonce_differs_per_call_and_addressing_the_judge_is_flagged(judge, world
 
 def test_flags_do_not_fire_on_ordinary_replies():
     for text in ("The final score was 3-1, what a match!", "You sound tired, maybe rest a little?",
-                 "I'd rate that restaurant highly too."):
+                 "I'd rate that restaurant highly too.", "Don't forget the instructions on the medicine box.",
+                 "Give yourself a break, you earned a 5-minute rest."):
         assert injection_flags(text) == [], text
 
 

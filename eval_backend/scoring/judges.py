@@ -116,15 +116,14 @@ def judge_manifest(settings: dict | None) -> dict:
 _MARKER_BREAK = re.compile(r"<{2,}|>{2,}")
 _ADDRESSING = [
     ("ignore_instructions", re.compile(
-        r"\b(ignore|disregard|forget|override)\b.{0,40}\b(instruction|instructions|prompt|rules|above|previous|prior)\b",
-        re.I | re.S)),
+        r"\b(ignore|disregard|forget|override)\s+(all\s+|any\s+|the\s+|your\s+|of\s+)*(previous|prior|above|earlier|"
+        r"preceding|system|judging|grading|evaluation)\s+(instructions?|prompts?|rules|guidelines|messages?)", re.I)),
     ("addresses_judge", re.compile(
         r"\b(as|dear|attention|note to|hey)\s+(the\s+|an?\s+)?(ai\s+)?(judge|evaluator|grader|rater|assessor|reviewer)\b",
         re.I)),
     ("requests_score", re.compile(
-        r"\b(give|assign|award|rate|score|output|return)\b.{0,30}\b(score|rating|grade|mark|[1-6]\s*/\s*[56]|5|6|good|excellent)\b"
-        r".{0,20}\b(this|the|my|me)?\b.{0,20}\b(reply|response|answer|it)?",
-        re.I | re.S)),
+        r"\b(give|assign|award)\b.{0,30}\b(score|rating|grade|marks?|[1-6]\s*/\s*[56]|5|6)\b"
+        r"|\brate\s+(this|the|my)\s+(reply|response|answer)\b", re.I | re.S)),
     ("role_marker", re.compile(r"(^|\n)\s*(system|assistant|developer)\s*:|<\|?(system|im_start)\|?>|\[/?inst\]", re.I)),
     ("fake_marker", re.compile(r"<<\s*/?\s*(end-)?[a-z_]*-?[0-9a-f]*\s*>>", re.I)),
 ]
