@@ -62,7 +62,7 @@ def check_name(name: object) -> str | None:
         return ("The name must be 3 to 64 characters: letters, digits, spaces and . _ + ( ) -, "
                 "starting with a letter or digit.")
     if n.lower() in RESERVED_NAMES:
-        return f"'{n}' is reserved; choose another name."
+        return f"The name '{n}' is reserved; choose another name."
     return None
 
 

@@ -1,0 +1,315 @@
+"""Submission checks: plain-words field errors, upload checks (traversal, symlinks, bombs, corrupt audio),
+duplicates and quota against current data, and ≥ 200 generated bad submissions of which none crashes
+and none is queued."""
+from __future__ import annotations
+
+import io
+import json
+import stat
+import threading
+import zipfile
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+from eval_backend.audio.io import encode_wav
+from eval_backend.benchmark.dataset import save_benchmark
+from eval_backend.store import Store
+from eval_backend.submissions import SubmissionForm, SubmissionService, SubmissionSettings, Submitter, validate_form
+from eval_backend.submissions.uploads import UploadError, check_upload
+from eval_backend.submissions.validation import normalise_base_url
+from fault_server import make_benchmark, tone_pcm
+
+PUBLIC = "https://93.184.216.34/v1"     # a public literal: passes the address policy without DNS
+WAV = encode_wav(tone_pcm(0.3), 24000)
+IDS = {"context/g0000/c0", "context/g0001/c0"}
+
+
+def good_form(**kw) -> SubmissionForm:
+    return SubmissionForm(**{**dict(name="Good Model", organisation="Lab", link="https://example.org/m",
+                                    licence="mit", open_weights=True, base_url=PUBLIC, model_id="org/model-1",
+                                    audio_output=True, voice="alloy"), **kw})
+
+
+# --- fields ----------------------------------------------------------------------------------
+
+def test_a_good_form_has_no_errors_and_each_bad_field_names_itself():
+    assert validate_form(good_form()) == {}
+    cases = {
+        "name": [good_form(name=""), good_form(name="x"), good_form(name="a" * 80), good_form(name="bad\x00name"),
+                 good_form(name="<script>"), good_form(name="tie")],
+        "base_url": [good_form(base_url=""), good_form(base_url="ftp://h/v1"), good_form(base_url="file:///etc"),
+                     good_form(base_url="https://u:p@h.com/v1"), good_form(base_url="https://h.com/v1#x"),
+                     good_form(base_url="https://h.com/v1/chat/completions"), good_form(base_url="http://h .com"),
+                     good_form(base_url="javascript:alert(1)"), good_form(base_url="https://h.com:99999/")],
+        "model_id": [good_form(model_id=""), good_form(model_id="has space"), good_form(model_id="-x")],
+        "licence": [good_form(licence="whatever")],
+        "open_weights": [good_form(open_weights=True, licence="proprietary")],
+        "voice": [good_form(voice="a voice!")],
+        "link": [good_form(link="ftp://x")],
+        "predictions": [good_form(predictions_path="/tmp/x.zip"),
+                        good_form(kind="predictions", base_url="", predictions_path="x.tar")],
+        "kind": [good_form(kind="other")],
+    }
+    for fld, forms in cases.items():
+        for f in forms:
+            errors = validate_form(f)
+            assert fld in errors, (fld, f)
+            assert errors[fld].endswith(".") and errors[fld][0].isupper()     # a sentence in plain words
+
+
+def test_the_api_key_is_never_echoed():
+    key = "sk-visible\nsecret-" + "k" * 30
+    errors = validate_form(good_form(api_key=key))
+    assert "api_key" in errors and "secret-" not in json.dumps(errors)
+    assert "sk-" not in json.dumps(good_form(api_key="sk-abc").public())
+
+
+def test_duplicate_urls_compare_normalised():
+    assert normalise_base_url("HTTPS://API.Example.com:443/v1/") == normalise_base_url("https://api.example.com/v1")
+    assert normalise_base_url("http://h:8080/v1") != normalise_base_url("http://h/v1")
+
+
+# --- uploads ---------------------------------------------------------------------------------
+
+def make_zip(entries: list[tuple], path: Path) -> Path:
+    """entries: (name, bytes) or (ZipInfo, bytes)."""
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as z:
+        for name, data in entries:
+            z.writestr(name, data)
+    return path
+
+
+def lines(*objs) -> bytes:
+    return "\n".join(json.dumps(o) for o in objs).encode()
+
+
+UP = SubmissionSettings(max_upload_bytes=2 * 2**20, max_unpacked_bytes=4 * 2**20, max_files=20)
+
+
+def test_a_good_upload_is_unpacked_and_hashed_independently_of_compression(tmp_path):
+    entries = [("p.jsonl", lines({"id": "context/g0000/c0", "text": "hi", "audio": "a/0.wav"},
+                                 {"id": "context/zzz/c0", "text": "unknown"})), ("a/0.wav", WAV)]
+    one = check_upload(make_zip(entries, tmp_path / "1.zip"), tmp_path / "u1", UP, IDS)
+    with zipfile.ZipFile(tmp_path / "2.zip", "w", zipfile.ZIP_STORED) as z:
+        for name, data in reversed(entries):
+            z.writestr(name, data)
+    two = check_upload(tmp_path / "2.zip", tmp_path / "u2", UP, IDS)
+    assert one.content_hash == two.content_hash and one.matched == 1 and one.unknown_ids == ["context/zzz/c0"]
+    assert (tmp_path / "u1" / "a" / "0.wav").read_bytes() == WAV
+
+
+def _symlink_info(name: str) -> zipfile.ZipInfo:
+    info = zipfile.ZipInfo(name)
+    info.create_system = 3
+    info.external_attr = (stat.S_IFLNK | 0o777) << 16
+    return info
+
+
+BAD_UPLOADS = {
+    "traversal": [("../evil.wav", WAV), ("p.jsonl", lines({"id": "context/g0000/c0", "text": "x"}))],
+    "absolute": [("/etc/evil.wav", WAV), ("p.jsonl", lines({"id": "context/g0000/c0", "text": "x"}))],
+    "backslash": [("..\\evil.wav", WAV), ("p.jsonl", lines({"id": "context/g0000/c0", "text": "x"}))],
+    "symlink": [(_symlink_info("link.wav"), b"/etc/passwd"),
+                ("p.jsonl", lines({"id": "context/g0000/c0", "text": "x"}))],
+    "audio path escapes": [("p.jsonl", lines({"id": "context/g0000/c0", "audio": "../../etc/hostname"}))],
+    "audio path absolute": [("p.jsonl", lines({"id": "context/g0000/c0", "audio": "/etc/hostname"}))],
+    "audio missing": [("p.jsonl", lines({"id": "context/g0000/c0", "audio": "nope.wav"}))],
+    "corrupt wav": [("p.jsonl", lines({"id": "context/g0000/c0", "audio": "a.wav"})), ("a.wav", b"RIFF" + b"\0" * 60)],
+    "truncated wav": [("p.jsonl", lines({"id": "context/g0000/c0", "audio": "a.wav"})), ("a.wav", WAV[:2000])],
+    "two jsonl": [("p.jsonl", lines({"id": "context/g0000/c0", "text": "x"})), ("q.jsonl", b"")],
+    "no jsonl": [("a.wav", WAV)],
+    "other file": [("p.jsonl", lines({"id": "context/g0000/c0", "text": "x"})), ("run.sh", b"rm -rf /")],
+    "bad jsonl": [("p.jsonl", b"{not json\n")],
+    "not utf-8": [("p.jsonl", b"\xff\xfe\x00bad")],
+    "no matching id": [("p.jsonl", lines({"id": "context/other/c0", "text": "x"}))],
+    "duplicate entry": [("p.jsonl", lines({"id": "context/g0000/c0", "text": "x"})), ("A.wav", WAV), ("a.wav", WAV)],
+    "bomb": [("p.jsonl", lines({"id": "context/g0000/c0", "text": "x"})), ("z.wav", b"\0" * (5 * 2**20))],
+    "too many files": [("p.jsonl", lines({"id": "context/g0000/c0", "text": "x"}))] + [(f"{i}.wav", WAV)
+                                                                                         for i in range(25)],
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD_UPLOADS))
+def test_bad_uploads_are_refused_and_leave_nothing(tmp_path, case):
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")          # zipfile warns about the duplicate entry case
+        path = make_zip(BAD_UPLOADS[case], tmp_path / "bad.zip")
+    with pytest.raises(UploadError) as err:
+        check_upload(path, tmp_path / "out", UP, IDS)
+    assert str(err.value) and not (tmp_path / "out").exists()
+    assert not (tmp_path.parent / "evil.wav").exists()
+
+
+def test_corrupt_and_oversized_files_are_refused(tmp_path):
+    (tmp_path / "junk.zip").write_bytes(b"PK\x03\x04" + b"\x00garbage" * 100)
+    (tmp_path / "big.zip").write_bytes(b"\0" * (UP.max_upload_bytes + 1))
+    good = make_zip([("p.jsonl", lines({"id": "context/g0000/c0", "text": "x"}))], tmp_path / "g.zip")
+    (tmp_path / "cut.zip").write_bytes(good.read_bytes()[:-30])
+    for name in ("junk.zip", "big.zip", "cut.zip", "missing.zip"):
+        with pytest.raises(UploadError):
+            check_upload(tmp_path / name, tmp_path / f"out-{name}", UP, IDS)
+
+
+# --- service: duplicates, quota, races -------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def bench_dir(tmp_path_factory) -> Path:
+    tmp = tmp_path_factory.mktemp("bench")
+    return save_benchmark(make_benchmark(tmp / "src", ["I lost my keys.", "It rains."], name="val"), tmp / "b")
+
+
+def svc_for(data: Path, bench_dir: Path, clock=None, **kw) -> SubmissionService:
+    s = SubmissionSettings(benchmark=str(bench_dir), preflight=False, preflight_timeout_s=2, **kw)
+    return SubmissionService(Store(data), s, **({"clock": clock} if clock else {}))
+
+
+def test_duplicates_are_checked_against_current_data(tmp_path, bench_dir):
+    app1, app2 = svc_for(tmp_path / "d", bench_dir), svc_for(tmp_path / "d", bench_dir)   # two app processes
+    first = app1.submit(good_form(), Submitter("ann"))
+    assert first.accepted
+    dup = app2.submit(good_form(name="Other Name", base_url="HTTPS://93.184.216.34:443/v1/"), Submitter("ben"))
+    assert not dup.accepted and "#1" in dup.errors["duplicate"]
+    taken = app2.submit(good_form(model_id="another"), Submitter("ben"))
+    assert not taken.accepted and "taken" in taken.errors["name"]
+    app1.cancel(first.job_id, Submitter("ann"))                 # the submitter cancels while PENDING
+    assert app2.submit(good_form(name="Other Name"), Submitter("ben")).accepted   # seen at once: no stale list
+
+
+def test_quota_per_submitter_and_none_for_the_operator(tmp_path, bench_dir):
+    now = [1_000_000.0]
+    svc = svc_for(tmp_path / "d", bench_dir, clock=lambda: now[0])
+    for i in range(3):
+        assert svc.submit(good_form(name=f"Model {i}", model_id=f"m{i}"), Submitter("eve")).accepted
+    over = svc.submit(good_form(name="Model 3", model_id="m3"), Submitter("eve"))
+    assert not over.accepted and "3 submissions in the last 7 days" in over.errors["quota"]
+    assert svc.submit(good_form(name="Model 4", model_id="m4"), Submitter("fay")).accepted
+    assert svc.submit(good_form(name="Model 5", model_id="m5"), Submitter("root", is_operator=True)).accepted
+    now[0] += 7 * 86400 + 1
+    assert svc.submit(good_form(name="Model 3", model_id="m3"), Submitter("eve")).accepted
+
+
+def test_racing_identical_submissions_queue_one(tmp_path, bench_dir):
+    Store(tmp_path / "d")
+    results = []
+    barrier = threading.Barrier(4)
+
+    def go(i):
+        svc = svc_for(tmp_path / "d", bench_dir)
+        barrier.wait()
+        results.append(svc.submit(good_form(), Submitter(f"user{i}")))
+    threads = [threading.Thread(target=go, args=(i,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sum(r.accepted for r in results) == 1
+    assert Store(tmp_path / "d").query("SELECT COUNT(*) FROM submissions")[0][0] == 1
+
+
+def test_internal_endpoints_are_refused_by_the_form(tmp_path, bench_dir):
+    svc = svc_for(tmp_path / "d", bench_dir)
+    for url in ("http://127.0.0.1:8765/v1", "http://[::ffff:169.254.169.254]/v1", "http://0x7f000001/v1"):
+        out = svc.submit(good_form(base_url=url), Submitter("x"))
+        assert not out.accepted and "cannot be used" in out.errors["base_url"]
+    assert svc.list_jobs() == []
+
+
+# --- generated bad submissions ---------------------------------------------------------------
+
+INTERNAL_HOSTS = ["127.0.0.1", "2130706433", "0x7f000001", "0177.0.0.1", "127.1", "[::1]", "[::ffff:127.0.0.1]",
+                  "10.0.0.1", "192.168.0.1", "169.254.169.254", "[fd00:ec2::254]", "metadata.google.internal",
+                  "localhost", "LOCALHOST.", "0", "[::]", "224.0.0.1", "100.64.0.1", "127.0.0.1.", "0xA9FEA9FE"]
+text = st.text(st.characters(codec="utf-8"), max_size=80)
+bad_names = st.one_of(st.just(""), st.text(max_size=2), st.text(min_size=65, max_size=90),
+                      text.map(lambda s: "\x00" + s), text.map(lambda s: s + "\u202e"), st.just("<img src=x>"),
+                      st.just("../../etc"), st.just("both_bad"))
+bad_urls = st.one_of(
+    st.sampled_from(INTERNAL_HOSTS).flatmap(lambda h: st.sampled_from(["http", "https", "HTTP"]).map(
+        lambda s: f"{s}://{h}/v1")),
+    st.sampled_from(["ftp", "file", "gopher", "javascript", "data", "ws", ""]).map(lambda s: f"{s}://93.184.216.34/"),
+    text.filter(lambda s: not s.lower().startswith("http")),
+    st.just("https://user:pass@93.184.216.34/v1"), st.just("https://93.184.216.34/v1#frag"),
+    st.just("https://%31%32%37.0.0.1/v1"), st.just("https://93.184.216.34/v1/chat/completions"),
+    st.integers(65536, 10**6).map(lambda p: f"https://93.184.216.34:{p}/"),
+)
+
+
+def traversal_zip(name: str, audio: str) -> bytes:
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as z:
+        z.writestr(name, WAV)
+        z.writestr("p.jsonl", lines({"id": "context/g0000/c0", "audio": audio}))
+    return buf.getvalue()
+
+
+def flip(data: bytes, pos: int, n: int) -> bytes:
+    """Invert 1-4 bytes of the first entry's stored data: a burst CRC-32 always detects."""
+    return data[:pos] + bytes(b ^ 0xFF for b in data[pos:pos + n]) + data[pos + n:]
+
+
+bad_zips = st.one_of(
+    st.binary(max_size=2000),                                                      # corrupt
+    st.binary(max_size=200).map(lambda b: b"PK\x03\x04" + b),
+    st.tuples(st.sampled_from(["../", "/", "a/../../", "..\\", "C:/", "./../"]), st.text("abc", min_size=1, max_size=5))
+      .map(lambda t: traversal_zip(t[0] + t[1] + ".wav", t[0] + t[1] + ".wav")),
+    st.sampled_from(["/etc/passwd", "../../../etc/hostname", "~/x.wav", "a/../../b.wav"]).map(
+        lambda a: traversal_zip("ok.wav", a)),
+    st.tuples(st.integers(0, len(WAV) - 4), st.integers(1, 4)).map(lambda t: flip(traversal_zip("ok.wav", "ok.wav"),
+                                                                                   30 + len("ok.wav") + t[0], t[1])),
+    st.integers(1, 3).map(lambda k: b"\0" * (UP.max_upload_bytes + k)),                # huge
+)
+
+
+@st.composite
+def bad_submission(draw):
+    kind = draw(st.sampled_from(["name", "url", "model_id", "zip", "both", "licence"]))
+    if kind == "zip":
+        return good_form(kind="predictions", base_url="", name="Zip Model"), \
+            draw(bad_zips)
+    form = good_form()
+    if kind == "name":
+        form.name = draw(bad_names)
+    elif kind == "url":
+        form.base_url = draw(bad_urls)
+    elif kind == "model_id":
+        form.model_id = draw(st.one_of(st.just(""), text.filter(lambda s: " " in s or not s.isascii())))
+    elif kind == "licence":
+        form.licence = draw(text.filter(lambda s: s.strip().lower() not in ("mit", "apache-2.0", "unknown")))
+    else:
+        form.predictions_path = "x.zip"
+    if draw(st.booleans()):
+        form.api_key = draw(text)
+    return form, None
+
+
+@pytest.fixture(scope="module")
+def fuzz_svc(tmp_path_factory, bench_dir):
+    tmp = tmp_path_factory.mktemp("fuzz")
+    return svc_for(tmp / "d", bench_dir, max_upload_bytes=UP.max_upload_bytes, max_unpacked_bytes=UP.max_unpacked_bytes,
+                   max_files=UP.max_files), tmp
+
+
+COUNT = {"n": 0}
+
+
+@settings(max_examples=250, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
+                                                                   HealthCheck.too_slow])
+@given(case=bad_submission())
+def test_generated_bad_submissions_never_crash_and_never_queue(fuzz_svc, case):
+    svc, tmp = fuzz_svc
+    form, zip_bytes = case
+    if zip_bytes is not None:
+        COUNT["n"] += 1
+        path = tmp / f"up{COUNT['n']}.zip"
+        path.write_bytes(zip_bytes)
+        form.predictions_path = str(path)
+    out = svc.submit(form, Submitter("fuzzer"))
+    assert not out.accepted and out.errors, form.public()
+    assert all(isinstance(k, str) and isinstance(v, str) and v for k, v in out.errors.items())
+    assert not (form.api_key and len(form.api_key) > 6 and form.api_key in json.dumps(out.errors))
+    assert svc.store.query("SELECT COUNT(*) FROM submissions")[0][0] == 0
+    uploads = svc.store.root / "submissions" / "uploads"
+    assert not uploads.exists() or not any(uploads.iterdir())        # a refused upload leaves nothing
