@@ -5,6 +5,8 @@
     export --format jsonl|csv --out F    the public vote log (no session ids, IP hashes, user names)
     pause MODEL [--reason R] / unpause MODEL
     health [--json]                      accepted vs refused votes over the last day
+    release --out DIR [--rounds N]       public data release: votes, ratings, vote-log hash, code version, parameters
+    rebuild DIR [--json] [--axis A]      recompute the leaderboard from a release (exit 1 if it differs)
 
 Every command takes --data-dir (else EMPATHY_ARENA_DATA_DIR, else ./data).
 """
@@ -83,6 +85,37 @@ def cmd_health(args) -> int:
     return 0
 
 
+def cmd_release(args) -> int:
+    from .release import ReleaseError, write_release
+    try:
+        m = write_release(_service(args), args.out, args.rounds)
+    except ReleaseError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    print(f"release {m['release']}: {m['vote_log']['votes']} votes, vote-log sha256 {m['vote_log']['sha256']}, "
+          f"code {m['code_version']['git_commit']}, written to {args.out}")
+    return 0
+
+
+def cmd_rebuild(args) -> int:
+    from .release import ReleaseError, rebuild, table_json
+    try:
+        rows, report = rebuild(args.dir, args.axis)
+    except ReleaseError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    if args.json:
+        sys.stdout.write(table_json(rows))
+    else:
+        for r in rows:
+            print(f"{r['model'][:30]:30} {r['mu']:7.2f} {r['sigma']:6.2f} {r['conservative']:7.2f} {r['votes']:7d}")
+        print(f"release {report['release']}, axis {report['axis']}, {report['votes']} votes: "
+              + ("identical to the released table" if report["identical"] else "DIFFERS from the released table"))
+    if not report["identical"]:
+        print(f"rebuilt table differs from {args.dir}/ratings/{args.axis}.json", file=sys.stderr)
+    return 0 if report["identical"] else 1
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m arena", description="Empathy Arena votes and ratings")
     common = argparse.ArgumentParser(add_help=False)
@@ -109,6 +142,15 @@ def build_parser() -> argparse.ArgumentParser:
     h = sub.add_parser("health", parents=[common], help="integrity health: share of submissions counted")
     h.add_argument("--json", action="store_true")
     h.set_defaults(func=cmd_health)
+    rl = sub.add_parser("release", parents=[common], help="write a public data release (versioned snapshot)")
+    rl.add_argument("--out", required=True, help="new or empty directory")
+    rl.add_argument("--rounds", type=int, default=None, help="bootstrap rounds (default: settings)")
+    rl.set_defaults(func=cmd_release)
+    rb = sub.add_parser("rebuild", help="recompute the leaderboard from a release directory")
+    rb.add_argument("dir")
+    rb.add_argument("--json", action="store_true", help="print what `ratings --json` printed")
+    rb.add_argument("--axis", default="overall", choices=AXES)
+    rb.set_defaults(func=cmd_rebuild)
     return p
 
 

@@ -1,0 +1,195 @@
+"""Public data release: a versioned snapshot of the vote log that rebuilds the leaderboard bit for bit.
+
+    write_release(svc, out_dir)    -> manifest      (python -m arena release --out DIR)
+    rebuild(release_dir, axis)     -> table rows    (python -m arena rebuild DIR [--json])
+
+A release directory holds
+    votes.jsonl          the public vote log, byte-identical to `python -m arena export --format jsonl`
+                         (no session ids, IP hashes or user names; VoteRow has no such fields)
+    ratings/<axis>.json  `python -m arena ratings --json --axis <axis>` as it printed at release time
+    manifest.json        format version, release id, vote-log hash, code version, TrueSkill and
+                         Bradley-Terry parameters, sha256 of every file
+
+The table is a pure function of (votes, parameters): TrueSkill is replayed in vote-id order and the
+Bradley-Terry bootstrap uses a fixed seed, so rebuilding gives the same floats, hence the same JSON bytes.
+"""
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import math
+import os
+import shutil
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+from . import bradley_terry as bt
+from .ratings import TrueSkillParams, replay
+from .storage import AXES, EXPORT_FIELDS, VoteRow
+from .votes_io import format_votes
+
+FORMAT = "empathy-arena-release"
+FORMAT_VERSION = 1
+BT_SEED = 0          # ArenaService.bradley_terry's default seed: the live table and the release agree
+BT_PRIOR = 1e-4      # bradley_terry.bootstrap's default prior
+
+
+class ReleaseError(ValueError):
+    """The release directory is missing, incomplete or does not match its manifest."""
+
+
+# ---------------------------------------------------------------- pure core
+def leaderboard(votes: list[VoteRow], params: TrueSkillParams, rounds: int, axis: str = "overall",
+                seed: int = BT_SEED) -> list[dict]:
+    """Rows of `python -m arena ratings --json` (ArenaService.replayed_table) computed from votes alone."""
+    if axis not in AXES:
+        raise ValueError(f"axis {axis!r} is not one of {', '.join(AXES)}")
+    rated = [(row, v) for row in votes if (v := row.as_vote(axis)) is not None]
+    ts = replay([v for _, v in rated], params)
+    counts = bt.counts_from_votes((v.model_a, v.model_b, v.winner) for _, v in rated)
+    fit = bt.bootstrap(counts, rounds, seed).as_dict()
+    n = {m: 0 for m in ts}
+    for row, _ in rated:
+        n[row.model_a] += 1
+        n[row.model_b] += 1
+    out = []
+    for model, r in ts.items():
+        b = fit.get(model, {})
+        out.append({"model": model, "mu": r.mu, "sigma": r.sigma, "conservative": r.conservative,
+                    "bt": _num(b.get("bt")), "bt_low": _num(b.get("bt_low")), "bt_high": _num(b.get("bt_high")),
+                    "votes": n[model]})
+    out.sort(key=lambda x: -x["conservative"])
+    return out
+
+
+def table_json(rows: list[dict]) -> str:
+    """Exactly what `python -m arena ratings --json` prints (print adds the newline)."""
+    return json.dumps(rows, indent=1) + "\n"
+
+
+def parse_votes(text: str) -> list[VoteRow]:
+    """votes.jsonl -> VoteRows in id order; ReleaseError naming the line on anything unexpected."""
+    out = []
+    for n, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            rec = json.loads(line)
+            if not isinstance(rec, dict) or set(rec) != set(EXPORT_FIELDS):
+                raise ValueError(f"expected the fields {', '.join(EXPORT_FIELDS)}")
+            out.append(VoteRow(**rec))
+        except ValueError as exc:
+            raise ReleaseError(f"votes.jsonl line {n}: {exc}") from None
+    ids = [v.id for v in out]
+    if ids != sorted(set(ids)):
+        raise ReleaseError("votes.jsonl: vote ids are not strictly increasing")
+    return out
+
+
+def params_dict(params: TrueSkillParams, rounds: int) -> dict:
+    return {"trueskill": dataclasses.asdict(params),
+            "bradley_terry": {"bootstrap_rounds": rounds, "seed": BT_SEED, "prior": BT_PRIOR,
+                              "ties": "half a win each", "both_bad": "left out", "interval": "95% percentile"},
+            "order": "TrueSkill replayed in vote-id order"}
+
+
+def sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+# ---------------------------------------------------------------- I/O shell
+def code_version(root: Path | None = None) -> dict:
+    """The git commit of the running code (and whether the tree had local edits); 'unknown' without git."""
+    root = root or Path(__file__).resolve().parent.parent
+    try:
+        commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True,
+                                timeout=10, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "--", "arena"],
+                               cwd=root, capture_output=True, text=True, timeout=10).stdout.strip()
+        return {"git_commit": commit, "arena_code_modified": bool(dirty)}
+    except (OSError, subprocess.SubprocessError):
+        return {"git_commit": os.environ.get("SPACE_COMMIT", "unknown"), "arena_code_modified": None}
+
+
+def write_release(svc, out_dir: str | Path, rounds: int | None = None) -> dict:
+    """Write the snapshot of `svc` (an ArenaService) into out_dir, which must not exist or be empty.
+    Written under a temporary name and renamed, so a half-written release never appears."""
+    out = Path(out_dir)
+    if out.exists() and (not out.is_dir() or any(out.iterdir())):
+        raise ReleaseError(f"{out} already exists and is not empty: a release is never overwritten")
+    rounds = svc.settings.bootstrap_rounds if rounds is None else rounds
+    votes = svc.votes()
+    votes_text = format_votes(votes, "jsonl")
+    log_hash = svc.vote_log_hash()
+    files = {"votes.jsonl": votes_text.encode()}
+    if log_hash["sha256"] != sha256(files["votes.jsonl"]) or log_hash["votes"] != len(votes):
+        raise ReleaseError("the vote log changed while the release was being written; run it again")
+    for axis in AXES:
+        files[f"ratings/{axis}.json"] = table_json(leaderboard(votes, svc.settings.trueskill, rounds, axis)).encode()
+    now = time.time()
+    manifest = {
+        "format": FORMAT, "format_version": FORMAT_VERSION,
+        "release": time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(now)) + f"-{len(votes)}v-{log_hash['sha256'][:12]}",
+        "created_at": now,
+        "vote_log": log_hash,
+        "code_version": code_version(),
+        "parameters": params_dict(svc.settings.trueskill, rounds),
+        "axes": list(AXES),
+        "files": {name: sha256(data) for name, data in sorted(files.items())},
+        "private_fields_removed": ["session_id", "ip_hash", "user", "battle_id"],
+    }
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+    try:
+        for name, data in files.items():
+            (tmp / name).parent.mkdir(parents=True, exist_ok=True)
+            (tmp / name).write_bytes(data)
+        (tmp / "manifest.json").write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n")
+        if out.exists():
+            out.rmdir()                     # empty (checked above)
+        tmp.rename(out)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return manifest
+
+
+def load_release(release_dir: str | Path) -> tuple[dict, list[VoteRow]]:
+    """Manifest and votes, after checking the format and every file's sha256."""
+    d = Path(release_dir)
+    try:
+        manifest = json.loads((d / "manifest.json").read_text())
+    except (OSError, ValueError) as exc:
+        raise ReleaseError(f"{d}: no readable manifest.json ({exc})") from None
+    if manifest.get("format") != FORMAT or manifest.get("format_version") != FORMAT_VERSION:
+        raise ReleaseError(f"{d}: not a {FORMAT} v{FORMAT_VERSION} release")
+    for name, digest in manifest["files"].items():
+        try:
+            data = (d / name).read_bytes()
+        except OSError as exc:
+            raise ReleaseError(f"{d}: {name} is missing ({exc})") from None
+        if sha256(data) != digest:
+            raise ReleaseError(f"{d}: {name} does not match the sha256 in the manifest")
+    text = (d / "votes.jsonl").read_text(encoding="utf-8")
+    if sha256(text.encode()) != manifest["vote_log"]["sha256"]:
+        raise ReleaseError(f"{d}: votes.jsonl does not match the vote-log hash")
+    return manifest, parse_votes(text)
+
+
+def rebuild(release_dir: str | Path, axis: str = "overall") -> tuple[list[dict], dict]:
+    """Recompute the table of one axis from a release; returns (rows, report) where report says whether
+    the JSON is byte-identical to the released ratings/<axis>.json."""
+    manifest, votes = load_release(release_dir)
+    p = manifest["parameters"]
+    params = TrueSkillParams(**p["trueskill"])
+    rows = leaderboard(votes, params, p["bradley_terry"]["bootstrap_rounds"], axis, p["bradley_terry"]["seed"])
+    released = (Path(release_dir) / "ratings" / f"{axis}.json").read_text()
+    return rows, {"release": manifest["release"], "axis": axis, "votes": len(votes),
+                  "identical": table_json(rows) == released}
+
+
+def _num(x) -> float | None:
+    return None if x is None or (isinstance(x, float) and math.isnan(x)) else float(x)
