@@ -1,0 +1,295 @@
+"""The benchmark leaderboard's table: result JSON documents + the paper's reported rows → a DataFrame.
+
+Pure: no file or network I/O except `load_result_docs` / `load_reported` (plain reads the UI calls).
+A cell holds a number, or the text "not computed: <reason>" (never a zero for a missing score).
+Our scores are on the scorer's scales (accuracies and most text metrics 0-1, BLEU 0-100, judges
+1-5, MOS 1-5); the EchoMind paper's percent figures are divided by 100 into the same columns, and
+figures that have no like-for-like counterpart here get their own "(paper)" column.
+"""
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Iterable, Mapping
+
+import pandas as pd
+
+REPORTED_PATH = Path(__file__).parent / "data" / "echomind_reported.json"
+REPORTED_SOURCE = "reported, not reproduced here"
+MEASURED_SOURCE = "measured here"
+NOT_MEASURED = "not computed: not measured by the paper"
+
+BOARDS = ("LB1", "LB2", "LB3", "selection")
+BOARD_LABELS = {"LB1": "LB1 (understanding + reasoning)", "LB2": "LB2 (vocal empathy)",
+                "LB3": "LB3 ((C1+C4)/2)", "selection": "Selection (EmpathyEval final)"}
+SORT_PRESETS = {"LB1": "LB1", "LB2": "LB2", "LB3": "LB3", "Selection": "selection"}
+# metric family -> column group
+FAMILY_GROUP = {"level1": "Level 1: understanding", "reasoning": "Level 2: reasoning",
+                "level3_text": "Level 3: conversation (text)", "judge_text": "Level 3: conversation (text)",
+                "judge_audio": "Level 3: conversation (audio)", "audio": "Level 3: conversation (audio)",
+                "aeq": "AEQ-Bench", "selection": "Selection"}
+GROUPS = ("Level 1: understanding", "Level 2: reasoning", "Level 3: conversation (text)",
+          "Level 3: conversation (audio)", "AEQ-Bench", "Selection")
+INFO_COLUMNS = ("model", "type", "source", "audio output", "open weights", "organisation", "benchmark")
+KINDS = ("baseline", "endpoint", "predictions", "reported")
+
+# paper field -> (our column, factor to our scale, our metric's family). A column that is not one of
+# our metric names exists only for the reported rows.
+PAPER_COLUMNS: dict[str, tuple[str, float, str]] = {
+    "understanding_wer": ("l1.asr_wer", 0.01, "level1"),
+    "understanding_semsim": ("l1.semsim (paper)", 0.01, "level1"),      # the paper's encoder, not MiniLM
+    "understanding_acc": ("l1.understanding_acc", 0.01, "level1"),
+    "reasoning_acc": ("l2.reasoning_acc", 0.01, "reasoning"),
+    "audio_nisqa": ("audio.nisqa (paper)", 1.0, "audio"),
+    "audio_dnsmos": ("audio.dnsmos_ovrl", 1.0, "audio"),
+    "audio_emoalign": ("audio.emoalign", 0.01, "audio"),
+    "audio_ves": ("l3.ves", 1.0, "judge_audio"),
+    "text_bleu": ("l3.bleu4", 1.0, "level3_text"),
+    "text_rouge_l": ("l3.rougeL_f", 0.01, "level3_text"),
+    "text_meteor": ("l3.meteor", 0.01, "level3_text"),
+    "text_bertscore": ("l3.bertscore (paper, rescaled)", 0.01, "level3_text"),  # another model and scale
+    "judge_c1_context_fit": ("l3.judge.c1", 1.0, "judge_text"),
+    "judge_c2_naturalness": ("l3.judge.c2", 1.0, "judge_text"),
+    "judge_c3_colloquialism": ("l3.judge.c3", 1.0, "judge_text"),
+    "judge_c4_speech_info_relevance": ("l3.judge.c4", 1.0, "judge_text"),
+}
+
+
+@dataclass(frozen=True)
+class ModelInfo:
+    """What the table says about a model besides its scores (from the submissions queue or the baselines)."""
+    kind: str = "unknown"                  # baseline | endpoint | predictions | reported | unknown
+    audio_output: bool | None = None
+    open_weights: bool | None = None
+    organisation: str | None = None
+    licence: str | None = None
+    link: str | None = None
+
+
+@dataclass(frozen=True)
+class FilterState:
+    """Everything the user can set above the table; also what the shareable URL carries."""
+    search: str = ""
+    kinds: tuple[str, ...] = KINDS
+    audio: str = "any"                     # any | yes | no
+    open_weights: str = "any"              # any | yes | no
+    groups: tuple[str, ...] = ("Level 1: understanding", "Level 2: reasoning")
+    sort: str = "LB1"                      # a SORT_PRESETS key
+    intervals: bool = False
+
+
+# ---------------------------------------------------------------- loading (the only I/O)
+def load_result_docs(results_dir: str | Path) -> list[dict]:
+    """Every readable results JSON under <data>/results/<model>/; unreadable files are skipped with a note."""
+    docs = []
+    for path in sorted(Path(results_dir).glob("*/*.json")):
+        try:
+            doc = json.loads(path.read_text())
+        except (OSError, ValueError):
+            continue
+        if isinstance(doc, dict) and "manifest" in doc and "metrics" in doc:
+            doc = {**doc, "_path": str(path)}
+            docs.append(doc)
+    return docs
+
+
+def load_reported(path: str | Path = REPORTED_PATH) -> dict:
+    return json.loads(Path(path).read_text())
+
+
+# ---------------------------------------------------------------- choosing documents
+def latest_per_model(docs: Iterable[dict], benchmark_hash: str | None = None) -> dict[str, dict]:
+    """The newest document per model (by manifest timestamp), optionally only on one benchmark."""
+    out: dict[str, dict] = {}
+    for d in docs:
+        man = d["manifest"]
+        if benchmark_hash and man["benchmark"].get("hash") != benchmark_hash:
+            continue
+        cur = out.get(man["model"])
+        if cur is None or man.get("timestamp", "") > cur["manifest"].get("timestamp", ""):
+            out[man["model"]] = d
+    return out
+
+
+# ---------------------------------------------------------------- cells
+def _num(x) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
+
+
+def cell(value, reason: str | None) -> float | str:
+    if _num(value):
+        return round(float(value), 4)
+    r = (reason or "the scorer gave no value and no reason").strip()
+    return r if r.startswith("not computed") else f"not computed: {r}"
+
+
+def ci_text(ci) -> str:
+    if isinstance(ci, (list, tuple)) and len(ci) == 2 and all(_num(x) for x in ci):
+        return f"[{ci[0]:.3f}, {ci[1]:.3f}]"
+    return "—"
+
+
+def _yes_no(b: bool | None) -> str:
+    return "—" if b is None else ("yes" if b else "no")
+
+
+def measured_row(doc: dict, info: ModelInfo) -> tuple[dict, dict[str, str]]:
+    """(row, {column: family}) for one results document."""
+    man = doc["manifest"]
+    row = {"model": man["model"], "type": info.kind, "source": MEASURED_SOURCE,
+           "audio output": _yes_no(info.audio_output), "open weights": _yes_no(info.open_weights),
+           "organisation": info.organisation or "",
+           "benchmark": f"{man['benchmark'].get('name')} v{man['benchmark'].get('version')}"}
+    for b in BOARDS:
+        e = doc.get("boards", {}).get(b) or {}
+        row[b] = cell(e.get("value"), e.get("reason") or f"not computed: board {b} missing from the result")
+    fams: dict[str, str] = {}
+    for name, e in doc["metrics"].items():
+        row[name] = cell(e.get("value"), e.get("reason"))
+        row[f"{name} 95% CI"] = ci_text(e.get("ci95"))
+        fams[name] = e.get("family", "")
+    single = {"LB2": (doc.get("boards", {}).get("LB2") or {}).get("source", ""),
+              "selection": "sel.final"}
+    for b, src in single.items():     # a board that is one metric carries that metric's interval
+        metric = src.split(" ")[0] if src else ""
+        row[f"{b} 95% CI"] = row.get(f"{metric} 95% CI", "—") if metric in doc["metrics"] else "—"
+    return row, fams
+
+
+def reported_rows(data: dict) -> tuple[list[dict], dict[str, str]]:
+    """The paper's rows on our scales, with the boards derived the way the scorer derives them."""
+    rows, fams = [], {}
+    for r in data.get("rows", []):
+        row = {"model": r["model"], "type": "reported", "source": REPORTED_SOURCE, "audio output": "—",
+               "open weights": {"open": "yes", "close": "no", "closed": "no"}.get(str(r.get("type")), "—"),
+               "organisation": "", "benchmark": "EchoMind (paper)"}
+        for key, (col, factor, fam) in PAPER_COLUMNS.items():
+            v = r.get(key)
+            row[col] = round(v * factor, 4) if _num(v) else NOT_MEASURED
+            fams[col] = fam
+        u, q = row["l1.understanding_acc"], row["l2.reasoning_acc"]
+        row["LB1"] = round((u + q) / 2, 4) if _num(u) and _num(q) else "not computed: paper lacks an accuracy"
+        row["LB2"] = row["l3.ves"] if _num(row["l3.ves"]) else "not computed: no VES reported"
+        c1, c4 = row["l3.judge.c1"], row["l3.judge.c4"]
+        row["LB3"] = round((c1 + c4) / 2, 4) if _num(c1) and _num(c4) else "not computed: paper lacks C1 or C4"
+        row["selection"] = "not computed: EmpathyEval selection is not part of EchoMind"
+        rows.append(row)
+    return rows, fams
+
+
+def build_table(docs: Mapping[str, dict], infos: Mapping[str, ModelInfo] | None = None,
+                reported: dict | None = None) -> tuple[pd.DataFrame, dict[str, list[str]]]:
+    """The full table (every column) and {group: [metric columns]}. `docs`: model -> results document."""
+    infos = infos or {}
+    rows, fams = [], {}
+    for model, doc in sorted(docs.items()):
+        row, f = measured_row(doc, infos.get(model, ModelInfo()))
+        rows.append(row)
+        fams.update(f)
+    if reported:
+        rrows, f = reported_rows(reported)
+        rows.extend(rrows)
+        for k, v in f.items():
+            fams.setdefault(k, v)
+    groups: dict[str, list[str]] = {g: [] for g in GROUPS}
+    for col, fam in sorted(fams.items()):
+        groups.setdefault(FAMILY_GROUP.get(fam, "Other"), []).append(col)
+    metric_cols = [c for g in groups.values() for c in g]
+    ci_cols = [f"{b} 95% CI" for b in ("LB2", "selection")] + [f"{c} 95% CI" for c in metric_cols]
+    columns = list(INFO_COLUMNS) + list(BOARDS) + metric_cols + ci_cols
+    for r in rows:
+        for c in metric_cols:
+            if c not in r:
+                r[c] = ("not computed: not in this result (metric added later: rescore)"
+                        if r["source"] == MEASURED_SOURCE else NOT_MEASURED)
+        for c in ci_cols:
+            r.setdefault(c, "—")
+    return pd.DataFrame(rows, columns=columns), groups
+
+
+# ---------------------------------------------------------------- filtering and sorting
+def _sort_key(series: pd.Series, higher_is_better: bool = True) -> pd.Series:
+    nums = pd.to_numeric(series, errors="coerce")
+    return -nums if higher_is_better else nums
+
+
+def apply_filters(df: pd.DataFrame, groups: Mapping[str, list[str]], state: FilterState) -> pd.DataFrame:
+    """Rows that pass the filters, sorted by the preset (best first, not-computed last), the chosen columns."""
+    out = df
+    if state.search.strip():
+        terms = [t.lower() for t in state.search.split(";") if t.strip()]
+        hay = (out["model"].astype(str) + " " + out["organisation"].astype(str)).str.lower()
+        mask = pd.Series(False, index=out.index)
+        for t in terms:
+            mask |= hay.str.contains(t.strip(), regex=False)
+        out = out[mask]
+    kinds = set(state.kinds)
+    out = out[out["type"].isin(kinds) | (("endpoint" in kinds) & (out["type"] == "unknown"))]
+    if state.audio in ("yes", "no"):
+        out = out[out["audio output"] == state.audio]
+    if state.open_weights in ("yes", "no"):
+        out = out[out["open weights"] == state.open_weights]
+    board = SORT_PRESETS.get(state.sort, "LB1")
+    if len(out):
+        out = out.assign(_k=_sort_key(out[board])).sort_values(["_k", "model"], na_position="last",
+                                                               kind="stable").drop(columns="_k")
+    cols = list(INFO_COLUMNS[:5]) + list(BOARDS)
+    if state.intervals:
+        cols += [c for c in ("LB2 95% CI", "selection 95% CI") if c in out.columns]
+    for g in state.groups:
+        for c in groups.get(g, []):
+            cols.append(c)
+            if state.intervals and f"{c} 95% CI" in out.columns:
+                cols.append(f"{c} 95% CI")
+    return out[cols].reset_index(drop=True)
+
+
+def display_frame(df: pd.DataFrame) -> pd.DataFrame:
+    """Numbers as text with 3 decimals (mixed number / reason columns render alike in the browser)."""
+    return df.map(lambda v: f"{v:.3f}" if _num(v) else ("" if v is None else str(v)))
+
+
+# ---------------------------------------------------------------- shareable URL
+def state_to_query(state: FilterState) -> dict[str, str]:
+    """Only what differs from the defaults, so the URL stays short."""
+    d, q = FilterState(), {}
+    if state.search != d.search:
+        q["q"] = state.search
+    if tuple(state.kinds) != d.kinds:
+        q["kinds"] = ",".join(state.kinds) or "none"
+    if state.audio != d.audio:
+        q["audio"] = state.audio
+    if state.open_weights != d.open_weights:
+        q["open"] = state.open_weights
+    if tuple(state.groups) != d.groups:
+        q["groups"] = ",".join(str(GROUPS.index(g)) for g in state.groups if g in GROUPS) or "none"
+    if state.sort != d.sort:
+        q["sort"] = state.sort
+    if state.intervals:
+        q["ci"] = "1"
+    return q
+
+
+def state_from_query(params: Mapping[str, str]) -> FilterState:
+    """Query parameters → a state; unknown or malformed values fall back to the default of that field."""
+    d = FilterState()
+    kw: dict = {}
+    if "q" in params:
+        kw["search"] = str(params["q"])[:200]
+    if "kinds" in params:
+        kinds = tuple(k for k in str(params["kinds"]).split(",") if k in KINDS)
+        kw["kinds"] = kinds if kinds or params["kinds"] == "none" else d.kinds
+    if params.get("audio") in ("any", "yes", "no"):
+        kw["audio"] = params["audio"]
+    if params.get("open") in ("any", "yes", "no"):
+        kw["open_weights"] = params["open"]
+    if "groups" in params:
+        idx = [int(i) for i in str(params["groups"]).split(",") if i.isdigit() and int(i) < len(GROUPS)]
+        kw["groups"] = tuple(GROUPS[i] for i in idx) if idx or params["groups"] == "none" else d.groups
+    if params.get("sort") in SORT_PRESETS:
+        kw["sort"] = params["sort"]
+    if "ci" in params:
+        kw["intervals"] = params["ci"] in ("1", "true", "yes")
+    return replace(d, **kw)

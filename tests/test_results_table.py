@@ -1,0 +1,138 @@
+"""The benchmark leaderboard table from real scorer documents (scored on a small saved benchmark in a real
+store) and the paper's reported rows: values, reasons, units, filters, sort presets, URL state, agreement."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+import soundfile as sf
+
+from eval_backend.benchmark.dataset import audio_ref_from_file
+from eval_backend.benchmark.model import MCQ, Benchmark, SelectionItem
+from eval_backend.scoring.results import score, write_results
+from eval_backend.store import Reply, Store
+from leaderboard import agreement
+from leaderboard import results_table as rt
+
+METRICS = ["l1.understanding_acc", "l2.*", "sel.*", "l3.judge.c1", "l3.judge.c4"]
+
+
+def _tone(path: Path, hz: float):
+    sf.write(path, 0.3 * np.sin(2 * np.pi * hz * np.arange(4000) / 16000), 16000)
+    return audio_ref_from_file(path)
+
+
+@pytest.fixture(scope="module")
+def scored(tmp_path_factory):
+    root = tmp_path_factory.mktemp("table")
+    a = [_tone(root / f"a{i}.wav", 200 + 60 * i) for i in range(3)]
+    mcqs = [MCQ("u1", "understanding", "speech emotion", a[0], "Feel?", ["Sad", "Happy"], "B"),
+            MCQ("u2", "understanding", "speech emotion", a[1], "Feel?", ["Sad", "Happy"], "A"),
+            MCQ("r1", "reasoning", "speaker-intent recognition", a[2], "Why?", ["x", "y"], "A"),
+            MCQ("r2", "reasoning", "speaker-intent recognition", a[2], "Why?", ["x", "y"], "B")]
+    sel = [SelectionItem("g1_1", "g1", "context", "ctx", None, a[0], {"A": a[1], "B": a[2]}, "A"),
+           SelectionItem("g1_2", "g1", "context", "ctx", None, a[0], {"A": a[1], "B": a[2]}, "B")]
+    b = Benchmark("mini", "1", mcqs=mcqs, selection=sel, hash="mini-hash")
+    store = Store(root / "data")
+    answers = {"good": {"u1": "B", "u2": "A", "r1": "A", "r2": "B", "g1_1": "A", "g1_2": "B"},
+               "half": {"u1": "B", "u2": "B", "r1": "A", "r2": "A", "g1_1": "A", "g1_2": "A"}}
+    docs = {}
+    for model, ans in answers.items():
+        for item, letter in ans.items():
+            task = "selection" if item.startswith("g") else ("mcq_understanding" if item[0] == "u" else "mcq_reasoning")
+            store.put_reply(Reply(model, b.hash, f"{task}/{item}/-", task, item, "-", "ok", text=letter))
+        doc = score(b, store.replies(model=model), model, store, metrics=METRICS).doc
+        write_results(store.root, doc)
+        docs[model] = doc
+    return store, docs
+
+
+def test_measured_rows_carry_values_reasons_and_intervals(scored):
+    store, _ = scored
+    docs = rt.latest_per_model(rt.load_result_docs(store.root / "results"))
+    assert set(docs) == {"good", "half"}
+    infos = {"good": rt.ModelInfo("endpoint", audio_output=True, open_weights=True, organisation="Lab A"),
+             "half": rt.ModelInfo("baseline", audio_output=False, open_weights=True)}
+    df, groups = rt.build_table(docs, infos)
+    good = df.set_index("model").loc["good"]
+    half = df.set_index("model").loc["half"]
+    assert good["LB1"] == 1.0 and half["LB1"] == pytest.approx(0.5)
+    assert half["l1.understanding_acc"] == 0.5 and half["l2.reasoning_acc"] == 0.5
+    # no judge configured: LB3 and C1 say why, never 0
+    assert str(good["LB3"]).startswith("not computed: ") and str(good["l3.judge.c1"]).startswith("not computed")
+    assert half["l1.understanding_acc 95% CI"].startswith("[")
+    assert half["selection 95% CI"] == half["sel.final 95% CI"]   # a one-metric board carries its interval
+    assert good["type"] == "endpoint" and good["audio output"] == "yes" and half["audio output"] == "no"
+    assert "l1.understanding_acc" in groups["Level 1: understanding"]
+    assert "sel.final" in groups["Selection"]
+
+
+def test_reported_rows_are_converted_and_marked(scored):
+    store, docs = scored
+    reported = rt.load_reported()
+    assert "not reproduced" in reported["source"]
+    df, groups = rt.build_table(docs, {}, reported)
+    rep = df[df["type"] == "reported"].set_index("model")
+    assert len(rep) == len(reported["rows"]) and set(rep["source"]) == {rt.REPORTED_SOURCE}
+    raw = {r["model"]: r for r in reported["rows"]}["DeSTA2.5-Audio"]
+    row = rep.loc["DeSTA2.5-Audio"]
+    assert row["l1.understanding_acc"] == pytest.approx(raw["understanding_acc"] / 100)   # percent -> 0-1
+    assert row["l3.judge.c1"] == raw["judge_c1_context_fit"]                              # 1-5 stays
+    assert row["LB1"] == pytest.approx((raw["understanding_acc"] + raw["reasoning_acc"]) / 200, abs=1e-4)
+    assert row["LB3"] == pytest.approx((raw["judge_c1_context_fit"] + raw["judge_c4_speech_info_relevance"]) / 2)
+    assert row["LB2"].startswith("not computed")          # the paper has no VES for this model
+    assert row["l3.bertscore (paper, rescaled)"] == pytest.approx(raw["text_bertscore"] / 100)
+    measured = df[df["model"] == "good"].iloc[0]
+    assert measured["l3.bertscore (paper, rescaled)"].startswith("not computed")
+    assert "audio.nisqa (paper)" in groups["Level 3: conversation (audio)"]
+
+
+def test_filters_sort_presets_and_columns(scored):
+    _, docs = scored
+    infos = {"good": rt.ModelInfo("endpoint", audio_output=True, open_weights=False),
+             "half": rt.ModelInfo("baseline", audio_output=False, open_weights=True)}
+    df, groups = rt.build_table(docs, infos, rt.load_reported())
+    st = rt.FilterState()
+    out = rt.apply_filters(df, groups, st)
+    lb1 = [v for v in out["LB1"] if isinstance(v, float)]
+    assert lb1 == sorted(lb1, reverse=True) and out.iloc[0]["model"] == "good"
+    assert "l1.understanding_acc" in out.columns and "sel.final" not in out.columns
+    out = rt.apply_filters(df, groups, rt.FilterState(kinds=("baseline", "endpoint"), sort="LB3"))
+    assert list(out["model"]) == ["good", "half"]           # both LB3 not computed: last, by name
+    out = rt.apply_filters(df, groups, rt.FilterState(kinds=("reported",), sort="LB3"))
+    lb3 = [v for v in out["LB3"] if isinstance(v, float)]
+    assert lb3 == sorted(lb3, reverse=True) and len(lb3) >= 10
+    assert list(rt.apply_filters(df, groups, rt.FilterState(audio="no"))["model"]) == ["half"]
+    assert list(rt.apply_filters(df, groups, rt.FilterState(open_weights="no", kinds=("endpoint",)))["model"]) == ["good"]
+    assert list(rt.apply_filters(df, groups, rt.FilterState(search="qwen"))["model"]) == ["Qwen2.5-Omni-7B"]
+    out = rt.apply_filters(df, groups, rt.FilterState(groups=("Selection",), intervals=True))
+    assert "sel.final" in out.columns and "sel.accuracy 95% CI" in out.columns
+    shown = rt.display_frame(out)
+    assert shown.map(lambda v: isinstance(v, str)).all().all()
+    csv = out.to_csv(index=False)
+    assert "reported, not reproduced here" in csv
+
+
+def test_url_state_round_trip_and_bad_params():
+    st = rt.FilterState(search="omni", kinds=("reported",), audio="yes", groups=("AEQ-Bench", "Selection"),
+                        sort="LB3", intervals=True)
+    q = rt.state_to_query(st)
+    assert rt.state_from_query(q) == st
+    assert rt.state_to_query(rt.FilterState()) == {}
+    assert rt.state_from_query({"sort": "LB9", "audio": "maybe", "groups": "x,99", "kinds": "evil"}) == rt.FilterState()
+
+
+def test_rank_correlation_and_judge_human_agreement():
+    rho = agreement.rank_correlation({"a": (1200, 0.9), "b": (1100, 0.5), "c": (1000, 0.7), "d": (900, 0.1)})
+    assert rho.value == pytest.approx(0.8) and rho.n == 4
+    tied = agreement.rank_correlation({"a": (1, 1.0), "b": (2, 1.0), "c": (3, 2.0)})
+    assert tied.value == pytest.approx(0.866, abs=1e-3)
+    few = agreement.rank_correlation({"a": (1, 1.0), "b": (2, 2.0)})
+    assert few.value is None and few.reason.startswith("not computed: ")
+    pairs = [("A", "A"), ("B", "A"), ("tie", "tie"), ("B", "B"), (None, "A"), ("A", None)]
+    ag = agreement.agreement_rate(pairs)
+    assert ag.value == pytest.approx(3 / 4) and ag.n == 4 and ag.low < 0.75 < ag.high
+    none = agreement.agreement_rate([(None, "A")])
+    assert none.value is None and "no battle" in none.reason
