@@ -23,6 +23,7 @@ AUDIO_IDS = {"user": "arena-audio-user", "a": "arena-audio-a", "b": "arena-audio
 VOTE_IDS = {"A": "arena-vote-a", "B": "arena-vote-b", "tie": "arena-vote-tie", "both_bad": "arena-vote-bad"}
 VOTE_LABELS = {"A": "👈 A is better (1)", "B": "👉 B is better (2)", "tie": "🤝 Tie (3)", "both_bad": "👎 Both bad (4)"}
 SUB_CHOICES = [("A", "A"), ("B", "B"), ("Tie", "tie")]
+WRITE_QUEUE = "arena_writes"
 
 HELP = """### Voice arena
 Listen to what the user said (and the context, when there is one), then to two anonymous spoken replies.
@@ -128,7 +129,7 @@ def reveal_markdown(result) -> str:
     for slot, side in (("A", result.a), ("B", result.b)):
         won = " 🏆" if result.winner == side.model else ""
         lines.append(f"**{slot}: {side.model}**{won} — TrueSkill μ {side.rating.mu:.2f} ± σ {side.rating.sigma:.2f} "
-                     f"({side.votes} votes)")
+                     f"({side.votes} vote{'' if side.votes == 1 else 's'})")
         if side.transcript:
             lines.append(f"> {side.transcript}")
     return "\n\n".join(lines)
@@ -216,11 +217,14 @@ def build_arena_tab(service) -> None:
 
     battle_outputs = [state, context_md, audio_user, audio_a, audio_b, meter, *buttons, said, sounded, reason,
                       message, reveal, next_btn]
-    next_btn.click(new_battle, None, battle_outputs, concurrency_limit=None, api_visibility="private")
+    # Battles and votes write to SQLite: one at a time across all sessions (concurrency_id), so browser
+    # sessions never race for the write lock (SQLite's busy handler sleeps up to 100 ms per retry).
+    next_btn.click(new_battle, None, battle_outputs, concurrency_limit=1, concurrency_id=WRITE_QUEUE,
+                   api_visibility="private")
     meter.submit(unlock, [state], buttons, concurrency_limit=None, api_visibility="private",
                  show_progress="hidden")
     play_all.click(None, None, None, js=PLAY_ALL_JS)
     vote_outputs = [state, *buttons, said, sounded, reason, message, reveal, next_btn]
     for slot, btn in vote_buttons.items():
-        btn.click(make_vote(slot), [state, said, sounded, reason], vote_outputs, concurrency_limit=None,
-                  api_visibility="private")
+        btn.click(make_vote(slot), [state, said, sounded, reason], vote_outputs, concurrency_limit=1,
+                  concurrency_id=WRITE_QUEUE, api_visibility="private")

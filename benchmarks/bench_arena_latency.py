@@ -41,10 +41,17 @@ def pct(xs: list[float], q: float) -> float:
     return xs[min(len(xs) - 1, max(0, math.ceil(q * len(xs)) - 1))]
 
 
-def summarise(res) -> dict:
-    return {"votes": len(res.acks), "errors": sum(res.refused.values()) + sum(res.transport.values()),
+def cpu_seconds(pid: int) -> float:
+    """user + system CPU time of a process (Linux /proc)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def summarise(res, server_cpu_s: float) -> dict:
+    return {"votes": len(res.acks), "server_cpu_ms_per_vote": 1000 * server_cpu_s / max(1, len(res.acks)), "errors": sum(res.refused.values()) + sum(res.transport.values()),
             "wall_s": res.wall_s, "votes_per_s": len(res.acks) / res.wall_s if res.wall_s else math.nan,
             "server_p50_ms": pct(res.server_ms, 0.50), "server_p99_ms": pct(res.server_ms, 0.99),
+            "service_p50_ms": pct(res.service_ms, 0.50), "service_p99_ms": pct(res.service_ms, 0.99),
             "client_p50_ms": pct(res.client_ms, 0.50), "client_p99_ms": pct(res.client_ms, 0.99)}
 
 
@@ -66,13 +73,16 @@ def main() -> int:
             runs: dict[str, list[dict]] = {"paced": [], "saturated": []}
             for r in range(args.runs):
                 for mode, think, n in (("paced", args.think, args.paced_votes), ("saturated", 0.0, args.votes)):
+                    cpu0 = cpu_seconds(app.proc.pid)
                     res = asyncio.run(run_load(app.url, args.voters, n, seed=r, think_s=think))
-                    runs[mode].append(summarise(res))
+                    runs[mode].append(summarise(res, cpu_seconds(app.proc.pid) - cpu0))
                     s = runs[mode][-1]
                     print(f"run {r + 1} {mode:9s}: {s['votes']} votes, {s['errors']} errors, "
                           f"{s['votes_per_s']:.0f} votes/s, server p50 {s['server_p50_ms']:.1f} ms "
-                          f"p99 {s['server_p99_ms']:.1f} ms, client p50 {s['client_p50_ms']:.1f} ms "
-                          f"p99 {s['client_p99_ms']:.1f} ms", flush=True)
+                          f"p99 {s['server_p99_ms']:.1f} ms (in the service p50 {s['service_p50_ms']:.1f} "
+                          f"p99 {s['service_p99_ms']:.1f} ms), client p50 {s['client_p50_ms']:.1f} ms "
+                          f"p99 {s['client_p99_ms']:.1f} ms, server CPU {s['server_cpu_ms_per_vote']:.1f} ms/vote",
+                          flush=True)
         finally:
             app.stop()
 
@@ -85,11 +95,13 @@ def main() -> int:
               "all_runs": runs}
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(report, indent=2))
-    print("\n| mode | votes/s | server p50 (ms) | server p99 (ms) | client p50 (ms) | client p99 (ms) |")
-    print("|---|---|---|---|---|---|")
+    print("\n| mode | votes/s | server p50 (ms) | server p99 (ms) | in service p50 / p99 (ms) | client p50 (ms) "
+          "| client p99 (ms) | server CPU per vote (ms) |")
+    print("|---|---|---|---|---|---|---|---|")
     for mode, m in medians.items():
         print(f"| {mode} | {m['votes_per_s']:.0f} | {m['server_p50_ms']:.1f} | {m['server_p99_ms']:.1f} | "
-              f"{m['client_p50_ms']:.1f} | {m['client_p99_ms']:.1f} |")
+              f"{m['service_p50_ms']:.1f} / {m['service_p99_ms']:.1f} | "
+              f"{m['client_p50_ms']:.1f} | {m['client_p99_ms']:.1f} | {m['server_cpu_ms_per_vote']:.1f} |")
     return 0
 
 

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import math
 import tempfile
+import threading
+import time
 from pathlib import Path
 
 import gradio as gr
@@ -84,6 +86,27 @@ def history_series(history: list[dict]) -> dict[str, tuple[list, list, list]]:
     return series
 
 
+class BoardCache:
+    """Recompute the board only when votes arrived, and at most every `min_age_s` seconds: every page load
+    asks for it, and a full recompute (bootstrap, matrices, history) reads the whole vote log."""
+
+    def __init__(self, compute, version, min_age_s: float = 10.0, clock=time.monotonic):
+        self.compute, self.version, self.min_age_s, self.clock = compute, version, min_age_s, clock
+        self._entries: dict[str, tuple[float, object, tuple]] = {}
+        self._lock = threading.Lock()
+
+    def get(self, axis: str) -> tuple:
+        version = self.version()
+        with self._lock:
+            hit = self._entries.get(axis)
+            if hit and (hit[1] == version or self.clock() - hit[0] < self.min_age_s):
+                return hit[2]
+        value = self.compute(axis)
+        with self._lock:
+            self._entries[axis] = (self.clock(), version, value)
+        return value
+
+
 def build_arena_leaderboard_tab(service) -> None:
     """Build the leaderboard components inside the current gr.Blocks/gr.Tab context."""
     provisional = service.settings.provisional_votes
@@ -108,7 +131,7 @@ def build_arena_leaderboard_tab(service) -> None:
         export_csv = gr.Button("Export public vote log (CSV)", size="sm")
     export_file = gr.File(label="Vote log", interactive=False)
 
-    def load(axis_name: str):
+    def compute(axis_name: str):
         rows = service.ratings_table(axis_name)
         fitted = [r for r in rows if not _nan(r.get("bt"))]
         mats = service.pairwise_matrices(axis_name)
@@ -123,6 +146,14 @@ def build_arena_leaderboard_tab(service) -> None:
             plots.battle_count_heatmap(mats["models"], mats["battles"]),
             plots.rating_history_chart(history_series(service.rating_history(axis_name))),
         )
+
+    def vote_log_version():
+        return tuple(service.store.query("SELECT COUNT(*), MAX(id) FROM arena_votes")[0])
+
+    cache = BoardCache(compute, vote_log_version)
+
+    def load(axis_name: str):
+        return cache.get(axis_name)
 
     def export(fmt: str) -> str:
         folder = Path(tempfile.mkdtemp(prefix="arena_votes_"))

@@ -187,13 +187,19 @@ class LoadResult:
     refused: Counter = field(default_factory=Counter)        # error code -> count (4xx/5xx with a JSON body)
     transport: Counter = field(default_factory=Counter)      # exception class -> count (connection lost...)
     server_ms: list[float] = field(default_factory=list)     # server time: vote + the next battle
+    service_ms: list[float] = field(default_factory=list)    # the part of it inside ArenaService calls
     client_ms: list[float] = field(default_factory=list)     # the same, as the client saw it (loopback)
     wall_s: float = 0.0
 
 
-def _server_ms(headers) -> float:
-    timing = headers.get("server-timing", "")
-    return float(timing.split("dur=")[1]) if "dur=" in timing else float("nan")
+def _timings(headers) -> dict[str, float]:
+    """Server-Timing "app;dur=12.3, svc;dur=4.5" -> {"app": 12.3, "svc": 4.5}."""
+    out = {}
+    for part in headers.get("server-timing", "").split(","):
+        name, _, dur = part.strip().partition(";dur=")
+        if dur:
+            out[name] = float(dur)
+    return out
 
 
 async def run_load(url: str, clients: int, votes: int, kill_after: int | None = None,
@@ -214,7 +220,7 @@ async def run_load(url: str, clients: int, votes: int, kill_after: int | None = 
 
     async def post(http, path: str, body: dict) -> tuple[int, dict, float]:
         async with http.post(url + path, json=body) as r:
-            return r.status, await r.json(), _server_ms(r.headers)
+            return r.status, await r.json(), _timings(r.headers)
 
     async def voter() -> None:
         nonlocal issued, killed
@@ -237,7 +243,7 @@ async def run_load(url: str, clients: int, votes: int, kill_after: int | None = 
                             "said": said, "sounded": sounded}
                     out.sent.add(view["battle_id"])
                     t0 = time.perf_counter()
-                    status, reply, vote_ms = await post(http, "/api/arena/vote", body)
+                    status, reply, vote_t = await post(http, "/api/arena/vote", body)
                     if status == 200:
                         out.acks[view["battle_id"]] = {**body, **reply}
                     else:
@@ -246,9 +252,11 @@ async def run_load(url: str, clients: int, votes: int, kill_after: int | None = 
                         killed = True
                         kill()
                         return
-                    status, view, battle_ms = await post(http, "/api/arena/battle", {"session": session})
+                    status, view, battle_t = await post(http, "/api/arena/battle", {"session": session})
                     out.client_ms.append(1000 * (time.perf_counter() - t0))
-                    out.server_ms.append(vote_ms + battle_ms)
+                    nan = float("nan")
+                    out.server_ms.append(vote_t.get("app", nan) + battle_t.get("app", nan))
+                    out.service_ms.append(vote_t.get("svc", nan) + battle_t.get("svc", nan))
                     if status != 200:
                         out.refused[view.get("error", str(status))] += 1
                         return
