@@ -203,10 +203,7 @@ def test_streaming_through_the_project_client(server, clips, tmp_path):
     spec = ModelSpec(name="cascade-cue", base_url=server.base_url, model="cascade-cue", audio_output=True,
                      stream=True, timeout_s=60)
 
-    async def go():
-        async with httpx.AsyncClient() as client:
-            return await call(client, spec, req, [b64(clips["sad"])])
-    answer = asyncio.run(go())
+    answer = asyncio.run(call(None, spec, req, [b64(clips["sad"])]))   # the client opens its own session
     assert answer.ttfab_s is not None and answer.transcript == answer.text
     plain = message(chat(server, "cascade-cue", SYSTEM_CONVERSATION, "", [clips["sad"]], audio=True))
     assert answer.text == plain["content"]

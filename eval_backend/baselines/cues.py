@@ -1,18 +1,22 @@
 """cascade-cue's acoustic-cue detector: Features -> the speaker's state, by fixed thresholds.
 
-Pure: no audio I/O here. The thresholds are set relative to espeak-ng's neutral voice
-(`espeak-ng` at its defaults: 175 wpm, pitch 50, amplitude 100), which is what the demo
-benchmark is built from. Measured with `eval_backend.audio.features.extract` on plain
-espeak-ng sentences (see docs/benchmarks.md, "Baselines"):
+Pure: no audio I/O here. The thresholds sit between espeak-ng's neutral voice (the demo
+benchmark's `Recipe()`: en-us, 160 wpm, pitch 50) and the demo's marked deliveries, as
+measured with `eval_backend.audio.features.extract` on each demo recipe rendered over several
+scripts (`python benchmarks/calibrate_cues.py` prints the table and what the detector hears):
 
-    neutral male  rate 5.2 syll/s, active level -20 dBFS, F0 100 Hz, range 3.3 st, SNR > 35 dB
-    neutral f3    rate 4.9,        -20 dBFS,               F0 208 Hz
-    -s 120        rate 3.9   -s 240  rate 6.6   -a 200  -15 dBFS   -a 50  -24..-26 dBFS   -a 30  -31 dBFS
-    -p 30         F0 83-89 Hz   -p 20  F0 76 Hz   -p 90  F0 153 Hz   en+f4 -p 90  F0 277 Hz
-    en+whisper    voiced fraction 0.0            white noise at 10 dB SNR  -> snr_db ~12
+    neutral           rate 4.1-6.1 syll/s, level -19.8..-21.2 dBFS, F0 ~101 Hz, centroid 800-930 Hz, tremor 0.3-0.6 st
+    slow / fast       rate 3.1 / 7.6                    sad         level -24..-26, F0 80-85, centroid 560-640
+    vocal fatigue     level -25..-27, F0 83-88, centroid 760-830
+    shout / angry     level -11 / -15, centroid 1700 / 2800
+    happy / surprise  F0 133-138 (centroid 1100-1370) / F0 151-157
+    whisper           voiced fraction 0.0               hoarse      voiced 0.25, HNR 1.7 dB
+    sobbing / elderly tremor 1.2 (level -24) / 1.6 (rate 4.1)
+    breathless        HNR ~5 dB with HF share 0.065     laughter    pitch range ~17 st
+    backgrounds       SNR 8-20 dB (steady) or 26-30 dB with a -45..-50 dBFS tonal floor (beeps, rings, barks)
 
-So each threshold sits about halfway between neutral and a clearly marked delivery.
-Speaking rate is trusted only in clean audio: noise adds spurious syllable peaks.
+Speaking rate is not trusted in noise (noise adds spurious syllable peaks). The label order
+puts states a reply must address (whisper, sobbing, anger, sadness) before traits.
 """
 from __future__ import annotations
 
