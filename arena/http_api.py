@@ -173,5 +173,6 @@ def build_router(service) -> APIRouter:
 
 
 def mount_http_api(app: FastAPI, service) -> None:
-    """Add the arena routes to `app`. Call before mounting Gradio at "/" (the first matching route wins)."""
+    """Add the arena routes to `app`: either a FastAPI app before `gr.mount_gradio_app(app, demo, path="/")`
+    (the first matching route wins), or `demo.app` after `demo.launch(prevent_thread_lock=True)` (both tested)."""
     app.include_router(build_router(service))

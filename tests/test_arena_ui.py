@@ -13,7 +13,6 @@ import pytest
 
 from tests.arena_fixtures import AppProcess, seed
 
-pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.timeout(300)]
 
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                  "--disable-background-networking", "--disable-component-update", "--disable-sync",
@@ -51,6 +50,9 @@ def _votes(app) -> list[dict]:
         conn.close()
 
 
+@pytest.mark.browser
+@pytest.mark.slow
+@pytest.mark.timeout(300)
 def test_vote_needs_listening_then_reveals_and_is_stored(app, page):
     page.goto(app.url + "/")
     page.click("#arena-next")
@@ -113,6 +115,9 @@ def test_vote_needs_listening_then_reveals_and_is_stored(app, page):
     assert not page.locator("#arena-reveal").is_visible()
 
 
+@pytest.mark.browser
+@pytest.mark.slow
+@pytest.mark.timeout(300)
 def test_leaderboard_tab_shows_the_vote(app, page):
     page.goto(app.url + "/")
     page.get_by_role("tab", name="Arena leaderboard").click()
@@ -121,3 +126,55 @@ def test_leaderboard_tab_shows_the_vote(app, page):
     for m in MODELS:
         assert m in table
     assert "decisive votes" in page.inner_text("#arena-board-bias")
+
+
+# ---------------------------------------------------------------- the board's pure parts (no browser)
+def _row(model, mu, sigma, wins, losses, ties, votes, bt=None, lo=None, hi=None, rank=None, provisional=True):
+    nan = float("nan")
+    return {"model": model, "mu": mu, "sigma": sigma, "conservative": mu - 3 * sigma,
+            "bt": nan if bt is None else bt, "bt_low": nan if lo is None else lo, "bt_high": nan if hi is None else hi,
+            "bt_rank": rank, "votes": votes, "wins": wins, "losses": losses, "ties": ties, "both_bad": 0,
+            "provisional": provisional, "paused": False}
+
+
+def test_board_rows_win_rate_interval_and_provisional():
+    from leaderboard.arena_board import board_rows
+
+    df = board_rows([_row("x", 27.0, 2.0, 6, 2, 2, 10, 1040.0, 1010.0, 1070.0, 1),
+                     _row("y", 23.0, 2.0, 0, 0, 0, 3)], provisional_votes=300)
+    x, y = df.iloc[0], df.iloc[1]
+    assert x["win rate"] == "70.0%"                   # (6 + 1) / 10
+    assert x["BT 95% interval"] == "1010 – 1070" and x["rank"] == 1
+    assert x["status"].startswith("provisional (< 300")
+    assert y["win rate"] == "—" and y["BT 95% interval"] == "—"   # nothing measured: no number, no zero
+    assert y["rank"] == 2
+
+
+def test_plots_keep_missing_cells_missing():
+    import math
+
+    from leaderboard import plots
+
+    fig = plots.win_rate_heatmap(["a", "b"], [[None, 0.75], [0.25, None]])
+    z = fig.data[0].z
+    assert math.isnan(z[0][0]) and z[0][1] == 0.75
+    chart = plots.interval_chart(["a", "b"], [1010.0, 990.0], [1000.0, 980.0], [1020.0, 1000.0])
+    assert list(chart.data[0].y) == ["b", "a"]       # best on top (plotly draws bottom-up)
+    with pytest.raises(ValueError):
+        plots.matrix_heatmap(["a"], [[1, 2]], "bad")
+
+
+def test_board_cache_recomputes_only_on_new_votes():
+    from leaderboard.arena_board import BoardCache
+
+    calls, version, now = [], [1], [0.0]
+    cache = BoardCache(lambda axis: calls.append(axis) or (axis, len(calls)), lambda: version[0],
+                       min_age_s=10, clock=lambda: now[0])
+    assert cache.get("overall") == ("overall", 1)
+    now[0] = 50
+    assert cache.get("overall") == ("overall", 1)     # same vote log: cached
+    version[0] = 2
+    assert cache.get("overall") == ("overall", 2)     # new votes, entry older than 10 s: recomputed
+    version[0] = 3
+    now[0] = 55
+    assert cache.get("overall") == ("overall", 2)     # new votes within 10 s: still cached
