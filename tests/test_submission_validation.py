@@ -143,6 +143,15 @@ def test_bad_uploads_are_refused_and_leave_nothing(tmp_path, case):
     assert not (tmp_path.parent / "evil.wav").exists()
 
 
+def test_one_entry_over_its_own_cap_is_refused(tmp_path):
+    big = encode_wav(tone_pcm(30.0), 24000)                      # 1.4 MB of audio
+    path = make_zip([("p.jsonl", lines({"id": "context/g0000/c0", "audio": "a.wav"})), ("a.wav", big)],
+                    tmp_path / "big.zip")
+    with pytest.raises(UploadError, match="larger than 1 MB"):
+        check_upload(path, tmp_path / "out", UP.__class__(**{**UP.__dict__, "max_audio_bytes": 2**20}), IDS)
+    assert check_upload(path, tmp_path / "ok", UP, IDS).matched == 1
+
+
 def test_corrupt_and_oversized_files_are_refused(tmp_path):
     (tmp_path / "junk.zip").write_bytes(b"PK\x03\x04" + b"\x00garbage" * 100)
     (tmp_path / "big.zip").write_bytes(b"\0" * (UP.max_upload_bytes + 1))
@@ -313,3 +322,19 @@ def test_generated_bad_submissions_never_crash_and_never_queue(fuzz_svc, case):
     assert svc.store.query("SELECT COUNT(*) FROM submissions")[0][0] == 0
     uploads = svc.store.root / "submissions" / "uploads"
     assert not uploads.exists() or not any(uploads.iterdir())        # a refused upload leaves nothing
+
+
+def test_demo_allowlist_is_only_the_loopback_baselines(tmp_path):
+    from eval_backend.submissions.settings import demo_allowlist, settings_from_env
+    models = tmp_path / "models.yaml"
+    models.write_text("models:\n"
+                      "  - {name: b1, base_url: 'http://127.0.0.1:9001/v1', model: b1, baseline: true}\n"
+                      "  - {name: b2, base_url: 'http://[::1]:9002/v1', model: b2, baseline: true}\n"
+                      "  - {name: ext, base_url: 'http://127.0.0.1:9003/v1', model: e}\n"
+                      "  - {name: far, base_url: 'https://api.example.com/v1', model: f, baseline: true}\n")
+    assert demo_allowlist(str(models)) == ("127.0.0.1:9001", "[::1]:9002")
+    s = settings_from_env(demo=True, models_file=str(models))
+    from eval_backend.submissions.netguard import AddressPolicy
+    policy = AddressPolicy.from_strings(s.allow)
+    assert policy.check_url("http://127.0.0.1:9001/v1") is None
+    assert policy.check_url("http://127.0.0.1:7860/v1")                  # the app's own port stays refused

@@ -113,3 +113,20 @@ def test_submit_then_worker_once_as_processes(tmp_path):
         again = subprocess.run([sys.executable, "-m", "eval_backend", "worker", "--once", "--data-dir", str(data)],
                                cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
         assert again.returncode == 0 and "queue is empty" in again.stdout
+
+
+def test_preflight_from_inside_a_running_event_loop(tmp_path):
+    """An async UI handler calls submit() with a loop running: the preflight still runs."""
+    import asyncio
+
+    from eval_backend.submissions import SubmissionForm, SubmissionService, SubmissionSettings, Submitter
+    folder = bench(tmp_path)
+    with FaultServer() as srv:
+        svc = SubmissionService(Store(tmp_path / "d"), SubmissionSettings(allow=(f"127.0.0.1:{srv.port}",),
+                                                                          benchmark=str(folder)))
+        form = SubmissionForm(name="Async Model", base_url=srv.base_url, model_id="fault", audio_output=True)
+
+        async def handler():
+            return svc.submit(form, Submitter("ui-user"), dry_run=True)
+        out = asyncio.run(handler())
+        assert out.accepted and sum(srv.counts.values()) == 2

@@ -138,12 +138,13 @@ class SubmissionService:
         key = dedup_key(form, bench.source or s.benchmark, s.tasks, s.limit, upload.content_hash if upload else None)
         try:
             conflicts = self._conflicts(self.store.connect(), form.name.strip(), key, who)
-            if not conflicts and form.kind == "endpoint" and s.preflight:
-                reason = self.preflight(form, bench, requests)
-                if reason:
-                    conflicts = {"endpoint": reason}
-            else:
-                notes.append("preflight skipped") if not s.preflight else None
+            if not conflicts and form.kind == "endpoint":
+                if s.preflight:
+                    reason = self.preflight(form, bench, requests)
+                    if reason:
+                        conflicts = {"endpoint": reason}
+                else:
+                    notes.append("preflight skipped (operator setting)")
             if conflicts or dry_run:
                 if upload_dir:
                     shutil.rmtree(upload_dir, ignore_errors=True)
@@ -162,7 +163,8 @@ class SubmissionService:
                    "limit_n": s.limit, "dedup_key": key, "submitter": who.name}
             with self.store.transaction() as conn:   # re-checked under the write lock: current data only
                 conflicts = self._conflicts(conn, row["model"], key, who)
-                job_id = None if conflicts else self.queue.insert(conn, row, form.api_key or None)
+                key_to_keep = (form.api_key or None) if form.kind == "endpoint" else None
+                job_id = None if conflicts else self.queue.insert(conn, row, key_to_keep)
         except BaseException:
             if upload_dir:
                 shutil.rmtree(upload_dir, ignore_errors=True)
@@ -241,5 +243,17 @@ class SubmissionService:
                         return "The endpoint's reply has no text."
             return None
 
-        reason = asyncio.run(go())
+        reason = run_coroutine(go())
         return redact(reason, [form.api_key]) if reason else None
+
+
+def run_coroutine(coro):
+    """asyncio.run, also from a thread that already runs an event loop (an async UI handler):
+    then the coroutine runs on a fresh loop in a helper thread."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coro)
+    from concurrent.futures import ThreadPoolExecutor
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="preflight") as pool:
+        return pool.submit(asyncio.run, coro).result()

@@ -2,7 +2,7 @@
 
 Environment (all optional):
     EMPATHY_ARENA_ALLOW_ADDRESSES   comma-separated addresses/networks a submitted endpoint may reach
-                                    although they are internal, e.g. "127.0.0.1" or "127.0.0.1:8765"
+                                    although they are internal, e.g. "127.0.0.1:8765" or "10.0.0.0/8"
     EMPATHY_ARENA_OPERATORS         comma-separated HF user names with operator rights (no quota, retry, cancel)
     EMPATHY_ARENA_SECRET_KEY        key that encrypts submitted API keys (see secrets.py)
     EMPATHY_ARENA_SUBMIT_BENCHMARK  benchmark spec submissions are evaluated on (default "demo")
@@ -15,7 +15,7 @@ from dataclasses import dataclass, field, replace
 ALLOW_ENV = "EMPATHY_ARENA_ALLOW_ADDRESSES"
 OPERATORS_ENV = "EMPATHY_ARENA_OPERATORS"
 BENCHMARK_ENV = "EMPATHY_ARENA_SUBMIT_BENCHMARK"
-DEMO_ALLOW = ("127.0.0.1",)      # the embedded demo's baselines listen on loopback
+DEMO_ALLOW_FALLBACK = ("127.0.0.1:8765",)   # the baselines' default address (models.yaml)
 
 
 @dataclass(frozen=True)
@@ -40,6 +40,7 @@ class SubmissionSettings:
     max_unpacked_bytes: int = 1024 * 2**20
     max_files: int = 5000
     max_jsonl_bytes: int = 50 * 2**20
+    max_audio_bytes: int = 64 * 2**20           # one wav (10 min of 24 kHz 16-bit mono is 29 MB)
     # preflight
     preflight: bool = True
     preflight_items: int = 2
@@ -68,9 +69,31 @@ def _split(text: str | None) -> tuple[str, ...]:
     return tuple(p.strip() for p in (text or "").split(",") if p.strip())
 
 
-def settings_from_env(demo: bool = False, **overrides) -> SubmissionSettings:
-    """Settings from the environment; `demo=True` adds the loopback allowlist the embedded demo needs."""
-    allow = _split(os.environ.get(ALLOW_ENV)) + (DEMO_ALLOW if demo else ())
+def demo_allowlist(models_file: str | None = None) -> tuple[str, ...]:
+    """`host:port` of every baseline in the models YAML that listens on loopback: the only internal
+    addresses the embedded demo needs (not all of 127.0.0.1, where the app itself listens too)."""
+    from urllib.parse import urlsplit
+
+    from ..config import load_models
+    from .netguard import parse_ip
+    try:
+        models = load_models(models_file)
+    except (OSError, ValueError):
+        return DEMO_ALLOW_FALLBACK
+    out = []
+    for spec in models.values():
+        parts = urlsplit(spec.base_url)
+        ip = parse_ip(parts.hostname or "")
+        if spec.baseline and ip is not None and ip.is_loopback:
+            port = parts.port or (443 if parts.scheme == "https" else 80)
+            out.append(f"[{ip}]:{port}" if ip.version == 6 else f"{ip}:{port}")
+    return tuple(dict.fromkeys(out)) or DEMO_ALLOW_FALLBACK
+
+
+def settings_from_env(demo: bool = False, models_file: str | None = None, **overrides) -> SubmissionSettings:
+    """Settings from the environment; `demo=True` adds the baselines' loopback addresses the embedded demo
+    needs (see `demo_allowlist`)."""
+    allow = _split(os.environ.get(ALLOW_ENV)) + (demo_allowlist(models_file) if demo else ())
     base = SubmissionSettings(allow=tuple(dict.fromkeys(allow)), operators=_split(os.environ.get(OPERATORS_ENV)),
                               benchmark=os.environ.get(BENCHMARK_ENV) or "demo")
     return replace(base, **overrides)

@@ -2,8 +2,10 @@
 
 The zip holds exactly one predictions JSONL (format: eval_backend/clients/predictions.py) and the
 wav files its lines name, at any folder depth. It is refused, with one plain-words reason, when:
-- it is larger than `max_upload_bytes`, holds more than `max_files` entries, or unpacks to more
-  than `max_unpacked_bytes` (counted while reading, so a lying header cannot pass: zip bombs);
+- it is larger than `max_upload_bytes`, holds more than `max_files` entries, unpacks to more
+  than `max_unpacked_bytes`, or one entry to more than `max_audio_bytes` / `max_jsonl_bytes`
+  (counted while inflating, so a lying header cannot pass: zip bombs; memory stays bounded by
+  one entry);
 - an entry name is absolute, has `..`, a backslash, a drive letter or a control character, repeats
   another entry, or is a symlink or other special file;
 - an entry is neither the JSONL nor a .wav (nor a folder);
@@ -80,7 +82,9 @@ def _audio_rel(jsonl_dir: str, audio: str) -> str:
     return posixpath.normpath(posixpath.join(jsonl_dir, audio)) if jsonl_dir else posixpath.normpath(audio)
 
 
-def _read_member(zf: zipfile.ZipFile, info: zipfile.ZipInfo, budget: list[int], limit: int) -> bytes:
+def _read_member(zf: zipfile.ZipFile, info: zipfile.ZipInfo, budget: list[int], limit: int,
+                 file_limit: int) -> bytes:
+    """The entry's bytes, counted as they are inflated: a header that lies about sizes cannot pass."""
     out = bytearray()
     with zf.open(info) as f:
         while True:
@@ -91,6 +95,8 @@ def _read_member(zf: zipfile.ZipFile, info: zipfile.ZipInfo, budget: list[int], 
             budget[0] += len(chunk)
             if budget[0] > limit:
                 raise UploadError(f"the upload unpacks to more than {limit // 2**20} MB")
+            if len(out) > file_limit:
+                raise UploadError(f"the entry {info.orig_filename[:80]!r} is larger than {file_limit // 2**20} MB")
     return bytes(out)
 
 
@@ -126,6 +132,10 @@ def _check(zip_path: Path, dest: Path, settings: SubmissionSettings,
         infos = zf.infolist()
         if len(infos) > settings.max_files:
             raise UploadError(f"the upload has {len(infos)} entries; the limit is {settings.max_files}")
+        big = next((i for i in infos if i.file_size > max(settings.max_audio_bytes, settings.max_jsonl_bytes)), None)
+        if big is not None:
+            raise UploadError(f"the entry {big.orig_filename[:80]!r} is larger than "
+                              f"{max(settings.max_audio_bytes, settings.max_jsonl_bytes) // 2**20} MB")
         declared = sum(i.file_size for i in infos)
         if declared > settings.max_unpacked_bytes:
             raise UploadError(f"the upload unpacks to {declared / 2**20:.0f} MB; "
@@ -157,7 +167,7 @@ def _check(zip_path: Path, dest: Path, settings: SubmissionSettings,
         jinfo = files[jsonl_name]
         if jinfo.file_size > settings.max_jsonl_bytes:
             raise UploadError(f"the predictions file is larger than {settings.max_jsonl_bytes // 2**20} MB")
-        raw = _read_member(zf, jinfo, budget, settings.max_unpacked_bytes)
+        raw = _read_member(zf, jinfo, budget, settings.max_unpacked_bytes, settings.max_jsonl_bytes)
         try:
             text = raw.decode("utf-8")
         except UnicodeDecodeError:
@@ -187,7 +197,7 @@ def _check(zip_path: Path, dest: Path, settings: SubmissionSettings,
         for name in sorted(files):
             data = contents.get(name)
             if data is None:
-                data = _read_member(zf, files[name], budget, settings.max_unpacked_bytes)
+                data = _read_member(zf, files[name], budget, settings.max_unpacked_bytes, settings.max_audio_bytes)
                 if name.lower().endswith(".wav"):
                     try:
                         decode_wav_bytes(data)

@@ -217,7 +217,7 @@ class Worker:
             self.queue.fail(job.id, self.name, "secret_unavailable", str(exc), log_excerpt=excerpt.text([key]) or None)
         except Exception as exc:
             tb = redact(traceback.format_exc(limit=8), [key]) or ""
-            log.error("job #%s: internal error: %s", job.id, exc)
+            log.error("job #%s: internal error: %s", job.id, redact(str(exc), [key]))
             self.queue.fail(job.id, self.name, "internal_error",
                             redact(clip(f"{type(exc).__name__}: {exc}", 1000), [key]) or "",
                             log_excerpt=(excerpt.text([key]) + "\n" + tb[-4000:]).strip())
