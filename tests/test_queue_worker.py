@@ -132,6 +132,8 @@ def test_failed_job_shows_its_reason_and_retry_finishes_it(tmp_path):
     assert job.log_excerpt and "failed after" in job.log_excerpt
     listed = {j.id: j for j in svc.list_jobs()}
     assert listed[job.id].reason == job.reason           # what the Submit tab lists
+    row = listed[job.id].row()
+    assert row["state"] == "FAILED" and row["reason"] == job.reason and "base_url" not in row
     with pytest.raises(JobError):
         svc.retry(job.id, Submitter("alice"))            # only the operator retries
     with FaultServer(port=port) as back:                 # the endpoint comes back

@@ -152,8 +152,19 @@ class Job:
         return None
 
     def to_dict(self) -> dict[str, Any]:
-        """Everything shown in listings and exports (no secret is a field of Job)."""
+        """Every stored field, for the operator and exports (no secret is a field of Job)."""
         return {**asdict(self), "reason": self.reason}
+
+    def row(self) -> dict[str, Any]:
+        """One line of the public request list (the Submit tab's table): no endpoint URL, no model id."""
+        def iso(t):
+            return time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(t)) if t else ""
+        arena = self.arena or {}
+        return {"id": self.id, "model": self.model, "organisation": self.organisation or "", "kind": self.kind,
+                "state": self.state, "reason": self.reason or "", "submitter": self.submitter,
+                "submitted": iso(self.created_at), "updated": iso(self.updated_at), "attempts": self.claims,
+                "results": self.results_path or "",
+                "arena": ("servable" if arena.get("servable") else f"not served: {arena.get('why')}") if arena else ""}
 
 
 def worker_name() -> str:

@@ -8,6 +8,7 @@
                      Submitter("hf-user"), dry_run=False)
     out.accepted, out.errors ({field: plain-words message}), out.job_id, out.notes
     svc.list_jobs(submitter=None) -> [Job]      # every request, newest first; job.state, job.reason
+    [j.row() for j in svc.list_jobs()]          # the public table: id, model, state, reason, submitted, arena...
     svc.job(job_id), svc.events(job_id)         # one job and its history (claimed, lease expired, failed...)
     svc.cancel(job_id, Submitter), svc.retry(job_id, Submitter, api_key=None)   # JobError when not allowed
 
