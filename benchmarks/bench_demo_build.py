@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -20,13 +21,19 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def one_run(seed: int, out: Path) -> tuple[float, dict]:
+def _children_cpu() -> float:
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
+def one_run(seed: int, out: Path) -> tuple[float, float, dict]:
+    """Wall seconds, CPU seconds (the build and its espeak-ng processes) and the printed info."""
     env = dict(os.environ, HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1", PYTHONPATH=str(ROOT))
-    start = time.perf_counter()
+    cpu0, start = _children_cpu(), time.perf_counter()
     proc = subprocess.run([sys.executable, "-m", "eval_backend", "demo", "build", "--seed", str(seed),
                            "--out", str(out)], capture_output=True, text=True, env=env, cwd=ROOT, check=True)
     wall = time.perf_counter() - start
-    return wall, json.loads(proc.stdout)
+    return wall, _children_cpu() - cpu0, json.loads(proc.stdout)
 
 
 def main() -> int:
@@ -34,18 +41,20 @@ def main() -> int:
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args()
-    walls, inner, hashes = [], [], set()
+    walls, cpus, inner, hashes = [], [], [], set()
     with tempfile.TemporaryDirectory() as tmp:
         for i in range(args.runs):
-            wall, info = one_run(args.seed, Path(tmp) / f"run{i}")
+            wall, cpu, info = one_run(args.seed, Path(tmp) / f"run{i}")
             walls.append(wall)
+            cpus.append(cpu)
             inner.append(info["seconds"])
             hashes.add(info["hash"])
             sizes = sum(p.stat().st_size for p in (Path(tmp) / f"run{i}").rglob("*") if p.is_file())
-            print(f"run {i}: {wall:.1f} s wall ({info['seconds']} s in build_demo), hash {info['hash'][:12]}, "
+            print(f"run {i}: {wall:.1f} s wall, {cpu:.1f} s CPU ({info['seconds']} s in build_demo), hash {info['hash'][:12]}, "
                   f"{sizes / 1e6:.0f} MB on disk", flush=True)
     print(json.dumps({"runs": args.runs, "median_wall_s": round(statistics.median(walls), 1),
                       "median_build_s": round(statistics.median(inner), 1),
+                      "median_cpu_s": round(statistics.median(cpus), 1),
                       "reproducible": len(hashes) == 1, "cpus": os.cpu_count(),
                       "load_avg_1m": round(os.getloadavg()[0], 1)}))
     return 0 if len(hashes) == 1 else 1

@@ -112,7 +112,7 @@ def _place(out: np.ndarray, clip: np.ndarray, start: int) -> None:
 
 
 def _tone(freqs: list[float], seconds: float, sr: int, decay: float | None = None, harmonics: int = 3) -> np.ndarray:
-    t = _t(int(seconds * sr), sr)
+    t = _t(int(round(seconds * sr)), sr)
     y = sum(np.sin(2 * np.pi * f * k * t) / k for f in freqs for k in range(1, harmonics + 1))
     env = np.exp(-t / decay) if decay else np.ones_like(t)
     attack = min(len(t), int(0.005 * sr))
@@ -151,13 +151,21 @@ def speed(x, sr, rng, factor: float):
 
 
 def vibrato(x, sr, rng, hz: float = 6.0, st: float = 1.0):
-    """Pitch wobble through a modulated delay line (shaky, sobbing voice); some jitter in the rate."""
-    t = _t(len(x), sr)
-    wobble = hz * (1 + 0.15 * (_smooth_random(len(x), sr, rng, 2.0) - 0.5))
-    phase = 2 * np.pi * np.cumsum(wobble) / sr
-    ratio = 2 ** (st / 12) - 1
-    delay = ratio / (2 * np.pi * hz) * np.sin(phase)          # seconds; d'(t) gives the pitch ratio
-    return np.interp(t - delay - ratio / (2 * np.pi * hz), t, x, left=0.0, right=0.0)
+    """F0 wobble of +-`st` semitones at `hz` (shaky, sobbing, elderly voice).
+
+    Done with Praat's PSOLA resynthesis, which moves F0 only: a modulated delay line would
+    also shift the formants (a warble that made the words unintelligible to ASR)."""
+    import parselmouth
+    from parselmouth.praat import call
+
+    snd = parselmouth.Sound(np.asarray(x, dtype=np.float64), sampling_frequency=sr)
+    manip = call(snd, "To Manipulation", 0.01, 60, 600)
+    tier = call(manip, "Extract pitch tier")
+    phase = float(rng.uniform(0, 2 * np.pi))
+    call(tier, "Formula", f"self * 2 ^ ({st} * sin(2 * pi * {hz} * x + {phase}) / 12)")
+    call([tier, manip], "Replace pitch tier")
+    out = call(manip, "Get resynthesis (overlap-add)").values[0]
+    return out[: len(x)] if len(out) >= len(x) else np.pad(out, (0, len(x) - len(out)))
 
 
 def tremolo(x, sr, rng, hz: float = 6.0, depth: float = 0.5):

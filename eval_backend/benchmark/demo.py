@@ -39,38 +39,38 @@ RECIPES: dict[str, Recipe] = {
     # speaker
     "male": Recipe(voice="en+m3", pitch=22, rate=155),
     "female": Recipe(voice="en+f3", pitch=62),
-    "child": Recipe(voice="en+f4", pitch=80, rate=150, effects=(("speed", {"factor": 1.2}),)),
+    "child": Recipe(voice="en+f4", pitch=80, rate=150, effects=(("speed", {"factor": 1.12}),)),
     "elderly": Recipe(voice="en+grandpa", pitch=28, rate=115,
-                      effects=(("vibrato", {"hz": 5.0, "st": 0.5}), ("breathy", {"level_db": -16.0}))),
+                      effects=(("vibrato", {"hz": 5.0, "st": 1.0}), ("breathy", {"level_db": -16.0}))),
     # paralinguistic
-    "fast": Recipe(rate=270),
+    "fast": Recipe(rate=250),
     "slow": Recipe(rate=95, word_gap=3),
     "shout": Recipe(amplitude=200, pitch=72, rate=170,
                     effects=(("bright", {"amount": 0.6}), ("soft_clip", {"drive": 3.0}))),
     "whisper": Recipe(voice="en+whisper", amplitude=80, rate=150),
     "sobbing": Recipe(pitch=38, rate=120, chunk_words=3, between="sob",
-                      effects=(("vibrato", {"hz": 6.0, "st": 1.5}), ("tremolo", {"hz": 6.0, "depth": 0.5}),
-                               ("breathy", {"level_db": -14.0}))),
+                      effects=(("vibrato", {"hz": 6.0, "st": 2.0}), ("tremolo", {"hz": 6.0, "depth": 0.3}),
+                               ("breathy", {"level_db": -16.0}))),
     "happy": Recipe(pitch=78, rate=190, effects=(("bright", {"amount": 0.4}),)),
     "sad": Recipe(pitch=28, rate=115, amplitude=65, effects=(("dark", {"cutoff": 1800.0}),)),
     "angry": Recipe(pitch=45, rate=190, amplitude=180,
                     effects=(("bright", {"amount": 0.9}), ("soft_clip", {"drive": 2.5}))),
-    "surprise": Recipe(pitch=90, rate=175, amplitude=130),
+    "surprise": Recipe(pitch=80, rate=165, amplitude=130),
     "hoarse": Recipe(voice="en+croak", pitch=35,
-                     effects=(("roughness", {"depth": 0.6}), ("breathy", {"level_db": -6.0, "lo": 500.0}))),
+                     effects=(("roughness", {"depth": 0.4}), ("breathy", {"level_db": -9.0, "lo": 500.0}))),
     "breathless": Recipe(rate=185, chunk_words=3, between="gasp",
-                         effects=(("breathy", {"level_db": -9.0}),)),
+                         effects=(("breathy", {"level_db": -12.0}),)),
     "vocal fatigue": Recipe(pitch=32, rate=125, amplitude=55,
-                            effects=(("dark", {"cutoff": 2000.0}), ("breathy", {"level_db": -12.0}))),
+                            effects=(("dark", {"cutoff": 2500.0}), ("breathy", {"level_db": -16.0}))),
     "cough": Recipe(before="cough"),
     "sigh": Recipe(before="sigh", pitch=40, rate=140),
     "laughter": Recipe(after="laughter", pitch=60),
     "yawn": Recipe(before="yawn", pitch=38, rate=135),
     # environment
     "wind": _bg("wind"), "rain": _bg("rain"), "thunderstorm": _bg("thunderstorm"),
-    "sea waves": _bg("sea waves"), "car": _bg("car"), "subway": _bg("subway"),
-    "crowd chatter": _bg("crowd chatter", 8.0), "children playing": _bg("children playing", 8.0),
-    "applause": _bg("applause"), "alarm clock": _bg("alarm clock"), "ringtone": _bg("ringtone"),
+    "sea waves": _bg("sea waves"), "car": _bg("car"), "subway": _bg("subway", 8.0),
+    "crowd chatter": _bg("crowd chatter", 8.0), "children playing": _bg("children playing", 10.0),
+    "applause": _bg("applause", 10.0), "alarm clock": _bg("alarm clock"), "ringtone": _bg("ringtone", 10.0),
     "honking": _bg("honking"), "dogs barking": _bg("dogs barking"),
     "happy music": _bg("happy music", 8.0), "sad music": _bg("sad music", 8.0),
 }
@@ -139,13 +139,19 @@ def understanding_type(attribute: str) -> str:
 
 
 def coarse_text(attribute: str) -> str:
-    dim, _ = ATTRIBUTES[attribute]
+    dim, cat = ATTRIBUTES[attribute]
     desc = C.DESCRIPTIONS.get(attribute, attribute)
     if dim == "speaker":
-        return f"Speech from {desc} speaker" if attribute in ("male", "female") else f"Speech from {desc}"
+        return f"Speech from a {desc} speaker" if cat == "gender" else f"Speech from {desc}"
     if dim == "environment":
-        return f"Speech with {attribute} in the background"
-    return f"A speaker who sounds {desc}"
+        return f"Speech with {desc} in the background"
+    if cat == "non-verbal":
+        return f"A speaker {desc} around their words"
+    return _COARSE_SPECIAL.get(attribute, f"The speaker is {desc}")
+
+
+_COARSE_SPECIAL = {"fast": "The speaker talks fast", "slow": "The speaker talks slowly",
+                   "vocal fatigue": "The speaker's voice sounds tired and strained"}
 
 
 class _Clips:

@@ -162,6 +162,11 @@ DESCRIPTIONS: dict[str, str] = {
     "cough": "coughing", "sigh": "sighing", "laughter": "laughing", "yawn": "yawning",
     "no non-verbal": "no non-verbal sound",
     "no background": "no background sound",
+    "wind": "wind", "rain": "rain", "thunderstorm": "a thunderstorm", "sea waves": "sea waves",
+    "car": "car engine noise", "subway": "a subway train", "crowd chatter": "crowd chatter",
+    "children playing": "children playing", "applause": "applause", "alarm clock": "an alarm clock",
+    "ringtone": "a phone ringtone", "honking": "car horns honking", "dogs barking": "dogs barking",
+    "happy music": "happy music", "sad music": "sad music",
 }
 
 # Reasoning MCQs per attribute: (type, question, right option, wrong options)
