@@ -1,0 +1,72 @@
+"""The About tab: what is measured and how, how ratings work, and the data policy (static text)."""
+from __future__ import annotations
+
+import gradio as gr
+
+ABOUT = """
+## What is measured
+
+**Benchmarks.** Empathy Arena asks a spoken-language model the questions of two benchmark families and scores
+the replies it gets back (every request is a real HTTP call to an OpenAI-compatible endpoint, or a line of an
+uploaded predictions file):
+
+- **EchoMind-style levels.** *Level 1, understanding*: transcribe the user's speech (WER after a documented
+  normaliser) and answer multiple-choice questions about *how* it was said (voice, emotion, pace, environment).
+  *Level 2, reasoning*: multiple-choice questions that need both the words and the voice. *Level 3,
+  conversation*: reply to the user; the words are compared with reference replies (BLEU, ROUGE-L, METEOR,
+  BERTScore) and rated by an LLM judge (C1 context fit, C2 naturalness, C3 colloquialism, C4 relevance to the
+  speech information), and the reply's audio is rated for vocal empathy (VES, an audio-capable judge),
+  quality (DNSMOS) and prosody (does the delivery change the way the user's state calls for).
+- **AEQ-Bench-style context and tone groups**: the same utterance under different contexts or tones; a judge
+  rates coherence, supportiveness, naturalness, delivery, whether the replies differ the way the variants call
+  for, and whether they use both the voice and the context.
+- **EmpathyEval-style selection**: choose the fitting reply among spoken candidates (final score with a group
+  bonus).
+
+**Leaderboard boards.** LB1 = mean of understanding and reasoning accuracy; LB2 = vocal empathy (VES; DNSMOS
+OVRL when no VES judge ran, labelled); LB3 = (C1 + C4) / 2; AEQ metrics are shown apart; Selection = the
+EmpathyEval final score. Every headline carries a 95% bootstrap interval over items. A cell that could not be
+computed (no judge configured, failed replies, a missing model) says why instead of showing a number. Each
+result records its manifest: benchmark hash, scorer version (git commit), judge models and prompt hashes,
+package versions. The EchoMind paper's own figures are shown as rows marked *reported, not reproduced here*,
+converted to our units.
+
+## How ratings work
+
+In the **arena** you hear the user's clip and two anonymous replies to it (the order in which they play is
+random and recorded), listen to all of them, and vote A, B, tie or both bad; the names are revealed after the
+vote. Optional separate votes for *what was said* and *how it sounded*.
+
+- **TrueSkill** (μ 25, σ 25/3, draw probability 0.10) is updated with every vote; the table is sorted by the
+  conservative μ − 3σ. TrueSkill depends on the order of the votes, so the vote log is append-only and
+  replayed in a fixed order (vote id).
+- **Bradley–Terry** is fitted on all votes at once (order-free; ties count half a win each, both-bad votes are
+  left out) with 95% bootstrap intervals; rank = 1 + the number of models whose lower bound is above this
+  model's upper bound. Models with fewer than 300 votes are marked provisional.
+- **Position bias**: the share of decisive votes won by the reply heard first, with its interval; if it is
+  far from ½, listeners favour a slot rather than a reply.
+- The Benchmark tab compares both worlds: the rank correlation between arena score and a benchmark board,
+  and how often the scorer's pairwise judge (asked in both orders) agrees with the human vote on the same
+  battles.
+
+## Data policy
+
+**Stored** (in the Space's private database): the votes (battle, models, choice, the slot heard first,
+optional reason, time); a *salted hash* of the voter's IP address (never the address itself), used for rate
+limits; the session id; and, when you sign in with Hugging Face, your user name (for per-account limits and
+submissions). Submissions store the form (display name, organisation, link, licence, endpoint URL, model id)
+and the model's replies and scores.
+
+**Exported publicly**: the vote log without session ids, IP hashes or user names (models, outcome, slot
+heard first, attribute, request id, time), the leaderboards, and the results files with their manifests.
+
+**API keys** given with a submission are encrypted with a key held in the operator's environment, kept only in
+the private store, never shown, logged or exported, and deleted when the evaluation job ends (a retry asks for
+the key again).
+
+Failed evaluations are listed with their reason on the Submit tab; nothing is silently dropped.
+"""
+
+
+def build_about_tab(ctx=None) -> None:
+    gr.Markdown(ABOUT, elem_id="about-text")

@@ -1,0 +1,234 @@
+"""The Benchmark leaderboard tab: filters, column groups, sort presets, intervals, the paper's reported rows,
+CSV download, a radar, arena rating vs benchmark score, judge–human agreement, and the model page.
+
+Thin: the table is `results_table` (pure), the statistics `agreement` (pure), figures are built here from
+plain values. The filter state lives in the page URL: read from `gr.Request.query_params` on load and
+written with `history.replaceState` (browser-side JS) whenever a control changes, so a link reproduces
+the view.
+"""
+from __future__ import annotations
+
+import json
+import math
+import tempfile
+from pathlib import Path
+
+import gradio as gr
+import pandas as pd
+import plotly.graph_objects as go
+
+from . import agreement
+from . import results_table as rt
+from .model_page import build_model_page
+
+KIND_LABELS = [("Baselines", "baseline"), ("Submitted endpoints", "endpoint"), ("Submitted predictions", "predictions"),
+               ("Reported by the EchoMind paper", "reported")]
+# board -> (min, max) of its scale, for the radar's 0-1 normalisation
+BOARD_SCALES = {"LB1": (0.0, 1.0), "LB2": (1.0, 5.0), "LB3": (1.0, 5.0), "selection": (0.0, 1.0)}
+RADAR_MODELS = 6
+
+# Mirrors results_table.state_to_query (same keys, same defaults).
+URL_JS = """
+(search, kinds, audio, open, groups, sort, ci) => {
+  const GROUPS = %(groups)s, KINDS = %(kinds)s, DEF_GROUPS = %(def_groups)s;
+  const p = new URLSearchParams(window.location.search);
+  const set = (k, v, dflt) => { if (v === dflt) p.delete(k); else p.set(k, v); };
+  set('q', search || '', '');
+  const ks = (kinds || []).join(',');
+  set('kinds', ks || 'none', KINDS.join(','));
+  set('audio', audio || 'any', 'any');
+  set('open', open || 'any', 'any');
+  const gi = GROUPS.map((g, i) => (groups || []).includes(g) ? String(i) : null).filter(x => x !== null).join(',');
+  set('groups', gi || 'none', DEF_GROUPS);
+  set('sort', sort || 'LB1', 'LB1');
+  set('ci', ci ? '1' : '0', '0');
+  const qs = p.toString();
+  window.history.replaceState(null, '', window.location.pathname + (qs ? '?' + qs : '') + window.location.hash);
+  return [search, kinds, audio, open, groups, sort, ci];
+}
+""" % {"groups": json.dumps(list(rt.GROUPS)), "kinds": json.dumps(list(rt.KINDS)),
+       "def_groups": json.dumps(",".join(str(rt.GROUPS.index(g)) for g in rt.FilterState().groups))}
+
+
+def _finite(x) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
+
+
+def _empty_fig(title: str, why: str) -> go.Figure:
+    fig = go.Figure()
+    fig.update_layout(title=title, height=420, xaxis_visible=False, yaxis_visible=False,
+                      annotations=[dict(text=why, showarrow=False, x=0.5, y=0.5, xref="paper", yref="paper")])
+    return fig
+
+
+def radar_figure(view: pd.DataFrame, n: int = RADAR_MODELS) -> go.Figure:
+    """The first n rows of the (sorted, filtered) view on the four boards, each scaled to 0-1 by its range."""
+    title = "Boards of the top models (each scaled to 0–1 over its range; gaps: not computed)"
+    axes = list(BOARD_SCALES)
+    rows = [r for _, r in view.head(n).iterrows() if any(_finite(r[b]) for b in axes)]
+    if not rows:
+        return _empty_fig(title, "no model with a computed board in this view")
+    fig = go.Figure()
+    for r in rows:
+        vals = [(r[b] - BOARD_SCALES[b][0]) / (BOARD_SCALES[b][1] - BOARD_SCALES[b][0]) if _finite(r[b]) else None
+                for b in axes]
+        name = r["model"] + (" (reported)" if r["type"] == "reported" else "")
+        fig.add_trace(go.Scatterpolar(r=vals + vals[:1], theta=axes + axes[:1], name=name, connectgaps=False))
+    fig.update_layout(title=title, height=460, polar=dict(radialaxis=dict(range=[0, 1])))
+    return fig
+
+
+def arena_pairs(ratings: list[dict], view: pd.DataFrame, board: str) -> dict[str, tuple[float, float]]:
+    """model -> (Bradley–Terry arena score, board value) for measured models that have both."""
+    bt = {r["model"]: r.get("bt") for r in ratings if _finite(r.get("bt"))}
+    out = {}
+    for _, r in view.iterrows():
+        if r["source"] == rt.MEASURED_SOURCE and r["model"] in bt and _finite(r[board]):
+            out[r["model"]] = (bt[r["model"]], float(r[board]))
+    return out
+
+
+def scatter_figure(pairs: dict[str, tuple[float, float]], board: str, rho: agreement.Stat) -> go.Figure:
+    title = f"Arena (Bradley–Terry) vs {board}; Spearman ρ: " + (f"{rho.value:.2f} (n={rho.n})" if rho.value is not None
+                                                                   else "not computed")
+    if not pairs:
+        return _empty_fig(title, "no model has both an arena rating and this benchmark score yet")
+    names = sorted(pairs)
+    fig = go.Figure(go.Scatter(x=[pairs[m][1] for m in names], y=[pairs[m][0] for m in names], text=names,
+                               mode="markers+text", textposition="top center",
+                               hovertemplate="%{text}: score %{x:.3f}, arena %{y:.0f}<extra></extra>"))
+    fig.update_layout(title=title, height=420, xaxis_title=f"{board} (benchmark)", yaxis_title="arena BT score")
+    return fig
+
+
+def model_infos(ctx) -> dict[str, rt.ModelInfo]:
+    """Model facts from the submissions queue (newest finished job per model) and the baseline list."""
+    infos: dict[str, rt.ModelInfo] = {}
+    try:
+        from eval_backend import config
+        for spec in config.load_models().values():
+            if spec.baseline:
+                infos[spec.name] = rt.ModelInfo("baseline", spec.audio_output, True, "Empathy Arena (baseline)")
+    except (OSError, ValueError):
+        pass
+    svc = getattr(ctx, "submissions", None)
+    if svc is not None:
+        for job in reversed(svc.list_jobs()):        # oldest first: the newest finished job wins
+            if job.state == "FINISHED":
+                infos[job.model] = rt.ModelInfo(job.kind, job.audio_output if job.kind == "endpoint" else None,
+                                                job.open_weights, job.organisation, job.licence, job.link)
+    return infos
+
+
+def current_docs(ctx) -> dict[str, dict]:
+    bench = getattr(ctx, "benchmark", None)
+    docs = rt.load_result_docs(Path(ctx.store.root) / "results")
+    return rt.latest_per_model(docs, bench.hash if bench is not None else None)
+
+
+def _ratings(ctx) -> list[dict]:
+    arena = getattr(ctx, "arena", None)
+    if arena is None:
+        return []
+    try:
+        return arena.ratings_table()
+    except Exception:      # an arena problem must not take the benchmark board down
+        return []
+
+
+def build_bench_tab(ctx):
+    reported = rt.load_reported()
+    state0 = rt.FilterState()
+    gr.Markdown("## Benchmark leaderboard\nScores of the models evaluated here on the benchmark, beside the "
+                "EchoMind paper's figures. Cells that could not be computed say why. Click a row for its "
+                "model page; the address bar keeps your filters, so the link shares this view.")
+    with gr.Row():
+        search = gr.Textbox(label="Search model or organisation (separate terms with ;)", elem_id="bench-search")
+        sort = gr.Radio(list(rt.SORT_PRESETS), value=state0.sort, label="Sort by", elem_id="bench-sort")
+        refresh = gr.Button("Refresh", scale=0, elem_id="bench-refresh")
+    with gr.Row():
+        kinds = gr.CheckboxGroup(KIND_LABELS, value=list(state0.kinds), label="Show", elem_id="bench-kinds")
+        audio = gr.Radio(["any", "yes", "no"], value="any", label="Audio output", elem_id="bench-audio")
+        open_w = gr.Radio(["any", "yes", "no"], value="any", label="Open weights", elem_id="bench-open")
+    with gr.Row():
+        groups = gr.CheckboxGroup(list(rt.GROUPS), value=list(state0.groups), label="Column groups",
+                                  elem_id="bench-groups")
+        ci = gr.Checkbox(value=False, label="Show 95% intervals", elem_id="bench-ci")
+    table = gr.Dataframe(interactive=False, elem_id="bench-table", wrap=True, max_height=600)
+    with gr.Row():
+        csv = gr.DownloadButton("Download CSV (this view)", elem_id="bench-csv")
+    gr.Markdown(f"Rows marked **{rt.REPORTED_SOURCE}** are the figures of the EchoMind paper "
+                f"({reported.get('source', '')}). Its percentages are divided by 100 to match our 0–1 columns; "
+                "BLEU stays 0–100, judge scores and MOS 1–5. Its semantic similarity, BERTScore (rescaled "
+                "bert-base) and NISQA have no like-for-like counterpart here and keep their own '(paper)' columns. "
+                "Boards: LB1 = mean of understanding and reasoning accuracy; LB2 = VES (DNSMOS OVRL when no VES "
+                "judge ran); LB3 = (C1 + C4) / 2; Selection = EmpathyEval final.", elem_id="bench-units")
+    with gr.Row():
+        radar = gr.Plot(label="Radar", elem_id="bench-radar")
+        scatter = gr.Plot(label="Arena vs benchmark", elem_id="bench-scatter")
+    agree_md = gr.Markdown(elem_id="bench-agreement")
+    judge_btn = gr.Button("Compute the judge–human agreement on arena battles (asks the scorer's judge; cached)",
+                          elem_id="bench-judge")
+    judge_md = gr.Markdown(elem_id="bench-judge-result")
+    model = build_model_page(ctx, lambda: current_docs(ctx))
+    controls = [search, kinds, audio, open_w, groups, sort, ci]
+    csv_dir = Path(tempfile.mkdtemp(prefix="bench_csv_"))
+
+    def render(search_v, kinds_v, audio_v, open_v, groups_v, sort_v, ci_v):
+        st = rt.FilterState(search=search_v or "", kinds=tuple(kinds_v or ()), audio=audio_v or "any",
+                            open_weights=open_v or "any", groups=tuple(groups_v or ()), sort=sort_v or "LB1",
+                            intervals=bool(ci_v))
+        docs = current_docs(ctx)
+        df, grp = rt.build_table(docs, model_infos(ctx), reported)
+        view = rt.apply_filters(df, grp, st)
+        path = csv_dir / "benchmark_leaderboard.csv"
+        view.to_csv(path, index=False)
+        board = rt.SORT_PRESETS[st.sort]
+        pairs = arena_pairs(_ratings(ctx), df, board)
+        rho = agreement.rank_correlation(pairs)
+        agree = rho.text(f"Rank correlation (Spearman) between the arena's Bradley–Terry score and {board}")
+        return (rt.display_frame(view), str(path), radar_figure(view), scatter_figure(pairs, board, rho), agree,
+                gr.update(choices=sorted(docs)))
+
+    outputs = [table, csv, radar, scatter, agree_md, model]
+
+    def on_load(request: gr.Request):
+        params = dict(request.query_params) if request is not None else {}
+        st = rt.state_from_query(params)
+        vals = [st.search, list(st.kinds), st.audio, st.open_weights, list(st.groups), st.sort, st.intervals]
+        return [*vals, *render(*vals)]
+
+    def judge_rate():
+        docs = current_docs(ctx)
+        settings = {}
+        for d in docs.values():      # the scorer's judge, as recorded in the newest result that names one
+            jc = (d["manifest"].get("settings") or {}).get("judge_config")
+            if jc:
+                settings = {"judge_config": jc}
+        arena = getattr(ctx, "arena", None)
+        votes = arena.votes() if arena is not None else []
+        st = agreement.judge_agreement(ctx.store, getattr(ctx, "benchmark", None), votes, settings)
+        extra = "".join(f"; {k}: {v}" for k, v in st.excluded.items())
+        return st.text("Pairwise judge–human agreement (same battles; ties count when both say tie)") + extra
+
+    def pick_row(view: pd.DataFrame, evt: gr.SelectData):
+        try:
+            name = view.iloc[evt.index[0]]["model"]
+        except (IndexError, KeyError, TypeError):
+            return gr.update()
+        return gr.update(value=name) if name in current_docs(ctx) else gr.update()
+
+    # .input / .submit: user actions only (the load-time values set from the URL must not re-render 7 times)
+    for c in controls[1:]:
+        c.input(render, controls, outputs)
+        c.input(None, controls, None, js=URL_JS)
+    for ev in (search.submit, search.blur):
+        ev(render, controls, outputs)
+        ev(None, controls, None, js=URL_JS)
+    refresh.click(render, controls, outputs)
+    judge_btn.click(judge_rate, None, judge_md)
+    table.select(pick_row, [table], [model])
+    root = gr.context.Context.root_block
+    if root is not None:
+        root.load(on_load, None, [*controls, *outputs])
+    return render, controls, outputs

@@ -1,0 +1,96 @@
+"""A model's page on the benchmark leaderboard: breakdowns per attribute / variant / dimension, sample
+replies with their audio, and the result's manifest. `breakdown_frame` and `sample_replies` are plain
+functions; `build_model_page` wires them into Gradio inside the Benchmark leaderboard tab."""
+from __future__ import annotations
+
+import math
+
+import gradio as gr
+import pandas as pd
+
+SPOKEN = ("conversation", "context", "tone")
+N_SAMPLES = 3
+BREAKDOWN_KEYS = ("attribute", "variant", "dimension", "type", "kind")
+
+
+def breakdown_frame(doc: dict, key: str) -> pd.DataFrame:
+    """Rows: the labels of one breakdown key; columns: each headline metric that has that breakdown,
+    as "mean (n)". Empty frame with a note column when no metric breaks down by `key`."""
+    cols: dict[str, dict[str, str]] = {}
+    for name, e in sorted(doc.get("metrics", {}).items()):
+        if not e.get("headline"):
+            continue
+        means = (e.get("breakdown") or {}).get(key) or {}
+        counts = (e.get("breakdown_n") or {}).get(key) or {}
+        if not means:
+            continue
+        cols[name] = {lab: ("—" if v is None or (isinstance(v, float) and math.isnan(v)) else
+                            f"{v:.3f}" + (f" (n={counts[lab]})" if lab in counts else ""))
+                      for lab, v in means.items()}
+    if not cols:
+        return pd.DataFrame({key: [], "note": []})
+    labels = sorted({lab for d in cols.values() for lab in d})
+    return pd.DataFrame([{key: lab, **{m: d.get(lab, "—") for m, d in cols.items()}} for lab in labels])
+
+
+def sample_replies(store, model: str, benchmark_hash: str, n: int = N_SAMPLES) -> list[dict]:
+    """Up to n ok spoken replies with audio on disk (stable order), else text replies."""
+    rows = [r for t in SPOKEN for r in store.replies(model=model, benchmark_hash=benchmark_hash, task=t, status="ok")]
+    rows.sort(key=lambda r: r.request_id)
+    with_audio = [r for r in rows if r.audio_path and store.abspath(r.audio_path).is_file()]
+    picked = (with_audio or rows)[:n]
+    return [{"request_id": r.request_id, "text": r.text or r.transcript or "",
+             "audio": str(store.abspath(r.audio_path)) if r.audio_path and store.abspath(r.audio_path).is_file()
+             else None} for r in picked]
+
+
+def headline_markdown(doc: dict) -> str:
+    man = doc["manifest"]
+    b = man["benchmark"]
+    lines = [f"### {man['model']}",
+             f"Benchmark **{b.get('name')} v{b.get('version')}** (hash `{str(b.get('hash'))[:12]}`), scorer "
+             f"`{man.get('scorer_version')}`, scored {man.get('timestamp')}."]
+    for name, e in doc.get("boards", {}).items():
+        if e.get("value") is not None:
+            lines.append(f"- **{name}**: {e['value']:.3f} ({e.get('source', '')})")
+        else:
+            lines.append(f"- **{name}**: {e.get('reason') or e.get('note') or 'see the columns'}")
+    return "\n".join(lines)
+
+
+def build_model_page(ctx, docs_fn):
+    """docs_fn() -> {model: results document}. Returns the model dropdown (the table's row click sets it)."""
+    gr.Markdown("### Model page")
+    model = gr.Dropdown(label="Model (measured here)", choices=[], interactive=True, elem_id="model-page-pick")
+    head = gr.Markdown(elem_id="model-page-head")
+    with gr.Row():
+        by_attr = gr.Dataframe(label="Per attribute", interactive=False, elem_id="model-page-attribute", wrap=True)
+        by_var = gr.Dataframe(label="Per variant", interactive=False, elem_id="model-page-variant", wrap=True)
+    by_dim = gr.Dataframe(label="Per dimension (speaker / paralinguistic / environment)", interactive=False)
+    gr.Markdown("#### Sample replies")
+    sample_md, sample_audio = [], []
+    with gr.Row():
+        for i in range(N_SAMPLES):
+            with gr.Column():
+                sample_md.append(gr.Markdown())
+                sample_audio.append(gr.Audio(type="filepath", interactive=False, label=f"reply {i + 1}",
+                                             visible=False))
+    manifest = gr.JSON(label="Result manifest (how this score was made)", elem_id="model-page-manifest")
+
+    def show(name):
+        doc = docs_fn().get(name) if name else None
+        if doc is None:
+            empty = pd.DataFrame()
+            return ["_Choose a model._", empty, empty, empty, *[""] * N_SAMPLES,
+                    *[gr.update(value=None, visible=False)] * N_SAMPLES, None]
+        samples = sample_replies(ctx.store, name, doc["manifest"]["benchmark"]["hash"])
+        mds = [f"`{s['request_id']}`\n\n> {s['text']}" for s in samples] + [""] * (N_SAMPLES - len(samples))
+        audios = [gr.update(value=s["audio"], visible=bool(s["audio"])) for s in samples]
+        audios += [gr.update(value=None, visible=False)] * (N_SAMPLES - len(samples))
+        if not samples:
+            mds[0] = "_No ok spoken reply stored for this model._"
+        return [headline_markdown(doc), breakdown_frame(doc, "attribute"), breakdown_frame(doc, "variant"),
+                breakdown_frame(doc, "dimension"), *mds, *audios, doc["manifest"]]
+
+    model.change(show, [model], [head, by_attr, by_var, by_dim, *sample_md, *sample_audio, manifest])
+    return model

@@ -1,0 +1,271 @@
+"""The Submit tab: the form, per-field errors, the list of every request with its state, operator actions.
+
+Thin: validation, the queue and the worker live in eval_backend.submissions; this module turns the form
+into a `SubmissionForm`, shows `SubmitOutcome.errors` under their fields and lists `list_jobs()`.
+Who submits: the HF user signed in with `gr.LoginButton` on Spaces (SPACE_ID set); locally the operator
+named by EMPATHY_ARENA_LOCAL_OPERATOR (else the first of EMPATHY_ARENA_OPERATORS, else "operator").
+The API key box is a password field, cleared after every submit, and its value is never shown or logged.
+"""
+from __future__ import annotations
+
+import os
+import time
+
+import gradio as gr
+import pandas as pd
+
+from eval_backend.submissions import (LICENCES, JobError, SubmissionForm, SubmissionService, Submitter,
+                                      settings_from_env)
+
+LOCAL_OPERATOR_ENV = "EMPATHY_ARENA_LOCAL_OPERATOR"
+FIELDS = ("name", "organisation", "link", "licence", "open_weights", "kind", "base_url", "model_id",
+          "audio_output", "voice", "api_key", "predictions")
+GENERAL = ("endpoint", "duplicate", "quota", "benchmark")     # errors that belong to no single field
+JOB_COLUMNS = ["#", "model", "state", "submitter", "submitted", "updated", "reason or result"]
+
+
+def on_spaces() -> bool:
+    return bool(os.environ.get("SPACE_ID"))
+
+
+def local_submitter(settings) -> Submitter:
+    name = os.environ.get(LOCAL_OPERATOR_ENV) or (settings.operators[0] if settings.operators else "operator")
+    return Submitter(name, is_operator=True)
+
+
+def submitter_from_profile(profile, settings) -> Submitter | None:
+    """An HF OAuth profile → a Submitter (operator when listed in the settings); None when not signed in."""
+    name = getattr(profile, "username", None) if profile is not None else None
+    return Submitter(name, settings.is_operator(name)) if name else None
+
+
+def _when(t: float | None) -> str:
+    return time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(t)) + " UTC" if t else ""
+
+
+def job_result(job) -> str:
+    if job.reason:
+        return job.reason
+    if job.state == "FINISHED":
+        s, a = job.summary or {}, job.arena or {}
+        arena = "in the arena" if a.get("servable") else f"not in the arena: {a.get('why') or 'unknown'}"
+        return f"{s.get('ok', '?')} ok, {s.get('failed', '?')} failed of {s.get('requests', '?')}; {arena}"
+    if job.state == "RUNNING":
+        return f"running on {job.lease_owner} (claim {job.claims})"
+    return ""
+
+
+def jobs_frame(jobs) -> pd.DataFrame:
+    """Every request, newest first, FAILED with its reason (pure)."""
+    rows = [[j.id, j.model, j.state, j.submitter, _when(j.created_at), _when(j.updated_at), job_result(j)]
+            for j in jobs]
+    return pd.DataFrame(rows, columns=JOB_COLUMNS)
+
+
+def job_markdown(job, events: list[dict]) -> str:
+    lines = [f"### #{job.id} {job.model}: **{job.state}**"]
+    if job.reason:
+        lines.append(f"**Why:** {job.reason}")
+    target = job.base_url and f"endpoint `{job.base_url}` model `{job.model_id}`" or "predictions upload"
+    lines.append(f"{target}; audio output: {'yes' if job.audio_output else 'no'}; benchmark `{job.benchmark}`"
+                 + ("; an API key was given (stored encrypted until the job ends)" if job.has_api_key else ""))
+    if job.results_path:
+        lines.append(f"Results: `{os.path.basename(job.results_path)}`")
+    lines.append("\n| when | event | by | detail |\n|---|---|---|---|")
+    for e in events:
+        detail = (e.get("detail") or "").replace("|", "\\|").replace("\n", " ")
+        lines.append(f"| {_when(e['at'])} | {e['event']} | {e.get('actor') or ''} | {detail} |")
+    if job.log_excerpt:
+        lines.append("\n<details><summary>log excerpt</summary>\n\n```\n" + job.log_excerpt[-4000:] + "\n```\n</details>")
+    return "\n".join(lines)
+
+
+def form_from_inputs(name, organisation, link, licence, open_weights, kind, base_url, model_id, audio_output,
+                     voice, api_key, predictions) -> SubmissionForm:
+    path = predictions if isinstance(predictions, str) else getattr(predictions, "name", "") or ""
+    is_endpoint = kind == "endpoint"
+    return SubmissionForm(name=name or "", organisation=organisation or "", link=link or "",
+                          licence=licence or "unknown", open_weights=bool(open_weights), kind=kind or "",
+                          base_url=(base_url or "") if is_endpoint else "", model_id=(model_id or "") if is_endpoint
+                          else "", audio_output=bool(audio_output) if is_endpoint else False,
+                          voice=(voice or "") if is_endpoint else "", api_key=(api_key or "") if is_endpoint else "",
+                          predictions_path="" if is_endpoint else path)
+
+
+def error_updates(errors: dict[str, str]) -> list:
+    return [gr.update(value=f"⚠️ {errors[f]}", visible=True) if f in errors else gr.update(value="", visible=False)
+            for f in FIELDS]
+
+
+def service_for(ctx) -> SubmissionService:
+    svc = getattr(ctx, "submissions", None)
+    if svc is None:
+        svc = SubmissionService(ctx.store, settings_from_env(demo=True))
+        ctx.submissions = svc
+    return svc
+
+
+def build_submit_tab(ctx) -> None:
+    svc = service_for(ctx)
+    settings = svc.settings
+    spaces = on_spaces()
+    gr.Markdown("## Submit a model\nAn OpenAI-compatible chat-completions endpoint is queried with every benchmark "
+                "request, or you upload your predictions. The queue below shows every request and, when one "
+                "fails, why. See the About tab for what is stored.")
+    if spaces:
+        gr.LoginButton()
+        gr.Markdown("Sign in with Hugging Face to submit (quota: "
+                    f"{settings.quota_per_window} per {settings.quota_window_s / 86400:g} days).")
+    else:
+        gr.Markdown(f"Local mode: submitting as operator **{local_submitter(settings).name}**.")
+    errs: dict[str, gr.Markdown] = {}
+
+    def err(field: str) -> None:
+        errs[field] = gr.Markdown(visible=False, elem_id=f"submit-err-{field}", elem_classes=["submit-error"])
+
+    with gr.Row():
+        with gr.Column():
+            name = gr.Textbox(label="Display name", elem_id="submit-name", max_length=64)
+            err("name")
+            organisation = gr.Textbox(label="Organisation (optional)", elem_id="submit-org")
+            err("organisation")
+            link = gr.Textbox(label="Link: model card, paper or repository (optional)", elem_id="submit-link")
+            err("link")
+        with gr.Column():
+            licence = gr.Dropdown(list(LICENCES), value="unknown", label="Licence", elem_id="submit-licence")
+            err("licence")
+            open_weights = gr.Checkbox(label="Open weights", elem_id="submit-open")
+            err("open_weights")
+            kind = gr.Radio([("OpenAI-compatible endpoint", "endpoint"), ("Predictions upload (zip)", "predictions")],
+                            value="endpoint", label="What do you submit?", elem_id="submit-kind")
+            err("kind")
+    with gr.Group(visible=True) as endpoint_box:
+        with gr.Row():
+            base_url = gr.Textbox(label="Base URL (…/v1)", placeholder="https://api.example.com/v1",
+                                  elem_id="submit-base-url")
+            model_id = gr.Textbox(label="Model id (the request's `model` field)", elem_id="submit-model-id")
+        with gr.Row():
+            err("base_url")
+            err("model_id")
+        with gr.Row():
+            audio_output = gr.Checkbox(label="Answers with audio (modalities text + audio)", elem_id="submit-audio")
+            voice = gr.Textbox(label="Voice (optional)", elem_id="submit-voice")
+            api_key = gr.Textbox(label="API key (optional; stored encrypted, deleted when the job ends, never shown)",
+                                 type="password", elem_id="submit-api-key")
+        with gr.Row():
+            err("audio_output")
+            err("voice")
+            err("api_key")
+    with gr.Group(visible=False) as predictions_box:
+        predictions = gr.File(label="Predictions zip (JSONL + wav files)", file_types=[".zip"], type="filepath",
+                              elem_id="submit-predictions")
+        err("predictions")
+    with gr.Row():
+        check = gr.Button("Check only (dry run)", elem_id="submit-check")
+        submit = gr.Button("Submit", variant="primary", elem_id="submit-go")
+    outcome = gr.Markdown(elem_id="submit-outcome")
+
+    gr.Markdown("### Requests")
+    with gr.Row():
+        refresh = gr.Button("Refresh", scale=0, elem_id="jobs-refresh")
+        job_pick = gr.Dropdown(label="Request", choices=[], interactive=True, elem_id="jobs-pick")
+        retry_key = gr.Textbox(label="API key for a retry (when the job had one)", type="password",
+                               elem_id="jobs-retry-key")
+        retry = gr.Button("Retry", elem_id="jobs-retry")
+        cancel = gr.Button("Cancel", variant="stop", elem_id="jobs-cancel")
+    action_md = gr.Markdown(elem_id="jobs-action")
+    table = gr.Dataframe(jobs_frame([]), interactive=False, elem_id="jobs-table", wrap=True)
+    detail = gr.Markdown(elem_id="jobs-detail")
+
+    field_inputs = [name, organisation, link, licence, open_weights, kind, base_url, model_id, audio_output, voice,
+                    api_key, predictions]
+    err_outputs = [errs[f] for f in FIELDS]
+
+    def who(profile) -> Submitter | None:
+        return submitter_from_profile(profile, settings) if spaces else local_submitter(settings)
+
+    def do_submit(dry_run: bool, profile, *values):
+        person = who(profile)
+        clear_key = gr.update(value="")
+        if person is None:
+            return [*error_updates({}), "⚠️ Sign in with Hugging Face first.", clear_key]
+        form = form_from_inputs(*values)
+        try:
+            out = svc.submit(form, person, dry_run=dry_run)
+        except Exception as exc:   # the form never crashes the page; nothing was queued
+            return [*error_updates({}), f"⚠️ The submission could not be processed: {type(exc).__name__}.", clear_key]
+        general = [f"- {out.errors[k]}" for k in GENERAL if k in out.errors]
+        general += [f"- {m}" for k, m in out.errors.items() if k not in FIELDS and k not in GENERAL]
+        notes = "".join(f"\n- note: {n}" for n in out.notes if n)
+        if out.accepted and out.job_id is not None:
+            msg = f"✅ Queued as request #{out.job_id} (PENDING). It is listed below.{notes}"
+        elif out.accepted:
+            msg = f"✅ The submission passes every check (dry run: nothing was queued).{notes}"
+        else:
+            msg = "⚠️ Not queued. Fix the marked fields." + ("\n" + "\n".join(general) if general else "") + notes
+        return [*error_updates(out.errors), msg, clear_key]
+
+    def listing(picked=None):
+        jobs = svc.list_jobs()
+        ids = [(f"#{j.id} {j.model} ({j.state})", j.id) for j in jobs]
+        keep = picked if picked in [j.id for j in jobs] else (jobs[0].id if jobs else None)
+        return jobs_frame(jobs), gr.update(choices=ids, value=keep)
+
+    def show(job_id):
+        if job_id is None:
+            return ""
+        try:
+            return job_markdown(svc.job(int(job_id)), svc.events(int(job_id)))
+        except JobError as exc:
+            return f"⚠️ {exc}"
+
+    def act(action, profile, job_id, key):
+        person = who(profile)
+        if person is None:
+            return "⚠️ Sign in first.", gr.update(value=""), *listing(job_id)
+        if job_id is None:
+            return "⚠️ Choose a request first.", gr.update(value=""), *listing(job_id)
+        try:
+            job = svc.retry(int(job_id), person, key or None) if action == "retry" else svc.cancel(int(job_id), person)
+            msg = f"✅ #{job.id} is now {job.state}."
+        except JobError as exc:
+            msg = f"⚠️ {exc}"
+        return msg, gr.update(value=""), *listing(job_id)
+
+    if spaces:
+        def submit_fn(*values, profile: gr.OAuthProfile | None = None):
+            return do_submit(False, profile, *values)
+
+        def check_fn(*values, profile: gr.OAuthProfile | None = None):
+            return do_submit(True, profile, *values)
+
+        def retry_fn(job_id, key, profile: gr.OAuthProfile | None = None):
+            return act("retry", profile, job_id, key)
+
+        def cancel_fn(job_id, key, profile: gr.OAuthProfile | None = None):
+            return act("cancel", profile, job_id, key)
+    else:
+        def submit_fn(*values):
+            return do_submit(False, None, *values)
+
+        def check_fn(*values):
+            return do_submit(True, None, *values)
+
+        def retry_fn(job_id, key):
+            return act("retry", None, job_id, key)
+
+        def cancel_fn(job_id, key):
+            return act("cancel", None, job_id, key)
+
+    kind.change(lambda k: (gr.update(visible=k == "endpoint"), gr.update(visible=k == "predictions")),
+                [kind], [endpoint_box, predictions_box])
+    submit.click(submit_fn, field_inputs, [*err_outputs, outcome, api_key]).then(
+        listing, [job_pick], [table, job_pick])
+    check.click(check_fn, field_inputs, [*err_outputs, outcome, api_key])
+    retry.click(retry_fn, [job_pick, retry_key], [action_md, retry_key, table, job_pick])
+    cancel.click(cancel_fn, [job_pick, retry_key], [action_md, retry_key, table, job_pick])
+    refresh.click(listing, [job_pick], [table, job_pick])
+    job_pick.change(show, [job_pick], [detail])
+    timer = gr.Timer(3.0)
+    timer.tick(listing, [job_pick], [table, job_pick]).then(show, [job_pick], [detail])
+    return listing, [table, job_pick]

@@ -1,0 +1,68 @@
+"""The Space with the issue-5 tabs (Submit, Benchmark leaderboard, About) beside the arena, for the browser test.
+
+    EMPATHY_ARENA_DATA_DIR=DIR EMPATHY_ARENA_BOOTSTRAP=0 python -m tests.space_app --port 7871 [--worker]
+
+Uses app.py's SpaceContext (store, arena, bootstrap that only loads the benchmark when
+EMPATHY_ARENA_BOOTSTRAP=0) and adds the tabs the way app.py is asked to. `--worker` also starts the
+in-process worker (`start_worker_thread`); the browser test runs the worker as its own process instead,
+so it can stop it between steps.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+
+os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+
+def build(data_dir=None, worker: bool = False):
+    import gradio as gr
+    from fastapi import FastAPI
+
+    from app import SpaceContext
+    from arena.http_api import mount_http_api
+    from arena.ui import build_arena_tab
+    from eval_backend.submissions import SubmissionService, settings_from_env
+    from leaderboard.about_tab import build_about_tab
+    from leaderboard.bench_board import build_bench_tab
+    from leaderboard.submit_tab import build_submit_tab
+
+    ctx = SpaceContext(data_dir)
+    ctx.submissions = SubmissionService(ctx.store, settings_from_env(demo=True))
+    ctx.bootstrap.start()
+    ctx.bootstrap.ready.wait(120)
+    handle = None
+    if worker:
+        from eval_backend.submissions.worker import start_worker_thread
+        handle = start_worker_thread(settings=ctx.submissions.settings, store=ctx.store, poll_s=1.0)
+    with gr.Blocks(title="Empathy Arena (test)") as demo:
+        with gr.Tab("Arena", id="arena"):
+            build_arena_tab(ctx.arena)
+        with gr.Tab("Benchmark leaderboard", id="bench-board"):
+            build_bench_tab(ctx)
+        with gr.Tab("Submit", id="submit"):
+            build_submit_tab(ctx)
+        with gr.Tab("About", id="about"):
+            build_about_tab(ctx)
+    app = FastAPI()
+    mount_http_api(app, ctx.arena)
+    app = gr.mount_gradio_app(app, demo, path="/", allowed_paths=[str(ctx.data_dir)], footer_links=[])
+    return app, ctx, handle
+
+
+def main() -> int:
+    p = argparse.ArgumentParser()
+    p.add_argument("--port", type=int, required=True)
+    p.add_argument("--data-dir", default=None)
+    p.add_argument("--worker", action="store_true")
+    args = p.parse_args()
+    import uvicorn
+
+    app, _, _ = build(args.data_dir, args.worker)
+    uvicorn.run(app, host="127.0.0.1", port=args.port, log_level="warning", access_log=False)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,249 @@
+"""Issue 5 acceptance in a real browser (Debian chromium via Playwright) against real processes:
+
+the app (tests/space_app.py: app.py's SpaceContext + the Submit, Benchmark leaderboard and About tabs),
+the cascade-cue baseline server on loopback (allowlisted by the demo settings), and the worker
+(`python -m eval_backend worker`) on the same SQLite data dir. A tiny seeded benchmark (espeak-ng
+speech, 7 requests) and a seeded second model with spoken replies keep it to a few minutes.
+
+1. bad fields → per-field errors, the API key cleared and never echoed, nothing queued;
+2. the cascade-cue endpoint submitted through the form → the worker evaluates it → the leaderboard lists
+   it with its manifest (model page), beside the paper's reported rows; URL state and CSV download work;
+   the arena serves a battle with its replies;
+3. a job whose endpoint is down FAILS with its reason shown; the endpoint comes back; retry finishes it.
+"""
+from __future__ import annotations
+
+import csv
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from tests.arena_fixtures import free_port, seed
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.timeout(900)]
+
+ROOT = Path(__file__).resolve().parent.parent
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+METRICS = "l1.understanding_acc,l2.*,sel.*,l3.judge.*,l3.bleu4"     # quick metrics; judges: "not computed"
+SECRET = "sk-test-NEVER-SHOWN-1234"
+
+
+def _wait_http(url: str, proc: subprocess.Popen, timeout: float, log: Path) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"{url}: process exited {proc.returncode}: {log.read_text(errors='replace')[-3000:]}")
+        try:
+            with urllib.request.urlopen(url, timeout=2) as r:
+                if r.status == 200:
+                    return
+        except OSError:
+            pass
+        time.sleep(0.3)
+    raise RuntimeError(f"{url} not ready after {timeout:.0f} s: {log.read_text(errors='replace')[-3000:]}")
+
+
+class Proc:
+    def __init__(self, args: list[str], log: Path, env: dict | None = None):
+        self.args, self.log, self.env = args, log, env
+        self.p: subprocess.Popen | None = None
+
+    def start(self, health: str | None = None, timeout: float = 180) -> "Proc":
+        self.p = subprocess.Popen([sys.executable, *self.args], cwd=ROOT, env={**os.environ, **(self.env or {})},
+                                  stdout=open(self.log, "ab"), stderr=subprocess.STDOUT)
+        if health:
+            _wait_http(health, self.p, timeout, self.log)
+        return self
+
+    def stop(self) -> None:
+        if self.p and self.p.poll() is None:
+            self.p.send_signal(signal.SIGTERM)
+            try:
+                self.p.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                self.p.kill()
+                self.p.wait(30)
+
+
+@pytest.fixture(scope="module")
+def env(tmp_path_factory):
+    data = tmp_path_factory.mktemp("space")
+    seed(data, ("seed-model",), n_scripts=1)           # benchmarks/demo (spec "demo") + a second arena model
+    bport, aport = free_port(), free_port()
+    baseline = Proc(["-m", "eval_backend.baselines", "serve", "--host", "127.0.0.1", "--port", str(bport)],
+                    data / "baseline.log")
+    baseline.start(f"http://127.0.0.1:{bport}/health")
+    app = Proc(["-m", "tests.space_app", "--port", str(aport), "--data-dir", str(data)], data / "app.log",
+               {"EMPATHY_ARENA_BOOTSTRAP": "0", "EMPATHY_ARENA_BENCHMARK": "demo",
+                "GRADIO_ANALYTICS_ENABLED": "False", "HF_HUB_OFFLINE": "1"})
+    app.start(f"http://127.0.0.1:{aport}/api/arena/health")
+    worker = Proc(["-m", "eval_backend", "worker", "--data-dir", str(data), "--allow", "127.0.0.1", "--poll", "1",
+                   "--metrics", METRICS, "--max-attempts", "1", "--timeout", "60", "--concurrency", "2",
+                   "--heartbeat", "2", "--lease", "30"], data / "worker.log")
+    state = {"data": data, "baseline": baseline, "bport": bport, "app": app, "url": f"http://127.0.0.1:{aport}",
+             "worker": worker}
+    yield state
+    for p in (worker, app, baseline):
+        p.stop()
+
+
+@pytest.fixture(scope="module")
+def page(env):
+    sync_api = pytest.importorskip("playwright.sync_api")
+    with sync_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS)
+        ctx = browser.new_context(accept_downloads=True)
+        pg = ctx.new_page()
+        pg.set_default_timeout(60_000)
+        yield pg
+        browser.close()
+
+
+def _db(env, sql: str, params=()) -> list[dict]:
+    conn = sqlite3.connect(env["data"] / "store.sqlite3")
+    conn.row_factory = sqlite3.Row
+    try:
+        return [dict(r) for r in conn.execute(sql, params)]
+    finally:
+        conn.close()
+
+
+def _fill(page, elem_id: str, text: str) -> None:
+    page.locator(f"#{elem_id}").locator("input, textarea").first.fill(text)
+
+
+def _text(page, elem_id: str) -> str:
+    return page.inner_text(f"#{elem_id}")
+
+
+def _wait_text(page, elem_id: str, needle: str, timeout: float = 60_000) -> None:
+    page.wait_for_function("([id, s]) => (document.getElementById(id)?.innerText || '').includes(s)",
+                           arg=[elem_id, needle], timeout=timeout)
+
+
+def _fill_endpoint(page, env, name: str) -> None:
+    _fill(page, "submit-name", name)
+    _fill(page, "submit-org", "Empathy Arena tests")
+    _fill(page, "submit-base-url", f"http://127.0.0.1:{env['bport']}/v1")
+    _fill(page, "submit-model-id", "cascade-cue")
+    page.locator("#submit-audio input[type=checkbox]").check()
+    page.locator("#submit-open input[type=checkbox]").check()
+    page.locator("#submit-licence input").click()
+    page.get_by_role("option", name="apache-2.0", exact=True).click()
+
+
+def test_bad_fields_show_per_field_errors_and_queue_nothing(env, page):
+    page.goto(env["url"] + "/")
+    page.get_by_role("tab", name="Submit").click()
+    _fill(page, "submit-name", "x")
+    _fill(page, "submit-base-url", "ftp://10.0.0.1/v1")
+    _fill(page, "submit-api-key", SECRET)
+    page.click("#submit-go")
+    _wait_text(page, "submit-outcome", "Not queued")
+    assert "3 to 64 characters" in _text(page, "submit-err-name")
+    assert "http://" in _text(page, "submit-err-base_url")
+    assert "model id" in _text(page, "submit-err-model_id")
+    assert page.locator("#submit-api-key").locator("input, textarea").first.input_value() == ""
+    assert SECRET not in page.content()
+    # a private address in another spelling is refused by the address policy, also before any call
+    _fill(page, "submit-name", "Sneaky Model")
+    _fill(page, "submit-base-url", "http://[::ffff:169.254.169.254]/v1")
+    _fill(page, "submit-model-id", "m")
+    page.click("#submit-go")
+    _wait_text(page, "submit-err-base_url", "cannot be used")
+    assert _db(env, "SELECT id FROM submissions") == []
+
+
+def test_submit_cascade_cue_then_leaderboard_manifest_and_arena(env, page):
+    page.goto(env["url"] + "/")
+    page.get_by_role("tab", name="Submit").click()
+    _fill_endpoint(page, env, "Cue Submitted")
+    page.click("#submit-go")                                  # preflight: 2 real calls to the baseline
+    _wait_text(page, "submit-outcome", "Queued as request #1", timeout=180_000)
+    _wait_text(page, "jobs-table", "PENDING")
+    job = _db(env, "SELECT * FROM submissions WHERE id=1")[0]
+    assert (job["model"], job["model_id"], job["audio_output"], job["licence"]) == \
+        ("Cue Submitted", "cascade-cue", 1, "apache-2.0")
+
+    env["worker"].start()
+    _wait_text(page, "jobs-table", "FINISHED", timeout=600_000)
+    assert "in the arena" in _text(page, "jobs-table")
+    assert _db(env, "SELECT COUNT(*) n FROM replies WHERE model='Cue Submitted' AND status='ok'")[0]["n"] == 7
+
+    # the benchmark leaderboard lists it, beside the paper's rows
+    page.get_by_role("tab", name="Benchmark leaderboard").click()
+    page.click("#bench-refresh")
+    _wait_text(page, "bench-table", "Cue Submitted")
+    table = _text(page, "bench-table")
+    assert "reported, not reproduced here" in table and "GPT-4o-Audio" in table
+    assert "not computed" in table                            # LB3 without a judge says why
+    # its model page: manifest with the benchmark hash and scorer version, sample replies
+    page.locator("#bench-table").get_by_text("Cue Submitted", exact=True).first.click()
+    _wait_text(page, "model-page-manifest", "scorer_version")
+    bench_hash = _db(env, "SELECT benchmark_hash FROM replies WHERE model='Cue Submitted' LIMIT 1")[0]["benchmark_hash"]
+    assert bench_hash[:12] in _text(page, "model-page-head")
+    assert page.locator("audio").count() >= 1 or "No ok spoken reply" not in page.content()
+
+    # filter state in the URL: written on change, read on load
+    page.locator("#bench-sort label", has_text="LB3").click()
+    page.wait_for_function("() => window.location.search.includes('sort=LB3')")
+    page.locator("#bench-kinds label", has_text="Reported by the EchoMind paper").click()   # hide reported
+    page.wait_for_function("() => window.location.search.includes('kinds=')")
+    shared = page.url
+    page.goto(env["url"] + "/?kinds=reported&sort=LB3")
+    _wait_text(page, "bench-table", "GPT-4o-Audio")
+    assert "Cue Submitted" not in _text(page, "bench-table")
+    assert page.locator("#bench-sort input[value=LB3]").is_checked()
+    page.goto(shared)
+    _wait_text(page, "bench-table", "Cue Submitted")
+    assert "GPT-4o-Audio" not in _text(page, "bench-table")
+
+    # CSV of the view
+    with page.expect_download() as dl:
+        page.click("#bench-csv")
+    rows = list(csv.DictReader(open(dl.value.path(), newline="")))
+    assert [r["model"] for r in rows if r["model"] == "Cue Submitted"] and "LB1" in rows[0]
+
+    # the arena serves its replies against the seeded model
+    page.get_by_role("tab", name="Arena").click()
+    page.click("#arena-next")
+    page.wait_for_function("() => document.querySelector('.arena-meter')?.dataset.battle")
+    battle = page.evaluate("() => document.querySelector('.arena-meter').dataset.battle")
+    row = _db(env, "SELECT model_a, model_b FROM arena_battles WHERE id=?", (battle,))[0]
+    assert {row["model_a"], row["model_b"]} == {"Cue Submitted", "seed-model"}
+
+
+def test_failed_job_shows_reason_then_retry_finishes(env, page):
+    env["worker"].stop()                                      # hold the queue while the endpoint goes down
+    page.goto(env["url"] + "/")
+    page.get_by_role("tab", name="Submit").click()
+    _fill_endpoint(page, env, "Cue Retry")
+    page.click("#submit-go")
+    _wait_text(page, "submit-outcome", "Queued as request #2", timeout=180_000)
+    env["baseline"].stop()                                    # endpoint down
+    env["worker"].start()
+    _wait_text(page, "jobs-table", "endpoint_failed", timeout=300_000)
+    assert "connection" in _text(page, "jobs-table")
+    page.locator("#jobs-pick input").click()
+    page.get_by_role("option", name="#2 Cue Retry (FAILED)").click()
+    _wait_text(page, "jobs-detail", "Why:")
+    assert "endpoint_failed" in _text(page, "jobs-detail")
+
+    env["baseline"].start(f"http://127.0.0.1:{env['bport']}/health")    # the endpoint is back
+    page.click("#jobs-retry")
+    _wait_text(page, "jobs-action", "#2 is now PENDING")
+    page.wait_for_function("() => [...document.querySelectorAll('#jobs-table tr')].some("
+                           "tr => tr.innerText.includes('Cue Retry') && tr.innerText.includes('FINISHED'))",
+                           timeout=600_000)
+    job = _db(env, "SELECT state, error_class, claims FROM submissions WHERE id=2")[0]
+    assert job["state"] == "FINISHED" and job["error_class"] is None
+    events = [e["event"] for e in _db(env, "SELECT event FROM submission_events WHERE job_id=2 ORDER BY id")]
+    assert events[:3] == ["submitted", "claimed", "failed"] and "retried" in events and events[-1] == "finished"
