@@ -11,6 +11,7 @@ import argparse
 import json
 import logging
 import signal
+import sys
 
 from . import config
 
@@ -43,9 +44,15 @@ def main(args: argparse.Namespace) -> int:
                  if v is not None}
     if args.metrics:
         overrides["metrics"] = tuple(m.strip() for m in args.metrics.split(",") if m.strip())
+    if args.lease is not None and args.heartbeat is None:
+        overrides["heartbeat_s"] = min(10.0, args.lease / 4)
     settings = settings_from_env(**overrides)
     settings = settings.with_(allow=settings.allow + tuple(args.allow))
-    worker = Worker(Store(config.data_dir(args.data_dir)), settings, name=args.name)
+    try:
+        worker = Worker(Store(config.data_dir(args.data_dir)), settings, name=args.name)
+    except ValueError as exc:   # a bad --allow entry, a heartbeat longer than half the lease
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     if args.once:
         job = worker.run_once()
         if args.json:
@@ -55,7 +62,9 @@ def main(args: argparse.Namespace) -> int:
         else:
             print("the queue is empty")
         return 1 if job and job.state == "FAILED" else 0
-    signal.signal(signal.SIGTERM, lambda *_: worker.stop())   # finish the current job's step, then exit
+    # SIGTERM: take no new job; the current one runs to its end (if the process is killed first, its lease
+    # expires and another worker resumes it)
+    signal.signal(signal.SIGTERM, lambda *_: worker.stop())
     try:
         worker.run_forever(args.poll)
     except KeyboardInterrupt:

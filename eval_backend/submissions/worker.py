@@ -160,6 +160,9 @@ class Worker:
                  policy: AddressPolicy | None = None):
         self.store = store
         self.settings = settings or SubmissionSettings()
+        if not 0 < self.settings.heartbeat_s <= self.settings.lease_s / 2:
+            raise ValueError(f"the heartbeat ({self.settings.heartbeat_s:g} s) must be positive and at most half "
+                             f"the lease ({self.settings.lease_s:g} s), or a live worker loses its job")
         self.policy = policy or AddressPolicy.from_strings(self.settings.allow)
         self.queue = Queue(store)
         self.name = name or worker_name()
