@@ -168,6 +168,14 @@ def test_score_twice_and_rescore_give_identical_results(setup, capsys):
     assert without_timestamp(first) == without_timestamp(second)
     assert json.dumps(without_timestamp(first), sort_keys=True) == json.dumps(without_timestamp(second), sort_keys=True)
 
+    # a partial run (--metrics) updates its entries in the same file and keeps the rest
+    assert cli(["score", "--model", "m1", "--benchmark", str(folder), "--data-dir", str(data),
+                "--metrics", "l2.*", "--quiet"]) == 0
+    assert Path(capsys.readouterr().out.strip().splitlines()[-1]) == path
+    third = read_results(path)
+    assert third["metrics"] == second["metrics"] and third["boards"] == second["boards"]
+    assert third["manifest"]["metrics_selected"] == "all"
+
 
 def test_score_without_replies_fails_clearly(setup, capsys):
     _, folder, data, _ = setup

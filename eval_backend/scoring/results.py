@@ -225,7 +225,7 @@ def metric_entry(m: Metric, res: MetricResult, labels: dict, seed: int) -> dict[
 def _value(metrics: dict, name: str) -> tuple[float | None, str]:
     e = metrics.get(name)
     if e is None:
-        return None, f"{name} not registered"
+        return None, f"{name} not scored in this run" if name in METRICS else f"{name} not registered"
     if e["value"] is None:
         return None, f"{name} {e['reason']}"
     return e["value"], ""
@@ -290,6 +290,7 @@ def score(benchmark: Benchmark, replies: Iterable[Reply], model: str, store: Sto
           settings: dict | None = None, metrics: Iterable[str] | None = None, spec: str | None = None) -> ScoreRun:
     """Run the selected metrics on stored replies (no model is called)."""
     modules = load_metric_modules()
+    metrics = list(metrics) if metrics else None
     settings = dict(settings or {})
     seed = int(settings.setdefault("seed", SEED))
     chosen = select_metrics(metrics)
@@ -342,10 +343,31 @@ def results_path(data_dir: Path, doc: dict) -> Path:
     return Path(data_dir) / "results" / safe_name(man["model"]) / name
 
 
+def merge_partial(old: dict, new: dict) -> dict:
+    """A run of some metrics (--metrics) updates those entries of the existing file for the same
+    (model, benchmark hash, scorer version) and recomputes the boards; the rest is kept."""
+    metrics = {**old.get("metrics", {}), **new["metrics"]}
+    was, now = old["manifest"].get("metrics_selected", "all"), new["manifest"]["metrics_selected"]
+    merged = json.loads(json.dumps(new))
+    merged["metrics"] = dict(sorted(metrics.items()))
+    merged["manifest"]["metric_manifests"] = {**old["manifest"].get("metric_manifests", {}),
+                                              **new["manifest"]["metric_manifests"]}
+    merged["boards"] = boards(merged["metrics"])
+    merged["manifest"]["metrics_selected"] = "all" if was == "all" else sorted(set(was) | set(now))
+    return merged
+
+
 def write_results(data_dir: Path, doc: dict) -> Path:
-    """Atomic write of the results JSON; returns its path."""
+    """Atomic write of the results JSON; returns its path. A partial run merges into the existing file."""
     path = results_path(data_dir, doc)
     path.parent.mkdir(parents=True, exist_ok=True)
+    if doc["manifest"]["metrics_selected"] != "all" and path.is_file():
+        try:
+            old = read_results(path)
+        except (OSError, ValueError):
+            old = None
+        if old and old.get("manifest", {}).get("benchmark", {}).get("hash") == doc["manifest"]["benchmark"]["hash"]:
+            doc = merge_partial(old, doc)
     tmp = path.with_name(path.name + f".tmp{os.getpid()}")
     tmp.write_text(json.dumps(doc, indent=1, sort_keys=True, ensure_ascii=False, allow_nan=False))
     tmp.replace(path)
