@@ -410,6 +410,18 @@ class ArenaService:
                                     "source": "import"})
         return len(rows)
 
+    def append_votes(self, rows: Iterable[dict], conn=None) -> int:
+        """Record votes from a backup (the Hub restore) as live ones are recorded, ratings included; a row's
+        `id` is kept when given. Pass `conn` to join the caller's transaction."""
+        if conn is None:
+            with self.store.transaction() as conn:
+                return self.append_votes(rows, conn)
+        n = 0
+        for row in rows:
+            self._record(conn, row)
+            n += 1
+        return n
+
     def votes(self) -> list[VoteRow]:
         """The vote log in id order. The log is append-only and ids are assigned under the write lock,
         so only rows after the last one seen need reading."""

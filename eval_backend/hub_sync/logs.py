@@ -1,0 +1,207 @@
+"""Append-only logs: new rows go into new JSONL files of the scheduler's folder, and come back on restore.
+
+Each log reads the rows after its watermark (a monotonic column) and writes them as one new file
+`<log>/<node>-<seq>.jsonl`; the watermark and the sequence number move together in one meta value,
+written after the file, so a crash in between leaves an orphan file (same name, seq above the recorded
+one) that `drop_orphans` deletes before the next flush: a name is never reused for other content.
+The file is renamed into the folder while the scheduler's lock is held, so a push never sees half a file.
+
+Private fields stay home: no session ids, IP hashes or user names; submissions carry their public fields.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import tempfile
+from contextlib import nullcontext
+from dataclasses import dataclass
+from pathlib import Path
+
+VOTE_FIELDS = ("id", "battle_id", "model_a", "model_b", "winner", "slot", "said", "sounded", "reason", "first_heard",
+               "attribute", "dimension", "benchmark_hash", "request_id", "created_at", "source")
+BATTLE_FIELDS = ("id", "benchmark_hash", "request_id", "task", "item_id", "variant", "attribute", "dimension",
+                 "model_a", "model_b", "first_heard", "min_listen_s", "served_at", "expires_at")
+REFUSED_FIELDS = ("id", "battle_id", "reason", "message", "created_at")
+SUBMISSION_FIELDS = ("model", "organisation", "link", "licence", "open_weights", "kind", "model_id", "audio_output",
+                     "benchmark", "tasks", "limit_n", "state", "created_at", "updated_at", "started_at",
+                     "finished_at", "error_class", "error_message", "summary")
+
+
+@dataclass(frozen=True)
+class LogSpec:
+    name: str        # folder in the repo
+    table: str       # must exist, else the log is skipped
+    select: str      # rows after the watermark (?), in watermark order, LIMIT ?; column `seq` is the watermark
+
+
+LOGS = (
+    LogSpec("votes", "arena_votes",
+            f"SELECT id AS seq, {', '.join(VOTE_FIELDS)} FROM arena_votes WHERE id > ? ORDER BY id LIMIT ?"),
+    LogSpec("battles", "arena_battles",
+            f"SELECT rowid AS seq, {', '.join(BATTLE_FIELDS)} FROM arena_battles WHERE rowid > ? "
+            "ORDER BY rowid LIMIT ?"),
+    LogSpec("refused", "arena_refused_votes",
+            f"SELECT id AS seq, {', '.join(REFUSED_FIELDS)} FROM arena_refused_votes WHERE id > ? "
+            "ORDER BY id LIMIT ?"),
+    # one line per submission event, with the submission's public fields at the time of the flush
+    LogSpec("submissions", "submission_events",
+            "SELECT e.id AS seq, e.job_id AS submission_id, e.at, e.event, "
+            + ", ".join(f"s.{c}" for c in SUBMISSION_FIELDS)
+            + " FROM submission_events e JOIN submissions s ON s.id = e.job_id WHERE e.id > ? ORDER BY e.id LIMIT ?"),
+)
+NAMES = tuple(spec.name for spec in LOGS)
+_FILE = re.compile(r"^(?P<log>[a-z]+)/(?P<node>[A-Za-z0-9]+)-(?P<seq>\d{8})\.jsonl$")
+
+
+def has_table(store, table: str) -> bool:
+    return bool(store.query("SELECT 1 FROM sqlite_master WHERE type='table' AND name=?", (table,)))
+
+
+def node_id(store) -> str:
+    """This data dir's writer id (file names are unique per writer); a wiped disk gets a new one."""
+    node = store.get_meta("hub_sync.node")
+    if not node:
+        node = hashlib.sha256(os.urandom(16)).hexdigest()[:12]
+        store.put_meta("hub_sync.node", node)
+    return node
+
+
+def _mark(store, spec: LogSpec) -> dict:
+    return store.get_meta(f"hub_sync.log.{spec.name}", {"after": 0, "seq": 0})
+
+
+def drop_orphans(store, folder: Path, node: str) -> list[str]:
+    """Delete this writer's files numbered above the recorded sequence (written, never recorded, never pushed)."""
+    gone = []
+    for spec in LOGS:
+        recorded = _mark(store, spec)["seq"]
+        for path in (folder / spec.name).glob(f"{node}-*.jsonl"):
+            m = _FILE.match(f"{spec.name}/{path.name}")
+            if m and int(m["seq"]) > recorded:
+                path.unlink()
+                gone.append(f"{spec.name}/{path.name}")
+    return gone
+
+
+def flush(store, folder: Path, node: str, lock=None, batch: int = 50_000) -> list[str]:
+    """Write every row added since the last flush into new files; returns their repo paths."""
+    written = []
+    tmp_dir = folder.parent / "tmp"
+    tmp_dir.mkdir(parents=True, exist_ok=True)
+    for spec in LOGS:
+        if not has_table(store, spec.table):
+            continue
+        while True:
+            mark = _mark(store, spec)
+            rows = store.query(spec.select, (mark["after"], batch))
+            if not rows:
+                break
+            last = rows[-1]["seq"]
+            text = "".join(json.dumps({k: r[k] for k in r.keys() if k != "seq"}, ensure_ascii=False) + "\n"
+                           for r in rows)
+            name = f"{spec.name}/{node}-{mark['seq'] + 1:08d}.jsonl"
+            fd, tmp = tempfile.mkstemp(dir=tmp_dir, suffix=".jsonl")
+            with os.fdopen(fd, "w", encoding="utf-8") as f:
+                f.write(text)
+                f.flush()
+                os.fsync(f.fileno())
+            with lock or nullcontext():
+                (folder / spec.name).mkdir(parents=True, exist_ok=True)
+                os.replace(tmp, folder / name)
+            store.put_meta(f"hub_sync.log.{spec.name}", {"after": last, "seq": mark["seq"] + 1})
+            written.append(name)
+    return written
+
+
+# ---------------------------------------------------------------- restore
+def parse(files: dict[str, str]) -> dict[str, list[dict]]:
+    """{repo path: text} -> {log name: records}, files in name order (a writer's files in sequence)."""
+    out: dict[str, list[dict]] = {name: [] for name in NAMES}
+    for path in sorted(files):
+        m = _FILE.match(path)
+        if not m or m["log"] not in out:
+            continue
+        for n, line in enumerate(files[path].splitlines(), start=1):
+            if line.strip():
+                try:
+                    out[m["log"]].append(json.loads(line))
+                except ValueError as exc:
+                    raise ValueError(f"{path} line {n}: not JSON ({exc})") from None
+    return out
+
+
+def vote_key(rec: dict) -> str:
+    """A vote's identity across writers: its battle (live votes), else its content (imports)."""
+    if rec.get("battle_id"):
+        return "b:" + rec["battle_id"]
+    body = {k: rec.get(k) for k in VOTE_FIELDS if k not in ("id", "battle_id")}
+    return "c:" + hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
+
+
+def restore(store, files: dict[str, str], append_votes=None) -> dict:
+    """Put the logs' rows that the store lacks back into it. With an empty vote table the votes keep their
+    ids (the canonical order, so the vote-log hash is the same as before the restart); otherwise the
+    missing ones are appended after the local ones (a late restore after serving local data)."""
+    logs = parse(files)
+    counts = {}
+    with store.transaction() as conn:
+        if logs["votes"] and has_table(store, "arena_votes"):
+            if append_votes is None:
+                raise RuntimeError("the vote log needs the arena's append_votes to be restored")
+            local = [dict(r) for r in conn.execute(f"SELECT {', '.join(VOTE_FIELDS)} FROM arena_votes")]
+            have = {vote_key(r) for r in local}
+            # a vote logged by several writers (a late merge re-logs it under a new id): the latest id wins,
+            # which is the order of the writer that merged last
+            best: dict[str, dict] = {}
+            for rec in logs["votes"]:
+                k = vote_key(rec)
+                if k not in have and (k not in best or rec["id"] > best[k]["id"]):
+                    best[k] = rec
+            fresh = sorted(best.values(), key=lambda r: (r["id"], r["created_at"], vote_key(r)))
+            keep_ids = not local and len({r["id"] for r in fresh}) == len(fresh)
+            rows = [{**{k: rec.get(k) for k in VOTE_FIELDS if keep_ids or k != "id"},
+                     "session_id": None, "user": None, "ip_hash": None} for rec in fresh]
+            counts["votes"] = append_votes(rows, conn)
+            if keep_ids and fresh:
+                _set_mark(conn, "votes", max(r["id"] for r in fresh))
+        if logs["battles"] and has_table(store, "arena_battles"):
+            empty = conn.execute("SELECT COUNT(*) FROM arena_battles").fetchone()[0] == 0
+            n = 0
+            for rec in logs["battles"]:
+                cur = conn.execute(
+                    f"INSERT OR IGNORE INTO arena_battles ({', '.join(BATTLE_FIELDS)}, session_id, ip_hash, voted) "
+                    f"VALUES ({', '.join('?' * len(BATTLE_FIELDS))}, '', '', "
+                    "EXISTS (SELECT 1 FROM arena_votes WHERE battle_id = ?))",
+                    (*[rec.get(k) for k in BATTLE_FIELDS], rec["id"]))
+                n += cur.rowcount
+            counts["battles"] = n
+            if empty and n:
+                _set_mark(conn, "battles", conn.execute("SELECT MAX(rowid) FROM arena_battles").fetchone()[0])
+        if logs["refused"] and has_table(store, "arena_refused_votes"):
+            have = {tuple(r) for r in conn.execute(
+                "SELECT battle_id, reason, message, created_at FROM arena_refused_votes")}
+            empty = not have
+            n = 0
+            for rec in sorted(logs["refused"], key=lambda r: r["id"]):
+                key = (rec.get("battle_id"), rec["reason"], rec["message"], rec["created_at"])
+                if key in have:
+                    continue
+                have.add(key)
+                conn.execute("INSERT INTO arena_refused_votes (battle_id, session_id, ip_hash, reason, message, "
+                             "created_at) VALUES (?, NULL, NULL, ?, ?, ?)", key)
+                n += 1
+            counts["refused"] = n
+            if empty and n:
+                _set_mark(conn, "refused", conn.execute("SELECT MAX(id) FROM arena_refused_votes").fetchone()[0])
+    counts["submissions_events_in_repo"] = len(logs["submissions"])   # pushed for the public record only
+    return counts
+
+
+def _set_mark(conn, name: str, after: int) -> None:
+    """After an exact restore the restored rows are already in the repo: do not push them again."""
+    row = conn.execute("SELECT value FROM meta WHERE key=?", (f"hub_sync.log.{name}",)).fetchone()
+    mark = json.loads(row[0]) if row else {"after": 0, "seq": 0}
+    mark["after"] = max(mark["after"], int(after))
+    conn.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (f"hub_sync.log.{name}", json.dumps(mark)))

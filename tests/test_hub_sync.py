@@ -1,0 +1,254 @@
+"""Hub sync against the Hub client stand-in (tests/hub_standin.py): real Store, real ArenaService,
+the real huggingface_hub.CommitScheduler driving the stand-in client."""
+import io
+import json
+import logging
+import time
+from collections import Counter
+from dataclasses import asdict
+
+import numpy as np
+import pytest
+import soundfile as sf
+
+from arena.service import ArenaService, VoteRefused
+from arena.storage import AXES
+from eval_backend.hub_sync import HubSync, HubSyncConfig, logs
+from eval_backend.store import Reply, Store
+from tests.hub_standin import StandInHub
+
+LOG_REPO, STATE_REPO = "org/arena-logs", "org/arena-state"
+
+
+def config(**kw):
+    base = dict(token="hf_test", log_repo=LOG_REPO, state_repo=STATE_REPO, every_min=60, retry_s=0.2,
+                restore_timeout_s=10)
+    return HubSyncConfig(**{**base, **kw})
+
+
+class Node:
+    """One app process: its data dir, store, arena service and sync."""
+
+    def __init__(self, path, hub, **kw):
+        self.store = Store(path)
+        self.svc = ArenaService(self.store)
+        self.sync = HubSync(self.store, config(**kw), api=hub.api(), append_votes=self.svc.append_votes)
+
+    def vote(self, k: int, prefix: str = "b"):
+        a, b = ("warm", "flat") if k % 3 else ("kind", "warm")
+        slot = ("A", "B", "tie", "both_bad")[k % 4]
+        with self.store.transaction() as conn:
+            conn.execute("INSERT INTO arena_battles (id, session_id, ip_hash, benchmark_hash, request_id, task, "
+                         "item_id, variant, model_a, model_b, min_listen_s, served_at, expires_at, voted) "
+                         "VALUES (?, 'sess-secret', 'iphash-secret', 'h', 'r', 'conversation', 'i', 'v', ?, ?, 3, "
+                         "?, ?, 1)", (f"{prefix}{k}", a, b, 1e9 + k, 1e9 + k + 1800))
+            self.svc.append_votes([{
+                "battle_id": f"{prefix}{k}", "model_a": a, "model_b": b, "winner": {"A": a, "B": b}.get(slot, slot),
+                "slot": slot, "said": "A" if k % 2 else None, "sounded": None, "reason": None,
+                "session_id": "sess-secret", "user": "user-secret", "ip_hash": "iphash-secret", "first_heard": "A",
+                "attribute": None, "dimension": "speaker" if k % 5 == 0 else None, "benchmark_hash": "h",
+                "request_id": "r", "created_at": 1e9 + k + 10, "source": "live"}], conn)
+
+    def reply(self, model: str, freq: float):
+        buf = io.BytesIO()
+        sf.write(buf, (0.2 * np.sin(np.arange(8000) * freq / 8000 * 2 * np.pi)).astype(np.float32), 8000,
+                 format="WAV")
+        rel = self.store.save_reply_audio(model, buf.getvalue())
+        self.store.put_reply(Reply(model, "bh", f"req-{model}", "conversation", "i", "v", "ok", text="hello",
+                                   audio_path=rel, created_at=1e9))
+        return rel
+
+    def snapshot(self):
+        ratings = {axis: self.svc.stored_ratings(axis) for axis in AXES}
+        refused = self.store.query("SELECT reason, created_at FROM arena_refused_votes ORDER BY id")
+        return self.svc.vote_log_hash(), ratings, [tuple(r) for r in refused]
+
+
+@pytest.fixture
+def hub():
+    return StandInHub()
+
+
+@pytest.fixture
+def nodes(tmp_path, hub):
+    made = []
+
+    def make(name, **kw):
+        n = Node(tmp_path / name, hub, **kw)
+        made.append(n)
+        return n
+    yield make
+    for n in made:
+        n.sync.stop(final_push=False, timeout_s=5)
+
+
+def log_writes(hub):
+    return [(path, sha) for repo, path, sha in hub.writes if repo == LOG_REPO]
+
+
+def test_restart_on_a_fresh_disk_gives_back_every_vote(nodes, hub):
+    a = nodes("a")
+    assert "synced" in a.sync.start()
+    for k in range(30):
+        a.vote(k)
+    with pytest.raises(VoteRefused):
+        a.svc.submit_vote("no-such-battle", "s", "1.2.3.4", "A")
+    rel = a.reply("warm", 440)
+    (a.store.root / "results" / "warm").mkdir(parents=True)
+    (a.store.root / "results" / "warm" / "demo.json").write_text('{"score": 0.5}')
+    a.sync.push_logs()
+    assert a.sync.push_state() is not None
+    for k in range(30, 40):
+        a.vote(k)
+    a.sync.stop()                                    # the last push happens at shutdown
+    before = a.snapshot()
+    assert before[0]["votes"] == 40
+
+    b = nodes("b")                                   # the Space restarted: empty disk
+    assert b.svc.votes() == []
+    status = b.sync.start()
+    assert b.sync.state == "synced" and "40 votes" in status
+    assert b.snapshot() == before                    # same vote ids, same hash, same ratings on every axis
+    assert b.store.query("SELECT COUNT(*) FROM arena_battles WHERE voted=1")[0][0] == 40
+    assert [asdict(r) for r in b.store.replies()] == [asdict(r) for r in a.store.replies()]
+    assert (b.store.root / rel).read_bytes() == (a.store.root / rel).read_bytes()
+    assert (b.store.root / "results/warm/demo.json").read_text() == '{"score": 0.5}'
+
+    # nothing private left the machine
+    blob = "".join(t.decode() for t in hub.files(LOG_REPO).values())
+    assert "secret" not in blob and "ip_hash" not in blob and "session_id" not in blob
+    # append-only: every log file written exactly once; b's new votes go to new files
+    b.vote(100, prefix="new")
+    b.sync.push_logs()
+    paths = [p for p, _ in log_writes(hub)]
+    assert len(paths) == len(set(paths))
+    c = nodes("c")
+    c.sync.start()
+    assert c.svc.vote_log_hash() == b.svc.vote_log_hash() and c.svc.vote_log_hash()["votes"] == 41
+
+
+def test_a_failed_or_hanging_push_loses_nothing_and_never_blocks_voting(nodes, hub):
+    a = nodes("a")
+    a.sync.start()
+    for k in range(10):
+        a.vote(k)
+    hub.fail_next("create_commit")
+    with pytest.raises(Exception, match="503"):
+        a.sync.push_logs()
+    assert "failed" in a.sync.scheduler.last_result
+    assert len(a.svc.votes()) == 10
+    a.sync.push_logs()                                # the next push carries the same rows
+    hub.hold_commits()                                # the Hub hangs mid-commit
+    a.vote(10)
+    pending = a.sync.scheduler.trigger()
+    time.sleep(0.2)
+    t0 = time.perf_counter()
+    for k in range(11, 31):
+        a.vote(k)
+    assert time.perf_counter() - t0 < 5 and not pending.done()
+    hub.release()
+    pending.result(timeout=10)
+    a.sync.push_logs()
+    # the state repo: a refused commit is reported, not raised, and the next push succeeds
+    a.reply("warm", 330)
+    hub.fail_next("create_commit")
+    assert a.sync.push_state() is None and a.sync.last_state_push.startswith("failed")
+    assert a.sync.push_state() is not None
+    b = nodes("b")
+    b.sync.start()
+    assert b.svc.vote_log_hash() == a.svc.vote_log_hash() and len(b.svc.votes()) == 31
+    assert len(b.store.replies()) == 1
+
+
+def test_unreachable_hub_serves_local_data_then_merges(nodes, hub, caplog):
+    a = nodes("a")
+    a.sync.start()
+    for k in range(10):
+        a.vote(k, prefix="a")
+    a.sync.stop()
+    hub.down = True
+    b = nodes("b")
+    with caplog.at_level(logging.WARNING, logger="eval_backend.hub_sync"):
+        t0 = time.perf_counter()
+        status = b.sync.start()
+    assert time.perf_counter() - t0 < 5
+    assert b.sync.state == "local" and "Hub unreachable" in status and "serving local data" in status
+    assert any("Hub unreachable" in r.getMessage() for r in caplog.records)
+    for k in range(5):
+        b.vote(k, prefix="b")                         # voting works meanwhile
+    hub.down = False
+    deadline = time.time() + 10
+    while b.sync.state != "synced" and time.time() < deadline:
+        time.sleep(0.05)
+    assert b.sync.state == "synced"
+    keys = Counter(v.id for v in b.svc.votes())
+    assert len(b.svc.votes()) == 15 and max(keys.values()) == 1
+    b.sync.push_logs()
+    c = nodes("c")
+    c.sync.start()
+    assert c.svc.vote_log_hash() == b.svc.vote_log_hash()
+
+
+def test_parent_commit_conflict_is_merged_and_retried(nodes, hub):
+    a, b = nodes("a"), nodes("b")
+    a.sync.start()
+    b.sync.start()
+    rel_a, rel_b = a.reply("warm", 440), b.reply("flat", 550)
+    commits = hub.calls.count("create_commit")
+    hub.before_commit = a.sync.push_state             # a commits while b's commit is in flight
+    assert b.sync.push_state() is not None
+    assert hub.calls.count("create_commit") == commits + 3     # b's first try was refused, then merged
+    files = hub.files(STATE_REPO)
+    rows = [json.loads(x) for x in files["state/replies.jsonl"].decode().splitlines()]
+    assert {r["model"] for r in rows} == {"warm", "flat"}
+    assert rel_a in files and rel_b in files
+    # the stand-in refuses a stale parent outright
+    api = hub.api()
+    stale = hub.repos[("dataset", STATE_REPO)].commits[0][0]
+    from huggingface_hub import CommitOperationAdd
+    with pytest.raises(Exception, match="412"):
+        api.create_commit(STATE_REPO, [CommitOperationAdd("x.txt", b"x")], commit_message="m",
+                          repo_type="dataset", parent_commit=stale)
+
+
+def test_offline_or_unconfigured_makes_no_hub_call(nodes, hub):
+    n = nodes("a", offline=True)
+    assert "HF_HUB_OFFLINE=1" in n.sync.start() and n.sync.state == "offline"
+    n.vote(1)
+    assert hub.calls == []
+    assert HubSyncConfig.from_env({"HF_HUB_OFFLINE": "1", "HF_TOKEN": "t", "EMPATHY_ARENA_HUB_LOG_REPO": "a/b"}).offline
+    env = HubSyncConfig.from_env({"HF_TOKEN": "t", "EMPATHY_ARENA_HUB_LOG_REPO": "a/b",
+                                  "EMPATHY_ARENA_HUB_EVERY_MIN": "2"})
+    assert env.configured and not env.offline and env.every_min == 2 and env.state_repo is None
+    off = HubSync(n.store, HubSyncConfig.from_env({}), api=hub.api())
+    assert "off" in off.start() and hub.calls == []
+    with pytest.raises(ValueError, match="numbers"):
+        HubSyncConfig.from_env({"EMPATHY_ARENA_HUB_RETRY_S": "soon"})
+
+
+def test_restart_on_the_same_disk_reuploads_nothing_and_drops_crash_orphans(nodes, hub, tmp_path):
+    a = nodes("a")
+    a.sync.start()
+    for k in range(5):
+        a.vote(k)
+    a.sync.push_logs()
+    a.sync.stop()
+    written = log_writes(hub)
+    node = a.store.get_meta("hub_sync.node")
+    seq = a.store.get_meta("hub_sync.log.votes")["seq"]
+    orphan = a.sync.folder / "votes" / f"{node}-{seq + 1:08d}.jsonl"
+    orphan.write_text('{"half": "written"}\n')        # a crash between the file and its record
+
+    again = Node(tmp_path / "a", hub)                  # same disk, new process
+    try:
+        again.sync.start()
+        assert len(again.svc.votes()) == 5             # nothing restored twice
+        again.sync.push_logs()
+        assert log_writes(hub) == written              # no re-upload of pushed files
+        again.vote(5)
+        again.sync.push_logs()
+        new = log_writes(hub)[len(written):]
+        assert sorted(p for p, _ in new) == [f"battles/{node}-00000002.jsonl", f"votes/{orphan.name}"]
+        assert "half" not in hub.files(LOG_REPO)[f"votes/{orphan.name}"].decode()
+    finally:
+        again.sync.stop(final_push=False)
