@@ -4,7 +4,7 @@
     import-votes FILE                    append votes from CSV / JSONL (all or nothing)
     export --format jsonl|csv --out F    the public vote log (no session ids, IP hashes, user names)
     pause MODEL [--reason R] / unpause MODEL
-    health [--json]                      accepted vs refused votes over the last day
+    health [--json] [--hours N]          accepted vs refused votes over the last day (--hours: per-hour series)
     release --out DIR [--rounds N]       public data release: votes, ratings, vote-log hash, code version, parameters
     rebuild DIR [--json] [--axis A]      recompute the leaderboard from a release (exit 1 if it differs)
 
@@ -75,6 +75,8 @@ def cmd_pause(args) -> int:
 
 
 def cmd_health(args) -> int:
+    if args.hours:
+        return _health_series(args)
     h = _service(args).integrity_health()
     if args.json:
         print(json.dumps(h, indent=1))
@@ -82,6 +84,23 @@ def cmd_health(args) -> int:
         share = "n/a" if h["counted_share"] is None else f"{h['counted_share']:.1%}"
         print(f"last 24 h: {h['accepted']} votes counted, refused {h['refused'] or 'none'}, counted share {share}"
               + ("  ALERT: most submissions are refused" if h["alert"] else ""))
+    return 0
+
+
+def _health_series(args) -> int:
+    from .health import HealthConfig, health_report
+    svc = _service(args)
+    cfg = HealthConfig.from_settings(svc.settings, history_s=args.hours * 3600.0)
+    rep = health_report(svc.store, cfg)
+    if args.json:
+        print(json.dumps(rep, indent=1))
+        return 0
+    print(f"{'hour (UTC)':16} {'served':>7} {'counted':>8} {'refused':>8} {'share':>6}  refused by reason")
+    for r in rep["rows"]:
+        share = "   n/a" if r["counted_share"] is None else f"{r['counted_share']:6.0%}"
+        why = ", ".join(f"{k} {v}" for k, v in r["refused_by_reason"].items())
+        print(f"{r['start_utc']:16} {r['served']:7d} {r['accepted']:8d} {r['refused']:8d} {share}  {why}")
+    print(f"ALERT: {rep['alert']}" if rep["alert"] else "no alert")
     return 0
 
 
@@ -141,6 +160,7 @@ def build_parser() -> argparse.ArgumentParser:
         q.set_defaults(func=cmd_pause)
     h = sub.add_parser("health", parents=[common], help="integrity health: share of submissions counted")
     h.add_argument("--json", action="store_true")
+    h.add_argument("--hours", type=int, default=0, help="per-hour series over the last N hours (arena.health)")
     h.set_defaults(func=cmd_health)
     rl = sub.add_parser("release", parents=[common], help="write a public data release (versioned snapshot)")
     rl.add_argument("--out", required=True, help="new or empty directory")

@@ -121,3 +121,15 @@ def test_bad_config_is_refused():
         health.HealthConfig(alert_share=1.5)
     with pytest.raises(ValueError):
         health.HealthConfig(bucket_s=0)
+
+
+def test_cli_series(tmp_path, capsys):
+    from arena.__main__ import main
+    s = ArenaService(Store(tmp_path / "data"))
+    with pytest.raises(VoteRefused):
+        s.submit_vote("no-such-battle", "sess", "1.2.3.4", "A")
+    assert main(["health", "--hours", "2", "--data-dir", str(tmp_path / "data")]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[-2].endswith("unknown_battle 1") and out[-1] == "no alert"
+    assert main(["health", "--hours", "2", "--json", "--data-dir", str(tmp_path / "data")]) == 0
+    assert '"unknown_battle": 1' in capsys.readouterr().out
