@@ -9,6 +9,7 @@ rounds each), rebuild recomputes the overall table and checks it byte for byte. 
 from __future__ import annotations
 
 import argparse
+import os
 import platform
 import random
 import statistics
@@ -51,19 +52,23 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         svc = ArenaService(Store(Path(tmp) / "data"))
         fill(svc, args.votes, args.models)
-        rel, reb = [], []
+        rel, reb, rel_cpu, reb_cpu = [], [], [], []
         for r in range(args.runs):
             fresh = ArenaService(Store(Path(tmp) / "data"))     # no cached vote list: read the log too
-            t0 = time.perf_counter()
+            t0, c0 = time.perf_counter(), time.process_time()
             release.write_release(fresh, Path(tmp) / f"rel{r}")
             rel.append(time.perf_counter() - t0)
-            t0 = time.perf_counter()
+            rel_cpu.append(time.process_time() - c0)
+            t0, c0 = time.perf_counter(), time.process_time()
             _, report = release.rebuild(Path(tmp) / f"rel{r}")
             reb.append(time.perf_counter() - t0)
+            reb_cpu.append(time.process_time() - c0)
             assert report["identical"]
         size = sum(p.stat().st_size for p in (Path(tmp) / "rel0").rglob("*") if p.is_file())
-        print(f"release (6 axes, 200 rounds): {statistics.median(rel):.2f} s; "
-              f"rebuild (overall, checked): {statistics.median(reb):.2f} s; release size {size / 1e6:.1f} MB")
+        med = statistics.median
+        print(f"release (6 axes, 200 rounds): {med(rel):.2f} s wall, {med(rel_cpu):.2f} s CPU; "
+              f"rebuild (overall, checked): {med(reb):.2f} s wall, {med(reb_cpu):.2f} s CPU; "
+              f"release size {size / 1e6:.1f} MB; load average {os.getloadavg()[0]:.1f}")
 
 
 if __name__ == "__main__":
