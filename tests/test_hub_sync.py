@@ -252,3 +252,11 @@ def test_restart_on_the_same_disk_reuploads_nothing_and_drops_crash_orphans(node
         assert "half" not in hub.files(LOG_REPO)[f"votes/{orphan.name}"].decode()
     finally:
         again.sync.stop(final_push=False)
+
+
+def test_offline_env_wins_over_a_config_without_it(tmp_path, monkeypatch):
+    """HF_HUB_OFFLINE=1 stops the default (real) client from being created at all."""
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    store = Store(tmp_path / "d")
+    sync = HubSync(store, config())                   # no api injected: would be HfApi
+    assert "HF_HUB_OFFLINE=1" in sync.start() and sync._api is None

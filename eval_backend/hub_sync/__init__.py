@@ -23,13 +23,14 @@ The Hub client is injected (`api`): HfApi(token=...) by default, a stand-in in t
 from __future__ import annotations
 
 import logging
+import os
 import threading
 from pathlib import Path
 
 from huggingface_hub import CommitScheduler
 
 from . import logs, state
-from .config import HubSyncConfig
+from .config import HubSyncConfig, _true
 
 log = logging.getLogger("eval_backend.hub_sync")
 DATASET = "dataset"
@@ -101,7 +102,7 @@ class HubSync:
     # ---------------------------------------------------------------- life cycle
     def start(self, wait_s: float | None = None) -> str:
         """Restore, then push in the background. Returns the status line (also in `self.status`)."""
-        if self.cfg.offline:
+        if self.cfg.offline or (self._api is None and _true(os.environ.get("HF_HUB_OFFLINE"))):
             self._set("offline", "HF_HUB_OFFLINE=1: serving local data only; nothing is restored from or pushed "
                                  "to the Hub")
             return self.status
