@@ -225,7 +225,10 @@ async def run_load(url: str, clients: int, votes: int, kill_after: int | None = 
     async def voter() -> None:
         nonlocal issued, killed
         timeout = aiohttp.ClientTimeout(total=120)
-        async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=1), timeout=timeout) as http:
+        # Idle connections are dropped after 3 s, before uvicorn closes them (5 s): reusing a connection
+        # the server is closing would fail a request for a reason that is not the server's.
+        connector = aiohttp.TCPConnector(limit=1, keepalive_timeout=3)
+        async with aiohttp.ClientSession(connector=connector, timeout=timeout) as http:
             try:
                 status, view, _ = await post(http, "/api/arena/battle", {})
                 if status != 200:
