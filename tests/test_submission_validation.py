@@ -246,12 +246,18 @@ bad_urls = st.one_of(
 )
 
 
-def traversal_zip(name: str, audio: str) -> bytes:
+def traversal_zip(name: str, audio: str, method: int = zipfile.ZIP_STORED) -> bytes:
     buf = io.BytesIO()
-    with zipfile.ZipFile(buf, "w") as z:
+    with zipfile.ZipFile(buf, "w", method) as z:
         z.writestr(name, WAV)
         z.writestr("p.jsonl", lines({"id": "context/g0000/c0", "audio": audio}))
     return buf.getvalue()
+
+
+def splice(data: bytes, pos: int, junk: bytes) -> bytes:
+    """Overwrite bytes inside the first entry's compressed data (never a no-op: at least one byte is inverted)."""
+    junk = bytes([junk[0] ^ data[pos] ^ 0xFF]) + junk[1:]
+    return data[:pos] + junk + data[pos + len(junk):]
 
 
 def flip(data: bytes, pos: int, n: int) -> bytes:
@@ -268,6 +274,9 @@ bad_zips = st.one_of(
         lambda a: traversal_zip("ok.wav", a)),
     st.tuples(st.integers(0, len(WAV) - 4), st.integers(1, 4)).map(lambda t: flip(traversal_zip("ok.wav", "ok.wav"),
                                                                                    30 + len("ok.wav") + t[0], t[1])),
+    st.tuples(st.integers(40, 400), st.binary(min_size=1, max_size=8)).map(              # corrupt deflate stream
+        lambda t: splice(traversal_zip("ok.wav", "ok.wav", zipfile.ZIP_DEFLATED), t[0], t[1])),
+    st.sampled_from([zipfile.ZIP_BZIP2, zipfile.ZIP_LZMA]).map(lambda m: traversal_zip("ok.wav", "ok.wav", m)),
     st.integers(1, 3).map(lambda k: b"\0" * (UP.max_upload_bytes + k)),                # huge
 )
 

@@ -8,7 +8,8 @@ wav files its lines name, at any folder depth. It is refused, with one plain-wor
   one entry);
 - an entry name is absolute, has `..`, a backslash, a drive letter or a control character, repeats
   another entry, or is a symlink or other special file;
-- an entry is neither the JSONL nor a .wav (nor a folder);
+- an entry is neither the JSONL nor a .wav (nor a folder), is encrypted, or is compressed with
+  anything but deflate;
 - the JSONL is not a valid predictions file, names an absolute or escaping audio path, or an audio
   file that is not in the zip; no line matches a benchmark request;
 - any wav does not decode, is truncated or is too short.
@@ -20,10 +21,12 @@ from __future__ import annotations
 
 import hashlib
 import json
+import lzma
 import posixpath
 import shutil
 import stat
 import zipfile
+import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -121,7 +124,7 @@ def check_upload(zip_path: str | Path, dest: str | Path, settings: SubmissionSet
         shutil.rmtree(dest, ignore_errors=True)
         raise
     except (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, NotImplementedError, RuntimeError,
-            OSError, ValueError) as exc:   # corrupt archives raise a zoo of types
+            OSError, ValueError, zlib.error, lzma.LZMAError) as exc:   # corrupt archives raise a zoo of types
         shutil.rmtree(dest, ignore_errors=True)
         raise UploadError(f"the upload is not a readable zip file ({type(exc).__name__}: {str(exc)[:200]})") from None
 
@@ -150,6 +153,8 @@ def _check(zip_path: Path, dest: Path, settings: SubmissionSettings,
                 raise UploadError(f"the entry {name[:80]!r} is a symbolic link or special file")
             if info.flag_bits & 0x1:
                 raise UploadError(f"the entry {name[:80]!r} is encrypted")
+            if info.compress_type not in (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED):
+                raise UploadError(f"the entry {name[:80]!r} uses a compression other than deflate or none")
             if info.is_dir():
                 continue
             norm = posixpath.normpath(name)
