@@ -9,6 +9,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import logging
 import threading
 import time
 from collections import Counter
@@ -23,6 +24,7 @@ from . import replies
 from .engine import FINGERPRINT, MODELS, Answer, Clip, Engine
 from .speech import SpeechError
 
+log = logging.getLogger(__name__)
 AUDIO_TTL_S = 3600
 STREAM_B64_CHUNK = 32_768          # a multiple of 4: every streamed piece decodes on its own
 
@@ -245,6 +247,11 @@ def create_app(service: Service | None = None) -> FastAPI:
         except BadAudio as exc:
             svc.count(model, "error", 400)
             return ApiError(400, str(exc), "messages", "invalid_audio").response()
+        except Exception as exc:  # an OpenAI-style 500 (retryable for the runner), never a bare traceback
+            log.exception("baseline request failed")
+            svc.count(model, "error", 500)
+            return ApiError(500, f"internal error: {type(exc).__name__}: {exc}", None, "internal_error",
+                            "server_error").response()
         svc.count(model, task, 200)
         if opts["stream"]:
             return StreamingResponse(stream_events(model, body, answer, audio, opts["include_usage"]),
