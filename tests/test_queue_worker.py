@@ -311,3 +311,22 @@ def test_a_finished_model_is_served_by_the_arena(tmp_path):
     view = arena.serve_battle("s1", "1.2.3.4")
     served = set(store.query("SELECT model_a, model_b FROM arena_battles WHERE id=?", (view.battle_id,))[0])
     assert served == {"Arena One", "Arena Two"}
+
+
+def test_every_failure_has_a_class_and_a_reason(tmp_path):
+    import shutil
+    folder = bench_folder(tmp_path, ["fine", "[fault:400] refused", "[fault:400] refused", "fine too"], "why")
+    store = Store(tmp_path / "d")
+    with FaultServer() as srv:
+        s = settings_for(srv.port, folder, preflight=False)
+        svc = SubmissionService(store, s)
+        first = svc.submit(form_for(srv, "Half Model"), OPERATOR).job_id
+        job = Worker(store, s).run_once()
+        assert job.id == first and job.state == "FAILED" and job.error_class == "too_many_failures"
+        assert "2 of 4 requests failed (http_4xx ×2" in job.reason and "HTTP 400" in job.reason
+        second = svc.submit(form_for(srv, "Gone Bench", model_id="other"), OPERATOR).job_id
+        shutil.rmtree(folder)                                      # the operator's benchmark disappears
+        job = Worker(store, s).run_once()
+        assert job.id == second and job.state == "FAILED" and job.error_class == "benchmark_error"
+        assert str(folder) in job.reason
+    assert all(j.reason for j in svc.list_jobs())
