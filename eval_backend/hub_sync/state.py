@@ -30,7 +30,18 @@ KEY = ("model", "benchmark_hash", "request_id")
 DATASET = "dataset"
 
 
+_SHA_CACHE: dict[tuple[str, int, int], str] = {}    # (path, mtime_ns, size) -> sha256: a push hashes only new files
+
+
 def _sha(path: Path) -> str:
+    st = path.stat()
+    key = (str(path), st.st_mtime_ns, st.st_size)
+    if key not in _SHA_CACHE:
+        _SHA_CACHE[key] = _hash(path)
+    return _SHA_CACHE[key]
+
+
+def _hash(path: Path) -> str:
     h = hashlib.sha256()
     with path.open("rb") as f:
         for block in iter(lambda: f.read(1 << 20), b""):
