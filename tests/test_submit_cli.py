@@ -130,3 +130,17 @@ def test_preflight_from_inside_a_running_event_loop(tmp_path):
             return svc.submit(form, Submitter("ui-user"), dry_run=True)
         out = asyncio.run(handler())
         assert out.accepted and sum(srv.counts.values()) == 2
+
+
+def test_two_processes_submitting_the_same_model_queue_it_once(tmp_path):
+    folder, data = bench(tmp_path), tmp_path / "d"
+    Store(data)
+    cmd = [sys.executable, "-m", "eval_backend", "submit", "--name", "Race Model", "--endpoint",
+           "https://93.184.216.34/v1", "--model-id", "m", "--no-preflight", "--data-dir", str(data),
+           "--benchmark", str(folder), "--json"]
+    procs = [subprocess.Popen(cmd + ["--submitter", f"user{i}"], cwd=ROOT, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True) for i in range(3)]
+    outs = [json.loads(p.communicate(timeout=120)[0]) for p in procs]
+    assert sum(o["accepted"] for o in outs) == 1
+    assert all("duplicate" in o["errors"] for o in outs if not o["accepted"])
+    assert count_jobs(data) == 1
