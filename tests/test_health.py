@@ -30,7 +30,8 @@ def add_battles(svc, times):
         for k, t in enumerate(times):
             conn.execute("INSERT INTO arena_battles (id, session_id, ip_hash, benchmark_hash, request_id, task, "
                          "item_id, variant, model_a, model_b, min_listen_s, served_at, expires_at) "
-                         "VALUES (?, 's', 'ip', 'h', 'r', 't', 'i', 'v', 'a', 'b', 3, ?, ?)", (f"b{t}-{k}", t, t + 1800))
+                         "VALUES (?, 's', 'ip', 'h', 'r', 't', 'i', 'v', 'a', 'b', 3, ?, ?)",
+                         (f"b{t}-{k}", t, t + 1800))
 
 
 @pytest.fixture

@@ -13,7 +13,7 @@ import soundfile as sf
 
 from arena.service import ArenaService, VoteRefused
 from arena.storage import AXES
-from eval_backend.hub_sync import HubSync, HubSyncConfig, logs
+from eval_backend.hub_sync import HubSync, HubSyncConfig
 from eval_backend.store import Reply, Store
 from tests.hub_standin import StandInHub
 
