@@ -46,17 +46,20 @@ def interval_chart(models: Sequence[str], scores: Sequence[float], lows: Sequenc
 
 
 def matrix_heatmap(models: Sequence[str], matrix: Sequence[Sequence[float | None]], title: str,
-                   value_format: str = ".2f", colorscale: str = "RdBu", zmid: float | None = 0.5) -> go.Figure:
-    """Row model vs column model. None (pair never met) stays an empty cell."""
+                   value_format: str = ".2f", colorscale: str = "RdBu", zmid: float | None = 0.5,
+                   zrange: tuple[float, float] | None = None) -> go.Figure:
+    """Row model vs column model. None (pair never met) and the diagonal stay empty cells."""
     if not models:
         return _empty(title, "no battles yet")
     if len(matrix) != len(models) or any(len(row) != len(models) for row in matrix):
         raise ValueError("matrix must be square with one row per model")
-    z = [[math.nan if v is None else float(v) for v in row] for row in matrix]
-    text = [["" if v is None else format(v, value_format) for v in row] for row in matrix]
+    cells = [[None if i == j else v for j, v in enumerate(row)] for i, row in enumerate(matrix)]
+    z = [[math.nan if v is None else float(v) for v in row] for row in cells]
+    text = [["" if v is None else format(v, value_format) for v in row] for row in cells]
     fig = go.Figure(go.Heatmap(
         z=z, x=list(models), y=list(models), text=text, texttemplate="%{text}",
         colorscale=colorscale, zmid=zmid, hoverongaps=False,
+        zmin=zrange[0] if zrange else None, zmax=zrange[1] if zrange else None,
         hovertemplate="%{y} vs %{x}: %{text}<extra></extra>",
     ))
     fig.update_layout(title=title, height=max(_HEIGHT, 80 + 45 * len(models)),
@@ -66,7 +69,8 @@ def matrix_heatmap(models: Sequence[str], matrix: Sequence[Sequence[float | None
 
 
 def win_rate_heatmap(models: Sequence[str], matrix: Sequence[Sequence[float | None]]) -> go.Figure:
-    return matrix_heatmap(models, matrix, "Share of battles the row model won against the column model (ties = ½)")
+    return matrix_heatmap(models, matrix, "Share of battles the row model won against the column model (ties = ½)",
+                          zrange=(0.0, 1.0))
 
 
 def battle_count_heatmap(models: Sequence[str], matrix: Sequence[Sequence[float | None]]) -> go.Figure:
