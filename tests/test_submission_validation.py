@@ -347,3 +347,18 @@ def test_demo_allowlist_is_only_the_loopback_baselines(tmp_path):
     policy = AddressPolicy.from_strings(s.allow)
     assert policy.check_url("http://127.0.0.1:9001/v1") is None
     assert policy.check_url("http://127.0.0.1:7860/v1")                  # the app's own port stays refused
+
+
+anything = st.one_of(st.none(), st.booleans(), st.integers(), st.floats(allow_nan=True), text, st.binary(max_size=20),
+                     st.lists(st.integers(), max_size=3))
+
+
+@settings(max_examples=300, deadline=None)
+@given(values=st.fixed_dictionaries({f: anything for f in ("name", "organisation", "link", "licence", "open_weights",
+                                                            "kind", "base_url", "model_id", "audio_output", "voice",
+                                                            "api_key", "predictions_path")}))
+def test_validate_form_takes_any_values_without_raising(values):
+    errors = validate_form(SubmissionForm(**values))
+    assert isinstance(errors, dict) and all(isinstance(v, str) and v for v in errors.values())
+    if not (isinstance(values["name"], str) and values["name"].strip()):
+        assert "name" in errors
