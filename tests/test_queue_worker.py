@@ -307,7 +307,10 @@ def test_a_finished_model_is_served_by_the_arena(tmp_path):
         with pytest.raises(NoBattleAvailable):
             arena.serve_battle("s0", "1.2.3.4")              # nobody evaluated yet: nothing to serve
         jobs = [Worker(store, s).run_once() for _ in range(2)]
-    assert all(j.state == "FINISHED" and j.arena["servable"] for j in jobs)
+    assert all(j.state == "FINISHED" and j.arena["servable"] and j.row()["arena"] == "servable" for j in jobs)
+    info = svc.model_info()
+    assert set(info) == {"Arena One", "Arena Two"} and info["Arena One"]["licence"] == "apache-2.0"
+    assert info["Arena Two"]["open_weights"] is True and Path(info["Arena Two"]["results_path"]).is_file()
     view = arena.serve_battle("s1", "1.2.3.4")
     served = set(store.query("SELECT model_a, model_b FROM arena_battles WHERE id=?", (view.battle_id,))[0])
     assert served == {"Arena One", "Arena Two"}

@@ -10,6 +10,7 @@
     svc.list_jobs(submitter=None) -> [Job]      # every request, newest first; job.state, job.reason
     [j.row() for j in svc.list_jobs()]          # the public table: id, model, state, reason, submitted, arena...
     svc.job(job_id), svc.events(job_id)         # one job and its history (claimed, lease expired, failed...)
+    svc.model_info()                            # {model: organisation, licence, open_weights, results_path...}
     svc.cancel(job_id, Submitter), svc.retry(job_id, Submitter, api_key=None)   # JobError when not allowed
 
 Error keys: the form's fields (name, organisation, link, licence, open_weights, kind, base_url,
@@ -86,6 +87,17 @@ class SubmissionService:
 
     def events(self, job_id: int) -> list[dict]:
         return self.queue.events(job_id)
+
+    def model_info(self) -> dict[str, dict]:
+        """Per evaluated model (latest FINISHED submission): what the leaderboard's filters and model page show."""
+        out: dict[str, dict] = {}
+        for job in reversed(self.queue.list(states=("FINISHED",))):      # oldest first: the latest wins
+            out[job.model] = {"job_id": job.id, "organisation": job.organisation, "link": job.link,
+                              "licence": job.licence, "open_weights": job.open_weights, "kind": job.kind,
+                              "audio_output": job.audio_output, "benchmark": job.benchmark,
+                              "results_path": job.results_path, "submitter": job.submitter,
+                              "finished_at": job.finished_at, "arena": job.arena}
+        return out
 
     # ------------------------------------------------------------------ operator actions
     def cancel(self, job_id: int, who: Submitter) -> Job:
