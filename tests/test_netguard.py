@@ -6,7 +6,6 @@ import asyncio
 import socket
 import threading
 
-import aiohttp
 import pytest
 import uvicorn
 from aiohttp.abc import AbstractResolver

@@ -4,9 +4,7 @@ re-asking finished items, FAILED with a reason → retry, cancel, encrypted keys
 and the arena serving the new model."""
 from __future__ import annotations
 
-import asyncio
 import json
-import os
 import signal
 import subprocess
 import sys

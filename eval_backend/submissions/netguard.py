@@ -6,7 +6,9 @@ globally routable, or a cloud metadata address — unless the operator allowlist
 (`AddressPolicy.allow`, e.g. 127.0.0.1 for the demo's baselines). Spellings covered:
 IPv6 and IPv4-mapped/-embedded IPv6 (::ffff:, 6to4, Teredo, NAT64), the legacy numeric
 IPv4 forms getaddrinfo accepts (2130706433, 0x7f000001, 0177.1, 127.1), trailing dots,
-upper case, percent-encoding (refused outright), and names of metadata services.
+upper case, percent-encoding (refused outright). Host names of metadata services, `localhost` and
+names under .localhost, .internal and .local are refused without resolving them; the allowlist holds
+addresses (optionally with a port), never names.
 
 The check runs twice: once when the form is validated (`check_url`), and again for the
 address each socket actually connects to (`AddressPolicy.socket_factory`, given to

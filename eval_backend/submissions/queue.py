@@ -15,8 +15,8 @@ keeps the candidate query in one place so a PostgreSQL store can append `FOR UPD
 from __future__ import annotations
 
 import json
-import socket
 import os
+import socket
 import time
 import uuid
 from dataclasses import asdict, dataclass

@@ -31,7 +31,6 @@ import shutil
 import time
 import uuid
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from ..audio.io import BadAudio, decode_wav_bytes
 from ..benchmark.model import Benchmark

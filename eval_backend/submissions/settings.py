@@ -10,7 +10,7 @@ Environment (all optional):
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 
 ALLOW_ENV = "EMPATHY_ARENA_ALLOW_ADDRESSES"
 OPERATORS_ENV = "EMPATHY_ARENA_OPERATORS"
