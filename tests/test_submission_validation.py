@@ -342,7 +342,8 @@ def test_demo_allowlist_is_only_the_loopback_baselines(tmp_path):
                       "  - {name: ext, base_url: 'http://127.0.0.1:9003/v1', model: e}\n"
                       "  - {name: far, base_url: 'https://api.example.com/v1', model: f, baseline: true}\n")
     assert demo_allowlist(str(models)) == ("127.0.0.1:9001", "[::1]:9002")
-    s = settings_from_env(demo=True, models_file=str(models))
+    assert settings_from_env(demo=True).allow[-1] == "127.0.0.1"              # the default: loopback
+    s = settings_from_env(demo=True, models_file=str(models), demo_ports_only=True)
     from eval_backend.submissions.netguard import AddressPolicy
     policy = AddressPolicy.from_strings(s.allow)
     assert policy.check_url("http://127.0.0.1:9001/v1") is None

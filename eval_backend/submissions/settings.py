@@ -15,7 +15,9 @@ from dataclasses import dataclass, replace
 ALLOW_ENV = "EMPATHY_ARENA_ALLOW_ADDRESSES"
 OPERATORS_ENV = "EMPATHY_ARENA_OPERATORS"
 BENCHMARK_ENV = "EMPATHY_ARENA_SUBMIT_BENCHMARK"
+DEMO_ALLOW = ("127.0.0.1",)                 # the embedded demo's baselines listen on loopback
 DEMO_ALLOW_FALLBACK = ("127.0.0.1:8765",)   # the baselines' default address (models.yaml)
+BASELINE_PORT_ENV = "EMPATHY_ARENA_BASELINE_PORT"
 
 
 @dataclass(frozen=True)
@@ -87,13 +89,19 @@ def demo_allowlist(models_file: str | None = None) -> tuple[str, ...]:
         if spec.baseline and ip is not None and ip.is_loopback:
             port = parts.port or (443 if parts.scheme == "https" else 80)
             out.append(f"[{ip}]:{port}" if ip.version == 6 else f"{ip}:{port}")
+    port = os.environ.get(BASELINE_PORT_ENV)
+    if port and port.isdigit():
+        out.append(f"127.0.0.1:{port}")
     return tuple(dict.fromkeys(out)) or DEMO_ALLOW_FALLBACK
 
 
-def settings_from_env(demo: bool = False, models_file: str | None = None, **overrides) -> SubmissionSettings:
-    """Settings from the environment; `demo=True` adds the baselines' loopback addresses the embedded demo
-    needs (see `demo_allowlist`)."""
-    allow = _split(os.environ.get(ALLOW_ENV)) + (demo_allowlist(models_file) if demo else ())
+def settings_from_env(demo: bool = False, models_file: str | None = None, demo_ports_only: bool = False,
+                      **overrides) -> SubmissionSettings:
+    """Settings from the environment. `demo=True` allowlists 127.0.0.1, where the embedded demo's baselines
+    listen (on whichever port bootstrap found free); `demo_ports_only=True` narrows that to the baselines'
+    host:port (`demo_allowlist`), so a submission cannot reach other loopback services (the app itself)."""
+    demo_allow = (demo_allowlist(models_file) if demo_ports_only else DEMO_ALLOW) if demo else ()
+    allow = _split(os.environ.get(ALLOW_ENV)) + demo_allow
     base = SubmissionSettings(allow=tuple(dict.fromkeys(allow)), operators=_split(os.environ.get(OPERATORS_ENV)),
                               benchmark=os.environ.get(BENCHMARK_ENV) or "demo")
     return replace(base, **overrides)
