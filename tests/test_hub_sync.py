@@ -82,6 +82,14 @@ def nodes(tmp_path, hub):
         n.sync.stop(final_push=False, timeout_s=5)
 
 
+def settle(sync):
+    """Wait for the push CommitScheduler starts with, so a failure set up next hits our own push."""
+    deadline = time.time() + 10
+    while not hasattr(sync.scheduler, "last_future") and time.time() < deadline:
+        time.sleep(0.01)
+    sync.scheduler.last_future.result(timeout=10)
+
+
 def log_writes(hub):
     return [(path, sha) for repo, path, sha in hub.writes if repo == LOG_REPO]
 
@@ -130,6 +138,7 @@ def test_restart_on_a_fresh_disk_gives_back_every_vote(nodes, hub):
 def test_a_failed_or_hanging_push_loses_nothing_and_never_blocks_voting(nodes, hub):
     a = nodes("a")
     a.sync.start()
+    settle(a.sync)
     for k in range(10):
         a.vote(k)
     hub.fail_next("create_commit")
