@@ -116,3 +116,45 @@ def test_migrations_run_once_under_an_advisory_lock(dsn):
     for t in threads:
         t.join(30)
     assert len(applied) == 1
+
+
+def test_ids_commit_out_of_order_without_the_vote_lock(dsn):
+    """Why the vote path needs an advisory lock taken before the INSERT: without it a later id can become
+    visible first, and an `id > last seen` reader skips the earlier one forever."""
+    with psycopg.connect(dsn) as t1, psycopg.connect(dsn) as t2, psycopg.connect(dsn, autocommit=True) as reader:
+        first = t1.execute("INSERT INTO arena_votes (model_a, model_b, winner, created_at) "
+                           "VALUES ('a', 'b', 'a', 1) RETURNING id").fetchone()[0]
+        second = t2.execute("INSERT INTO arena_votes (model_a, model_b, winner, created_at) "
+                            "VALUES ('a', 'b', 'b', 2) RETURNING id").fetchone()[0]
+        t2.commit()
+        seen = [r[0] for r in reader.execute("SELECT id FROM arena_votes WHERE id >= %s ORDER BY id", (first,))]
+        assert second > first and seen == [second]          # the watermark would jump over `first`
+        t1.commit()
+
+    # with the lock, the second writer waits for the first one's commit: ids become visible in order
+    order = []
+    started = threading.Event()
+
+    def writer(tag, hold):
+        with psycopg.connect(dsn) as conn, conn.transaction():
+            conn.execute("SELECT pg_advisory_xact_lock(hashtext('empathy-arena-votes'))")
+            started.set()
+            vid = conn.execute("INSERT INTO arena_votes (model_a, model_b, winner, created_at) "
+                               "VALUES ('a', 'b', 'tie', 3) RETURNING id").fetchone()[0]
+            hold.wait(5)
+            order.append((tag, vid))
+
+    go = threading.Event()
+    w1 = threading.Thread(target=writer, args=("w1", go))
+    w1.start()
+    started.wait(5)
+    no_wait = threading.Event()
+    no_wait.set()
+    w2 = threading.Thread(target=writer, args=("w2", no_wait))
+    w2.start()
+    w2.join(0.5)
+    assert order == [] and w2.is_alive()                 # w2 waits on the lock, has no id yet
+    go.set()
+    w1.join(10)
+    w2.join(10)
+    assert [t for t, _ in order] == ["w1", "w2"] and order[0][1] < order[1][1]
