@@ -144,7 +144,7 @@ def test_a_failed_or_hanging_push_loses_nothing_and_never_blocks_voting(nodes, h
     hub.fail_next("create_commit")
     with pytest.raises(Exception, match="503"):
         a.sync.push_logs()
-    assert "failed" in a.sync.scheduler.last_result
+    assert "failed" in a.sync.scheduler.last_result and "kept for the next push" in a.sync.status_line()
     assert len(a.svc.votes()) == 10
     a.sync.push_logs()                                # the next push carries the same rows
     hub.hold_commits()                                # the Hub hangs mid-commit

@@ -17,6 +17,8 @@
   local data, says so in `status` and the log, and a background thread keeps retrying; when it succeeds the
   missing rows are merged in and pushing starts.
 - HF_HUB_OFFLINE=1: no Hub call at all (status says so).
+- Not restored: the submissions queue (its events are pushed for the public record only; API keys never
+  leave the machine) and the sessions / IP hashes / user names of votes (rate-limit history restarts empty).
 
 The Hub client is injected (`api`): HfApi(token=...) by default, a stand-in in tests (tests/hub_standin.py).
 """
@@ -89,6 +91,15 @@ class HubSync:
             from huggingface_hub import HfApi
             self._api = HfApi(token=self.cfg.token)
         return self._api
+
+    def status_line(self) -> str:
+        """`status` plus the outcome of the last pushes, for an admin view."""
+        parts = [self.status]
+        if self.scheduler is not None:
+            parts.append(self.scheduler.last_result)
+        if self.cfg.state_repo and self.state == "synced":
+            parts.append(f"state push: {self.last_state_push}")
+        return "; ".join(parts)
 
     def _set(self, state_: str, status: str, level: int = logging.INFO) -> None:
         self.state, self.status = state_, status
