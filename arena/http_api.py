@@ -7,10 +7,12 @@
     GET  /api/arena/ratings?axis=overall                -> leaderboard rows
     GET  /api/arena/health                              -> {"ok": true}
 
-Battles and votes (the writes) run on one worker thread: SQLite takes one writer
-at a time anyway, and threads racing for its lock fall into its busy handler,
-which sleeps up to 100 ms per retry (measured: 5x lower throughput, p99 > 1 s).
-Reads (ratings) use the ordinary thread pool.
+Battles and votes (the writes) run on one worker thread per process, shared with
+the Gradio tab (`run_write`): SQLite takes one writer at a time anyway, and
+threads racing for its lock fall into its busy handler, which sleeps up to
+100 ms per retry, unfairly. Measured at saturation (50 voters back to back): a
+40-thread pool gave p99 7.7-8.7 s, the single writer 1.4-1.9 s, for ~20% fewer
+votes/s. Reads (ratings) use the ordinary thread pool.
 
 The session is a token the server issues with the first battle when the client
 sends none; the client never picks a model. A vote's 200 comes only after the
@@ -38,6 +40,15 @@ MAX_SESSION_CHARS = 128
 # Refusal code -> HTTP status. too_fast is 425 Too Early: the client may retry the same vote later.
 STATUS = {"bad_value": 422, "unknown_battle": 404, "wrong_session": 403, "already_voted": 409, "expired": 410,
           "too_fast": 425, "tampered": 409, "rate_limited": 429}
+
+
+# The process's one writer thread for arena battles and votes (HTTP API and Gradio tab alike).
+WRITER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="arena-writer")
+
+
+def run_write(fn, *args, **kwargs):
+    """Run a writing service call on the writer thread and wait for it (for synchronous callers)."""
+    return WRITER.submit(fn, *args, **kwargs).result()
 
 
 def _error(status: int, code: str, message: str) -> JSONResponse:
@@ -90,7 +101,6 @@ def build_router(service) -> APIRouter:
 
     router = APIRouter(prefix=PREFIX)
     audio = _AudioIndex()
-    writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="arena-writer")
 
     async def write(response: Response | None, fn, *args, **kwargs):
         def timed():
@@ -100,7 +110,7 @@ def build_router(service) -> APIRouter:
             finally:
                 if response is not None:   # time inside the service, without the wait for the writer thread
                     response.headers["X-Arena-Service-Ms"] = f"{1000 * (time.perf_counter() - t0):.3f}"
-        return await asyncio.get_running_loop().run_in_executor(writer, timed)
+        return await asyncio.get_running_loop().run_in_executor(WRITER, timed)
 
     @router.get("/health")
     async def health():

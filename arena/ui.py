@@ -137,6 +137,7 @@ def reveal_markdown(result) -> str:
 
 def build_arena_tab(service) -> None:
     """Build the arena tab's components inside the current gr.Blocks/gr.Tab context."""
+    from .http_api import run_write
     from .service import NoBattleAvailable, VoteRefused
 
     state = gr.State({})     # {"battle_id", "voted"}: per browser session, server-side only
@@ -172,7 +173,7 @@ def build_arena_tab(service) -> None:
     def new_battle(request: gr.Request, profile: gr.OAuthProfile | None):
         session, ip, user = _identity(request, profile)
         try:
-            view = service.serve_battle(session, ip, user=user)
+            view = run_write(service.serve_battle, session, ip, user=user)
         except (NoBattleAvailable, ValueError) as exc:   # the service says why (e.g. no two models yet)
             msg = str(exc)
             return ({}, gr.update(visible=False), None, None, None, _meter_html(None, None, ""), *locked,
@@ -201,9 +202,8 @@ def build_arena_tab(service) -> None:
                         gr.update(), gr.update(visible=True))
             session, ip, user = _identity(request, profile)
             try:
-                result = service.submit_vote(st["battle_id"], session, ip, slot, said=said_v or None,
-                                             sounded=sounded_v or None, reason=(reason_v or "").strip() or None,
-                                             user=user)
+                result = run_write(service.submit_vote, st["battle_id"], session, ip, slot, said=said_v or None,
+                                   sounded=sounded_v or None, reason=(reason_v or "").strip() or None, user=user)
             except VoteRefused as exc:
                 keep = [gr.update()] * len(buttons)
                 return (st, *keep, gr.update(), gr.update(), gr.update(), f"⚠️ {exc.message}", gr.update(),
@@ -217,8 +217,9 @@ def build_arena_tab(service) -> None:
 
     battle_outputs = [state, context_md, audio_user, audio_a, audio_b, meter, *buttons, said, sounded, reason,
                       message, reveal, next_btn]
-    # Battles and votes write to SQLite: one at a time across all sessions (concurrency_id), so browser
-    # sessions never race for the write lock (SQLite's busy handler sleeps up to 100 ms per retry).
+    # Battles and votes write to SQLite: they run on the process's one writer thread (run_write, shared with
+    # the HTTP API) and queue in one Gradio slot, so writers never race for SQLite's lock (its busy handler
+    # sleeps up to 100 ms per retry).
     next_btn.click(new_battle, None, battle_outputs, concurrency_limit=1, concurrency_id=WRITE_QUEUE,
                    api_visibility="private")
     meter.submit(unlock, [state], buttons, concurrency_limit=None, api_visibility="private",
