@@ -10,7 +10,8 @@ Then:
 Wall time is measured on fresh processes (`python -m eval_backend score ...`, so model
 loading and imports count) with no judge configured; the median of --runs is printed.
 Per-family CPU comes from one in-process scoring (time.process_time around each
-metric, summed per family, divided by the items that family scored).
+metric, summed per family, divided by the distinct replies that family scored; one-time
+model loads are included).
 """
 from __future__ import annotations
 
@@ -41,7 +42,7 @@ def wall_runs(args) -> list[float]:
     return out
 
 
-def family_cpu(args) -> tuple[dict[str, dict], int]:
+def family_cpu(args):
     from eval_backend.benchmark.loaders import load_benchmark
     from eval_backend.scoring.results import score
     from eval_backend.store import Store
@@ -53,11 +54,19 @@ def family_cpu(args) -> tuple[dict[str, dict], int]:
     fam: dict[str, dict] = {}
     for name, cpu in run.cpu_s.items():
         e = run.doc["metrics"][name]
-        f = fam.setdefault(e["family"], {"cpu_s": 0.0, "items": 0, "metrics": 0})
+        f = fam.setdefault(e["family"], {"cpu_s": 0.0, "ids": set(), "metrics": 0})
         f["cpu_s"] += cpu
-        f["items"] += e["n"]
+        f["ids"] |= set(e["per_item"])
         f["metrics"] += 1
-    return fam, len(replies)
+    for f in fam.values():
+        f["items"] = len(f.pop("ids"))   # distinct replies the family scored
+    return fam, len(replies), run
+
+
+def print_metrics(run) -> None:
+    print(f"{'metric':<26}{'n':>6}{'CPU s':>9}")
+    for name, cpu in sorted(run.cpu_s.items()):
+        print(f"{name:<26}{run.doc['metrics'][name]['n']:>6}{cpu:>9.2f}")
 
 
 def main() -> int:
@@ -67,15 +76,18 @@ def main() -> int:
     p.add_argument("--benchmark", default="demo")
     p.add_argument("--metrics", help="as for `score --metrics` (default: all)")
     p.add_argument("--runs", type=int, default=3)
+    p.add_argument("--per-metric", action="store_true", help="also print CPU seconds per metric")
     args = p.parse_args()
     print(f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
           f"Python {platform.python_version()}, load average {os.getloadavg()[0]:.1f}")
-    fam, n_replies = family_cpu(args)
+    fam, n_replies, run = family_cpu(args)
     print(f"replies scored: {n_replies}")
     print(f"{'family':<14}{'metrics':>8}{'items':>8}{'CPU s':>9}{'ms/item':>10}")
     for name, f in sorted(fam.items()):
         per = 1000 * f["cpu_s"] / f["items"] if f["items"] else float("nan")
         print(f"{name:<14}{f['metrics']:>8}{f['items']:>8}{f['cpu_s']:>9.2f}{per:>10.1f}")
+    if args.per_metric:
+        print_metrics(run)
     walls = wall_runs(args)
     print(f"wall time to score (fresh process, no judge): median {statistics.median(walls):.1f} s "
           f"over {len(walls)} runs: {', '.join(f'{w:.1f}' for w in walls)}")
