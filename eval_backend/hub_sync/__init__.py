@@ -16,6 +16,8 @@
 - Start-up restores before serving. If the Hub cannot be reached within `restore_timeout_s`, the app serves
   local data, says so in `status` and the log, and a background thread keeps retrying; when it succeeds the
   missing rows are merged in and pushing starts.
+  The votes are restored in one transaction (ids must stay in order): ~2,500 votes/s here, so keep
+  `restore_timeout_s` above the restore time, else early votes wait for that transaction.
 - HF_HUB_OFFLINE=1: no Hub call at all (status says so).
 - Not restored: the submissions queue (its events are pushed for the public record only; API keys never
   leave the machine) and the sessions / IP hashes / user names of votes (rate-limit history restarts empty).
