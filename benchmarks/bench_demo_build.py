@@ -1,9 +1,12 @@
 """Time the demo benchmark build and check it is reproducible across processes.
 
     python benchmarks/bench_demo_build.py [--runs 3] [--seed 0]
+    python benchmarks/bench_demo_build.py --asr FOLDER     # intelligibility of a built demo
 
 Each run is a fresh process (`python -m eval_backend demo build`) into a fresh folder;
 prints the wall time of each run, the median, and whether every run gave the same hash.
+With --asr, transcribes every target and neutral variant of the demo in FOLDER with the
+baselines' Whisper tiny.en and prints the mean WER per attribute.
 """
 from __future__ import annotations
 
@@ -36,11 +39,38 @@ def one_run(seed: int, out: Path) -> tuple[float, float, dict]:
     return wall, _children_cpu() - cpu0, json.loads(proc.stdout)
 
 
+def asr_report(folder: Path) -> int:
+    import jiwer
+
+    sys.path.insert(0, str(ROOT))
+    from eval_backend.audio.io import read_wav
+    from eval_backend.baselines.asr import Transcriber
+    from eval_backend.benchmark.dataset import load_project_folder
+    from eval_backend.scoring.normalise import normalise_text
+
+    bench = load_project_folder(folder)
+    asr = Transcriber()
+    by_attr: dict[str, list[float]] = {}
+    for s in bench.scripts:
+        for name in ("target", "neutral"):
+            v = s.variants[name]
+            hyp = asr.transcribe(v.audio.sha256, *read_wav(v.audio.path))
+            wer = jiwer.wer(normalise_text(s.text), normalise_text(hyp) or "-")
+            by_attr.setdefault(v.attribute, []).append(wer)
+    rows = sorted(((statistics.mean(w), a, len(w)) for a, w in by_attr.items()), reverse=True)
+    for wer, attr, n in rows:
+        print(f"{attr:18s} WER {wer:.2f}  (n={n})")
+    return 0
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--asr", type=Path, default=None, help="a built demo folder: report WER per attribute")
     args = ap.parse_args()
+    if args.asr:
+        return asr_report(args.asr)
     walls, cpus, inner, hashes = [], [], [], set()
     with tempfile.TemporaryDirectory() as tmp:
         for i in range(args.runs):

@@ -39,7 +39,7 @@ RECIPES: dict[str, Recipe] = {
     # speaker
     "male": Recipe(voice="en+m3", pitch=22, rate=155),
     "female": Recipe(voice="en+f3", pitch=62),
-    "child": Recipe(voice="en+f4", pitch=80, rate=150, effects=(("speed", {"factor": 1.12}),)),
+    "child": Recipe(voice="en+f2", pitch=90, rate=150, effects=(("speed", {"factor": 1.08}),)),
     "elderly": Recipe(voice="en+grandpa", pitch=28, rate=115,
                       effects=(("vibrato", {"hz": 5.0, "st": 1.0}), ("breathy", {"level_db": -16.0}))),
     # paralinguistic
@@ -60,8 +60,7 @@ RECIPES: dict[str, Recipe] = {
                      effects=(("roughness", {"depth": 0.4}), ("breathy", {"level_db": -9.0, "lo": 500.0}))),
     "breathless": Recipe(rate=185, chunk_words=3, between="gasp",
                          effects=(("breathy", {"level_db": -12.0}),)),
-    "vocal fatigue": Recipe(pitch=32, rate=125, amplitude=55,
-                            effects=(("dark", {"cutoff": 2500.0}), ("breathy", {"level_db": -16.0}))),
+    "vocal fatigue": Recipe(pitch=35, rate=130, amplitude=60, effects=(("breathy", {"level_db": -18.0}),)),
     "cough": Recipe(before="cough"),
     "sigh": Recipe(before="sigh", pitch=40, rate=140),
     "laughter": Recipe(after="laughter", pitch=60),
@@ -127,6 +126,7 @@ NEUTRAL_ANSWER = {"voice style": "normal voice", "speech emotion": "neutral emot
                   "speaking pace": "normal pace", "non-verbal expression": "no non-verbal",
                   "background sound": "no background"}
 N_OPTIONS = 4
+SELECTION_GROUPS = 7     # groups per kind turned into selection items (~30 items; each needs 2-3 reply clips)
 
 
 def _slug(text: str) -> str:
@@ -312,7 +312,7 @@ def _selection_item(clips: _Clips, seed: int, iid: str, gid: str, kind: str, con
 
 def _selection(clips: _Clips, seed: int, ctx: list[ContextGroup], tones: list[ToneGroup]) -> list[SelectionItem]:
     items = []
-    for g, spec in zip(tones, C.TONE_GROUPS):
+    for g in tones[:SELECTION_GROUPS]:
         cases = [c for c in g.cases if C.TONE_STYLE[c.tone] != "plain"]
         for k, c in enumerate(cases):
             sib = cases[(k + 1) % len(cases)] if len(cases) > 1 else None
@@ -320,7 +320,7 @@ def _selection(clips: _Clips, seed: int, ctx: list[ContextGroup], tones: list[To
                 clips, seed, f"sel-{g.id}-{c.id}", g.id, "tone", g.context, g.text, c.audio,
                 (c.reference_reply, C.TONE_STYLE[c.tone]),
                 (sib.reference_reply, C.TONE_STYLE[sib.tone]) if sib else None, c.tone))
-    for g, spec in zip(ctx, C.CONTEXT_GROUPS):
+    for g, spec in zip(ctx[:SELECTION_GROUPS], C.CONTEXT_GROUPS):
         styled = [(case, style) for case, (_c, style, _r) in zip(g.cases, spec["cases"]) if style != "plain"]
         for k, (case, style) in enumerate(styled):
             sib = styled[(k + 1) % len(styled)] if len(styled) > 1 else None
