@@ -251,3 +251,23 @@ def test_seed_changes_assignment_and_answers(tmp_path, monkeypatch):
     a0, m0 = plan(0)
     a1, m1 = plan(1)
     assert a0 != a1 and m0 != m1 and plan(0) == (a0, m0)
+
+
+def test_cli_rejects_a_negative_seed(tmp_path, capsys):
+    import argparse
+    parser = argparse.ArgumentParser()
+    demo.add_arguments(parser)
+    args = parser.parse_args(["build", "--seed", "-1", "--out", str(tmp_path / "d")])
+    assert demo.main(args) == 2
+    assert "--seed" in capsys.readouterr().err and not (tmp_path / "d").exists()
+
+
+def test_missing_espeak_is_a_clear_error_and_writes_nothing(tmp_path, monkeypatch, capsys):
+    import argparse
+    from eval_backend.audio import synth
+    monkeypatch.setattr(synth, "ESPEAK", "espeak-ng-not-here")
+    parser = argparse.ArgumentParser()
+    demo.add_arguments(parser)
+    assert demo.main(parser.parse_args(["build", "--out", str(tmp_path / "d")])) == 2
+    assert "espeak-ng is not installed" in capsys.readouterr().err
+    assert not (tmp_path / "d").exists()

@@ -36,11 +36,15 @@ def rng_for(seed: int, key: str) -> np.random.Generator:
 
 
 # ------------------------------------------------------------------ espeak-ng
+def check_espeak() -> None:
+    if shutil.which(ESPEAK) is None:
+        raise SynthError("espeak-ng is not installed (Debian package espeak-ng)")
+
+
 def espeak(text: str, voice: str = "en-us", rate: int = 160, pitch: int = 50, amplitude: int = 100,
            word_gap: int = 0, sr: int = SR) -> np.ndarray:
     """Speak `text` with espeak-ng; float32 mono at `sr`. Raises SynthError when espeak-ng fails."""
-    if shutil.which(ESPEAK) is None:
-        raise SynthError("espeak-ng is not installed (Debian package espeak-ng)")
+    check_espeak()
     cmd = [ESPEAK, "-v", voice, "-s", str(int(rate)), "-p", str(int(pitch)), "-a", str(int(amplitude)),
            "-g", str(int(word_gap)), "--stdout", "--stdin"]
     proc = subprocess.run(cmd, input=text.encode("utf-8"), capture_output=True, timeout=60)

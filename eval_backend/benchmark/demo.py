@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -19,7 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from ..audio.io import encode_wav, sha256_bytes
-from ..audio.synth import SR, Recipe, render, rng_for
+from ..audio.synth import SR, Recipe, SynthError, check_espeak, render, rng_for
 from . import demo_content as C
 from .model import (
     ATTRIBUTES, MCQ, OPTION_LETTERS, AudioRef, Benchmark, ContextCase, ContextGroup, Script, SelectionItem,
@@ -332,6 +333,7 @@ def _selection(clips: _Clips, seed: int, ctx: list[ContextGroup], tones: list[To
 
 def build_demo(out_dir: str | Path, seed: int = 0, save: bool = True) -> Benchmark:
     """Synthesise the demo under `out_dir` and return it; saved in the project format when `save`."""
+    check_espeak()                       # fail before touching out_dir
     out = Path(out_dir)
     clips = _Clips(out, seed)
     for _ in range(2):                   # plan, render, then build with the real refs
@@ -360,9 +362,16 @@ def add_arguments(parser) -> None:
 def main(args) -> int:
     from ..config import data_dir
 
+    if args.seed < 0:
+        print("error: --seed must be >= 0", file=sys.stderr)
+        return 2
     out = Path(args.out) if args.out else data_dir(args.data_dir) / "benchmarks" / "demo"
     start = time.perf_counter()
-    bench = build_demo(out, seed=args.seed)
+    try:
+        bench = build_demo(out, seed=args.seed)
+    except SynthError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     info = bench.info() | {"folder": str(out), "seconds": round(time.perf_counter() - start, 1)}
     print(json.dumps(info, indent=2))
     return 0
