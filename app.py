@@ -4,12 +4,16 @@ Serves at once; the embedded default (demo benchmark, SQLite, local baselines)
 is prepared in the background with its progress shown at the top of the page.
 Settings: EMPATHY_ARENA_DATA_DIR (./data), EMPATHY_ARENA_BENCHMARK (demo),
 EMPATHY_ARENA_BOOTSTRAP (1: build the demo and run the baselines if needed),
+EMPATHY_ARENA_WORKER (1: run an evaluation worker in-process), Hub sync (README),
 GRADIO_SERVER_NAME / GRADIO_SERVER_PORT (127.0.0.1:7860; Spaces sets 0.0.0.0).
 """
 from __future__ import annotations
 
+import atexit
 import logging
 import os
+import threading
+import time
 
 os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 
@@ -24,7 +28,11 @@ from eval_backend import config  # noqa: E402
 from eval_backend.bootstrap import Bootstrap  # noqa: E402
 from eval_backend.store import Store  # noqa: E402
 from leaderboard.arena_board import build_arena_leaderboard_tab  # noqa: E402
+from eval_backend.hub_sync import HubSync  # noqa: E402
+from eval_backend.submissions import settings_from_env as submission_settings  # noqa: E402
+from eval_backend.submissions.worker import start_worker_thread  # noqa: E402
 from leaderboard.browse_tab import build_browse_tab  # noqa: E402
+from leaderboard.health_tab import build_health_tab  # noqa: E402
 
 log = logging.getLogger("empathy_arena")
 
@@ -42,6 +50,13 @@ class SpaceContext:
         self.arena = ArenaService(self.store, settings_from_env(self.data_dir, benchmark_specs=(spec,)),
                                   benchmarks=[])
         self.bootstrap.on_benchmark.append(lambda b: self.arena.set_benchmarks([b]))
+        # The embedded demo's baselines listen on loopback, so the demo allowlists 127.0.0.1.
+        self.submissions = submission_settings(demo=spec == "demo")
+        self.hub = HubSync(self.store, append_votes=self.arena.append_votes)
+        self.worker = None
+
+    def status_line(self) -> str:
+        return self.bootstrap.status.line() + "\n\n" + self.hub.status_line()
 
     @property
     def benchmark(self):
@@ -51,15 +66,18 @@ class SpaceContext:
 def build_blocks(ctx: SpaceContext) -> gr.Blocks:
     with gr.Blocks(title="Empathy Arena") as demo:
         gr.Markdown("# Empathy Arena\nDo speech models hear *how* something is said, and answer with empathy?")
-        status = gr.Markdown(ctx.bootstrap.status.line())
-        gr.Timer(2.0).tick(lambda: ctx.bootstrap.status.line(), None, status)
+        status = gr.Markdown(ctx.status_line())
+        gr.Timer(2.0).tick(ctx.status_line, None, status)
         with gr.Tab("Arena", id="arena"):
             build_arena_tab(ctx.arena)
         with gr.Tab("Arena leaderboard", id="arena-board"):
             build_arena_leaderboard_tab(ctx.arena)
         with gr.Tab("Browse benchmark", id="browse"):
             list_items, collection, item, model = build_browse_tab(ctx)
+        with gr.Tab("Integrity health", id="health"):
+            _, render_health, health_outputs = build_health_tab(ctx)
         demo.load(list_items, [collection], [item, model])
+        demo.load(render_health, None, health_outputs)
     return demo
 
 
@@ -71,12 +89,34 @@ def build_app(ctx: SpaceContext) -> FastAPI:
                                footer_links=["gradio", "settings"])
 
 
+def start_health_checks(ctx: SpaceContext, every_s: float = 300.0) -> None:
+    """Alerts must reach the log even when no page is open."""
+    from arena.health import HealthConfig, HealthMonitor
+
+    monitor = HealthMonitor(ctx.store, HealthConfig.from_settings(ctx.arena.settings))
+
+    def loop():
+        while True:
+            try:
+                monitor.check()
+            except Exception:  # a failed check must not stop the next one
+                log.exception("integrity health check failed")
+            time.sleep(every_s)
+
+    threading.Thread(target=loop, name="health-checks", daemon=True).start()
+
+
 def main() -> None:
     import uvicorn
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
     ctx = SpaceContext()
+    ctx.hub.start()          # restores from the Hub before serving (no-op when not configured or offline)
+    atexit.register(ctx.hub.stop)
     ctx.bootstrap.start()
+    if os.environ.get("EMPATHY_ARENA_WORKER", "1") != "0":
+        ctx.worker = start_worker_thread(store=ctx.store, settings=ctx.submissions)
+    start_health_checks(ctx)
     host = os.environ.get("GRADIO_SERVER_NAME", "127.0.0.1")
     port = int(os.environ.get("GRADIO_SERVER_PORT", "7860"))
     log.info("serving on http://%s:%d", host, port)
