@@ -51,7 +51,9 @@ class SpaceContext:
                                   benchmarks=[])
         self.bootstrap.on_benchmark.append(lambda b: self.arena.set_benchmarks([b]))
         # The embedded demo's baselines listen on loopback, so the demo allowlists 127.0.0.1.
-        self.submissions = submission_settings(demo=spec == "demo")
+        # EMPATHY_ARENA_DEMO_LOOPBACK=0 turns that off on a public deployment.
+        self.submissions = submission_settings(
+            demo=spec == "demo" and os.environ.get("EMPATHY_ARENA_DEMO_LOOPBACK", "1") != "0")
         self.hub = HubSync(self.store, append_votes=self.arena.append_votes)
         self.worker = None
 
