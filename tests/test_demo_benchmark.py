@@ -154,7 +154,7 @@ def test_mcqs_cover_types_and_spread_answers(built):
         assert m.audio.path in audio
     positions = Counter(m.answer for m in bench.mcqs if len(m.options) == 4)
     total = sum(positions.values())
-    assert set(positions) == set("ABCD") and max(positions.values()) < 0.4 * total
+    assert set(positions) == set("ABCD") and max(positions.values()) < 0.3 * total
 
 
 def test_fine_mcq_answers_match_the_audio(built):
@@ -201,7 +201,7 @@ def test_selection_items_hide_a_prosody_mismatch(built):
     groups = Counter(it.group_id for it in items)
     assert all(n >= 2 for n in groups.values())
     answers = Counter(it.answer for it in items)
-    assert len(answers) >= 2
+    assert set(answers) == set("ABC") and max(answers.values()) <= min(answers.values()) + 1
     for it in items:
         assert 2 <= len(it.options) <= 3 and it.answer in it.options and it.audio.ok
         right_text = it.option_texts[it.answer]
@@ -248,7 +248,7 @@ def test_seed_changes_assignment_and_answers(tmp_path, monkeypatch):
         clips = demo._Clips(tmp_path, seed)
         scripts, mcqs = demo._scripts(clips, seed)
         return [s.attribute for s in scripts], [m.answer for m in mcqs]
-    a0, m0 = plan(0)
+    a0, m0 = plan(0)   # (the letters are balanced later, in build_demo, from the seed's start)
     a1, m1 = plan(1)
     assert a0 != a1 and m0 != m1 and plan(0) == (a0, m0)
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections import Counter
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -331,6 +332,30 @@ def _selection(clips: _Clips, seed: int, ctx: list[ContextGroup], tones: list[To
     return items
 
 
+def _balance_answers(mcqs: list[MCQ], items: list[SelectionItem], seed: int) -> None:
+    """Move each right option to the next position of a cycle (seeded start), the other options keeping
+    their shuffled order: every letter is right about equally often, so a letter bias gains nothing."""
+    base = int(rng_for(seed, "positions").integers(len(OPTION_LETTERS)))
+    counts: Counter = Counter()
+
+    def next_pos(n: int) -> int:
+        counts[n] += 1
+        return (base + counts[n] - 1) % n
+
+    for m in mcqs:
+        right = m.options[OPTION_LETTERS.index(m.answer)]
+        others = [o for o in m.options if o != right]
+        pos = next_pos(len(m.options))
+        m.options, m.answer = others[:pos] + [right] + others[pos:], OPTION_LETTERS[pos]
+    for it in items:
+        others = [k for k in sorted(it.options) if k != it.answer]
+        pos = next_pos(len(it.options))
+        order = others[:pos] + [it.answer] + others[pos:]
+        it.options = {OPTION_LETTERS[i]: it.options[k] for i, k in enumerate(order)}
+        it.option_texts = {OPTION_LETTERS[i]: it.option_texts[k] for i, k in enumerate(order)}
+        it.answer = OPTION_LETTERS[pos]
+
+
 def build_demo(out_dir: str | Path, seed: int = 0, save: bool = True) -> Benchmark:
     """Synthesise the demo under `out_dir` and return it; saved in the project format when `save`."""
     check_espeak()                       # fail before touching out_dir
@@ -342,6 +367,7 @@ def build_demo(out_dir: str | Path, seed: int = 0, save: bool = True) -> Benchma
         selection = _selection(clips, seed, ctx, tones)
         clips.render_all()
     clips.prune()
+    _balance_answers(mcqs, selection, seed)
     bench = Benchmark("demo", f"{DEMO_VERSION}+seed{seed}", scripts, mcqs, ctx, tones, selection,
                       source=f"demo:seed={seed}")
     if save:
