@@ -9,7 +9,7 @@ scripts (`python benchmarks/calibrate_cues.py` prints the table and what the det
     slow / fast       rate 3.1 / 7.6                    sad         level -24..-26, F0 80-85, centroid 560-640
     vocal fatigue     level -25..-27, F0 83-88, centroid 760-830
     shout / angry     level -11 / -15, centroid 1700 / 2800
-    happy / surprise  F0 133-138 (centroid 1100-1370) / F0 151-157
+    happy / surprise  F0 133-138, centroid 1100-1370 / F0 137-157, level -17.6, centroid ~890
     whisper           voiced fraction 0.0               hoarse      voiced 0.25, HNR 1.7 dB
     sobbing / elderly tremor 1.2 (level -24) / 1.6 (rate 4.1)
     breathless        HNR ~5 dB with HF share 0.065     laughter    pitch range ~17 st
@@ -40,7 +40,7 @@ BRIGHT_HZ = 1050.0         # spectral centroid of active speech: neutral 800-930
 ANGRY_CENTROID_HZ = 2000.0  # tense, bright delivery: angry ~2800, shout ~1700
 DARK_HZ = 700.0            # sad (muffled) 560-640, tired 760-830
 TREMOR_ST = 0.9            # shaky voice; neutral espeak 0.3-0.6, sobbing 1.2, elderly 1.6
-HNR_HOARSE_DB = 3.0        # neutral espeak 6-13 dB; rough, creaky voice ~1.7
+HNR_HOARSE_DB = 3.5        # neutral espeak 6-13 dB; rough, creaky voice 1.7-2.3
 BREATHY_HNR_DB = 6.5       # gasps and aspiration noise between words: breathless ~5 dB ...
 BREATHY_HF = 0.04          # ... with energy above 4 kHz (breathless 0.065; neutral 0.01, fast 0.014)
 LAUGH_RANGE_ST = 12.0      # a laugh after the words spreads the pitch to ~17 st (speech 3-7)
@@ -99,7 +99,8 @@ def detect(f) -> Cues:
     hnr = f.hnr_db
     low_pitch = f0 is not None and f0 < F0_LOW_HZ
     shaky = tremor >= TREMOR_ST and not noisy and not whisper
-    hoarse = (not whisper and not noisy and hnr is not None and hnr < HNR_HOARSE_DB and f.voiced_fraction < 0.5)
+    hoarse = (not whisper and not noisy and hnr is not None and hnr < HNR_HOARSE_DB and f.voiced_fraction < 0.6
+              and f.hf_ratio > 0.03)   # rough and breathy; an elderly voice is as noisy but darker (HF ~0.015)
 
     labels: list[str] = []
     # states a reply must address come first, then traits and the surroundings
@@ -123,7 +124,9 @@ def detect(f) -> Cues:
         if f0 >= F0_SURPRISE_HZ:
             labels.append("surprise")
         elif f0 >= F0_HAPPY_HZ and centroid > BRIGHT_HZ:
-            labels.append("happy")
+            labels.append("happy")          # raised and bright
+        elif f0 >= F0_HAPPY_HZ and level > LEVEL_LOUD_DBFS - 3.0:
+            labels.append("surprise")       # raised and a little louder, not brighter
     if (not (whisper or noisy or hoarse or shaky) and volume != "loud" and "angry" not in labels and (hnr or 99.0) < BREATHY_HNR_DB
             and f.hf_ratio > BREATHY_HF and f.voiced_fraction < 0.7):
         labels.append("breathless")
