@@ -80,7 +80,8 @@ def main() -> int:
             inner.append(info["seconds"])
             hashes.add(info["hash"])
             sizes = sum(p.stat().st_size for p in (Path(tmp) / f"run{i}").rglob("*") if p.is_file())
-            print(f"run {i}: {wall:.1f} s wall, {cpu:.1f} s CPU ({info['seconds']} s in build_demo), hash {info['hash'][:12]}, "
+            print(f"run {i}: {wall:.1f} s wall, {cpu:.1f} s CPU ({info['seconds']} s in build_demo), "
+                  f"hash {info['hash'][:12]}, "
                   f"{sizes / 1e6:.0f} MB on disk", flush=True)
     print(json.dumps({"runs": args.runs, "median_wall_s": round(statistics.median(walls), 1),
                       "median_build_s": round(statistics.median(inner), 1),

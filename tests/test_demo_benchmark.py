@@ -18,7 +18,8 @@ from eval_backend.benchmark.model import (
     ATTRIBUTES, DIMENSIONS, OPTION_LETTERS, REASONING_TYPES, SELECTION_KINDS, UNDERSTANDING_TYPES,
 )
 
-pytestmark = pytest.mark.skipif(shutil.which("espeak-ng") is None, reason="espeak-ng not installed")
+pytestmark = [pytest.mark.skipif(shutil.which("espeak-ng") is None, reason="espeak-ng not installed"),
+              pytest.mark.slow]   # builds the whole demo once (~20-40 s on 2 cores)
 
 EMOTION_WORDS = {"happy", "sad", "angry", "upset", "love", "hate", "afraid", "scared", "excited", "terrible",
                  "wonderful", "cry", "crying", "furious", "glad", "sorry", "awful", "great", "worried"}
@@ -37,10 +38,6 @@ def feats(path):
 
 def fv(script, variant):
     return feats(script.variants[variant].audio.path)
-
-
-def ratio(a, b):
-    return a / b
 
 
 # attribute -> (what must hold, target features t vs neutral features n)

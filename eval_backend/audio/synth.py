@@ -444,7 +444,8 @@ def music(n, sr, rng, kind: str):
     i = int(rng.integers(0, len(scale)))
     for start in range(0, n, step):
         f = root * 2 ** (scale[i % len(scale)] / 12)
-        note = _tone([f, f * 2 ** (7 / 12) if kind != "funny music" else f], beats * beat * 1.5, sr, decay=decay, harmonics=4)
+        fifth = f if kind == "funny music" else f * 2 ** (7 / 12)
+        note = _tone([f, fifth], beats * beat * 1.5, sr, decay=decay, harmonics=4)
         if distortion:
             note = np.tanh(distortion * note)
         _place(out, note, start)
@@ -453,7 +454,7 @@ def music(n, sr, rng, kind: str):
         m = int(0.12 * sr)
         kick = np.sin(2 * np.pi * np.cumsum(np.linspace(120, 45, m)) / sr) * np.exp(-_t(m, sr) / 0.05)
         hat = _filt(rng.normal(size=m // 3), sr, 5000, 7800) * np.exp(-_t(m // 3, sr) / 0.01)
-        for k, start in enumerate(range(0, n, int(beat * sr))):
+        for start in range(0, n, int(beat * sr)):
             _place(out, 3 * kick, start)
             _place(out, 0.6 * hat, start + int(beat * sr / 2))
     return _norm(out)

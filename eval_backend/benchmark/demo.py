@@ -10,6 +10,7 @@ entry there (plus, optionally, an opener and reasoning questions in demo_content
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from collections import Counter
@@ -30,6 +31,19 @@ from .model import (
 
 DEMO_VERSION = "demo-1.0"
 NEUTRAL_RECIPE = Recipe()
+
+
+# plain adult voices (all ~100 Hz): each script / group speaks with one of them, picked by the seed;
+# a recipe that names its own voice (female, child, whisper...) keeps it
+BASE_VOICES = ("en-us", "en-gb", "en-gb-x-rp", "en-us+m3")
+
+
+def _voiced(recipe: Recipe, base: str) -> Recipe:
+    return dataclasses.replace(recipe, voice=base) if recipe.voice == NEUTRAL_RECIPE.voice else recipe
+
+
+def _base_voice(seed: int, item_id: str) -> str:
+    return BASE_VOICES[int(rng_for(seed, f"{item_id}/voice").integers(len(BASE_VOICES)))]
 
 
 def _bg(name: str, snr: float = 6.0) -> Recipe:
@@ -236,9 +250,9 @@ def _scripts(clips: _Clips, seed: int) -> tuple[list[Script], list[MCQ]]:
     scripts, mcqs = [], []
     for i, (topic, text, plain) in enumerate(C.SCRIPTS):
         attr, sid = attrs[i % len(attrs)], f"demo-{i:03d}"
-        alt = ALTERNATIVE[attr]
-        plan = {"target": (attr, RECIPES[attr]), "neutral": ("neutral", NEUTRAL_RECIPE),
-                "alternative": (alt, RECIPES[alt])}
+        alt, base = ALTERNATIVE[attr], _base_voice(seed, sid)
+        plan = {"target": (attr, _voiced(RECIPES[attr], base)), "neutral": ("neutral", _voiced(NEUTRAL_RECIPE, base)),
+                "alternative": (alt, _voiced(RECIPES[alt], base))}
         variants = {}
         for name, (label, recipe) in plan.items():
             audio = clips.get(f"{sid}_{_slug(label)}_{name}", text, recipe)
@@ -272,20 +286,22 @@ def _scripts(clips: _Clips, seed: int) -> tuple[list[Script], list[MCQ]]:
     return scripts, mcqs
 
 
-def _tone_recipe(tone: str) -> Recipe:
-    return NEUTRAL_RECIPE if tone == "neutral" else RECIPES[tone]
+def _tone_recipe(tone: str, base: str) -> Recipe:
+    return _voiced(NEUTRAL_RECIPE if tone == "neutral" else RECIPES[tone], base)
 
 
-def _groups(clips: _Clips) -> tuple[list[ContextGroup], list[ToneGroup]]:
+def _groups(clips: _Clips, seed: int) -> tuple[list[ContextGroup], list[ToneGroup]]:
     ctx = []
     for i, g in enumerate(C.CONTEXT_GROUPS):
         gid = f"ctx-{i:02d}"
         cases = [ContextCase(f"c{k + 1}", context, reply) for k, (context, _style, reply) in enumerate(g["cases"])]
-        ctx.append(ContextGroup(gid, g["text"], clips.get(gid, g["text"], NEUTRAL_RECIPE), cases))
+        recipe = _voiced(NEUTRAL_RECIPE, _base_voice(seed, gid))
+        ctx.append(ContextGroup(gid, g["text"], clips.get(gid, g["text"], recipe), cases))
     tones = []
     for i, g in enumerate(C.TONE_GROUPS):
         gid = f"tone-{i:02d}"
-        cases = [ToneCase(t, t, clips.get(f"{gid}_{_slug(t)}", g["text"], _tone_recipe(t)),
+        base = _base_voice(seed, gid)
+        cases = [ToneCase(t, t, clips.get(f"{gid}_{_slug(t)}", g["text"], _tone_recipe(t, base)),
                           C.TONE_REPLIES[t].format(thing=g["thing"])) for t in g["tones"]]
         tones.append(ToneGroup(gid, g["text"], g["context"], cases))
     return ctx, tones
@@ -363,7 +379,7 @@ def build_demo(out_dir: str | Path, seed: int = 0, save: bool = True) -> Benchma
     clips = _Clips(out, seed)
     for _ in range(2):                   # plan, render, then build with the real refs
         scripts, mcqs = _scripts(clips, seed)
-        ctx, tones = _groups(clips)
+        ctx, tones = _groups(clips, seed)
         selection = _selection(clips, seed, ctx, tones)
         clips.render_all()
     clips.prune()

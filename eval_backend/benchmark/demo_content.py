@@ -327,7 +327,8 @@ CONTEXT_GROUPS: list[dict] = [
          "Her dream is coming true! Where is she heading?")]},
     {"text": "The teacher wants to talk to me about my son.", "cases": [
         ("The user's son has been getting into fights at school.", "gentle",
-         "That sounds worrying. It might help to listen first and plan together with the teacher. I can help you prepare."),
+         "That sounds worrying. It might help to listen first and plan together with the teacher. "
+         "I can help you prepare."),
         ("The user's son just won the school science fair.", "cheerful",
          "Maybe it's about the science fair win! You must be proud.")]},
     {"text": "I'm going to the hospital tomorrow.", "cases": [
