@@ -25,26 +25,26 @@ ANALYSIS_SR = 16000        # clips are resampled down to this before analysis
 @dataclass
 class Features:
     duration_s: float
-    speech_s: float                 # time in speech-active frames
-    rms_dbfs: float                 # overall level
-    active_level_dbfs: float        # level over speech-active frames
+    speech_s: float                       # time in speech-active frames (300-3400 Hz band)
+    rms_dbfs: float                       # overall level
+    active_level_dbfs: float              # level over speech-active frames
     peak_dbfs: float
-    noise_floor_dbfs: float         # level of the quietest frames
-    snr_db: float                   # active level vs noise floor, capped at SNR_CAP_DB
-    voiced_fraction: float          # voiced frames / active frames (whisper ~0)
-    pitch_median_hz: float | None   # None when (nearly) unvoiced
-    pitch_range_st: float | None    # 10th-90th percentile span in semitones
-    pitch_tremor_st: float | None   # RMS of 3-10 Hz F0 wobble inside voiced runs (sobbing, shaky voice)
-    hnr_db: float | None            # harmonics-to-noise ratio of voiced frames (hoarse/breathy lower)
-    speaking_rate: float            # syllable nuclei per second of speech (0 when no speech)
+    noise_floor_dbfs: float               # level of the quietest 10% of frames
+    snr_db: float                         # active level vs noise floor, capped at SNR_CAP_DB
+    voiced_fraction: float                # voiced frames / active frames (whisper ~0)
+    pitch_median_hz: float | None         # None when (nearly) unvoiced
+    pitch_range_st: float | None          # 10th-90th percentile span in semitones
+    pitch_tremor_st: float | None         # RMS of fast (> ~3 Hz) F0 wobble inside voiced runs (sobbing, shaky)
+    hnr_db: float | None                  # median harmonics-to-noise ratio of voiced frames (hoarse/breathy lower)
+    speaking_rate: float                  # syllable nuclei per second of speech (0 when no speech)
     syllables: int
-    am_depth_4_8: float             # depth of 4-8 Hz amplitude modulation over the active span (tremor)
-    spectral_flatness: float | None  # mean over active frames (noise-like / whisper higher)
+    am_depth_4_8: float                   # depth of 4-8 Hz amplitude modulation over the active span
+    spectral_flatness: float | None       # mean over active frames (noise-like / whisper higher)
     hf_ratio: float | None                # energy share above 4 kHz in active frames
     spectral_centroid_hz: float | None    # active frames (effort, shouting higher)
-    noise_centroid_hz: float | None       # spectral centroid of the quietest frames (wind low, rain high)
-    noise_flatness: float | None          # tonal background (beeps, alarms) low, broadband high
-    pause_fraction: float           # 1 - speech_s / duration_s
+    noise_centroid_hz: float | None       # quietest frames (wind low, rain high); None for digital silence
+    noise_flatness: float | None          # quietest frames: tonal (beeps) low, broadband high
+    pause_fraction: float                 # 1 - speech_s / duration_s
 
     def to_dict(self) -> dict:
         return asdict(self)
