@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import csv
 import os
+import re
 import signal
 import sqlite3
 import subprocess
@@ -125,16 +126,22 @@ def _text(page, elem_id: str) -> str:
 
 
 def _wait_text(page, elem_id: str, needle: str, timeout: float = 60_000) -> None:
-    page.wait_for_function("([id, s]) => (document.getElementById(id)?.innerText || '').includes(s)",
-                           arg=[elem_id, needle], timeout=timeout)
+    try:
+        page.wait_for_function("([id, s]) => (document.getElementById(id)?.innerText || '').includes(s)",
+                               arg=[elem_id, needle], timeout=timeout)
+    except Exception:
+        shown = str(page.evaluate("id => document.getElementById(id)?.innerText", elem_id))
+        shown += " | field errors: " + " / ".join(page.locator(".submit-error").all_inner_texts())
+        raise AssertionError(f"#{elem_id} never showed {needle!r}; it shows: {shown!r}") from None
 
 
-def _fill_endpoint(page, env, name: str) -> None:
+def _fill_endpoint(page, env, name: str, voice: str = "") -> None:
     _fill(page, "submit-name", name)
     _fill(page, "submit-org", "Empathy Arena tests")
     _fill(page, "submit-base-url", f"http://127.0.0.1:{env['bport']}/v1")
     _fill(page, "submit-model-id", "cascade-cue")
     page.locator("#submit-audio input[type=checkbox]").check()
+    _fill(page, "submit-voice", voice)
     page.locator("#submit-open input[type=checkbox]").check()
     page.locator("#submit-licence input").click()
     page.get_by_role("option", name="apache-2.0", exact=True).click()
@@ -167,7 +174,7 @@ def test_submit_cascade_cue_then_leaderboard_manifest_and_arena(env, page):
     page.get_by_role("tab", name="Submit").click()
     _fill_endpoint(page, env, "Cue Submitted")
     page.click("#submit-go")                                  # preflight: 2 real calls to the baseline
-    _wait_text(page, "submit-outcome", "Queued as request #1", timeout=180_000)
+    _wait_text(page, "submit-outcome", "request #1", timeout=180_000)
     _wait_text(page, "jobs-table", "PENDING")
     job = _db(env, "SELECT * FROM submissions WHERE id=1")[0]
     assert (job["model"], job["model_id"], job["audio_output"], job["licence"]) == \
@@ -199,10 +206,12 @@ def test_submit_cascade_cue_then_leaderboard_manifest_and_arena(env, page):
     page.wait_for_function("() => window.location.search.includes('kinds=')")
     shared = page.url
     page.goto(env["url"] + "/?kinds=reported&sort=LB3")
+    page.get_by_role("tab", name="Benchmark leaderboard").click()
     _wait_text(page, "bench-table", "GPT-4o-Audio")
     assert "Cue Submitted" not in _text(page, "bench-table")
     assert page.locator("#bench-sort input[value=LB3]").is_checked()
     page.goto(shared)
+    page.get_by_role("tab", name="Benchmark leaderboard").click()
     _wait_text(page, "bench-table", "Cue Submitted")
     assert "GPT-4o-Audio" not in _text(page, "bench-table")
 
@@ -225,25 +234,24 @@ def test_failed_job_shows_reason_then_retry_finishes(env, page):
     env["worker"].stop()                                      # hold the queue while the endpoint goes down
     page.goto(env["url"] + "/")
     page.get_by_role("tab", name="Submit").click()
-    _fill_endpoint(page, env, "Cue Retry")
+    _fill_endpoint(page, env, "Cue Retry", voice="alloy")     # other settings: not a duplicate of #1
     page.click("#submit-go")
-    _wait_text(page, "submit-outcome", "Queued as request #2", timeout=180_000)
+    _wait_text(page, "submit-outcome", "Queued as request #", timeout=180_000)
+    job_id = int(re.search(r"request #(\d+)", _text(page, "submit-outcome")).group(1))
     env["baseline"].stop()                                    # endpoint down
     env["worker"].start()
     _wait_text(page, "jobs-table", "endpoint_failed", timeout=300_000)
     assert "connection" in _text(page, "jobs-table")
     page.locator("#jobs-pick input").click()
-    page.get_by_role("option", name="#2 Cue Retry (FAILED)").click()
+    page.get_by_role("option", name=f"#{job_id} Cue Retry (FAILED)").click()
     _wait_text(page, "jobs-detail", "Why:")
     assert "endpoint_failed" in _text(page, "jobs-detail")
 
     env["baseline"].start(f"http://127.0.0.1:{env['bport']}/health")    # the endpoint is back
     page.click("#jobs-retry")
-    _wait_text(page, "jobs-action", "#2 is now PENDING")
-    page.wait_for_function("() => [...document.querySelectorAll('#jobs-table tr')].some("
-                           "tr => tr.innerText.includes('Cue Retry') && tr.innerText.includes('FINISHED'))",
-                           timeout=600_000)
-    job = _db(env, "SELECT state, error_class, claims FROM submissions WHERE id=2")[0]
+    _wait_text(page, "jobs-action", f"#{job_id} is now PENDING")
+    _wait_text(page, "jobs-detail", "Cue Retry: FINISHED", timeout=600_000)
+    job = _db(env, "SELECT state, error_class, claims FROM submissions WHERE id=?", (job_id,))[0]
     assert job["state"] == "FINISHED" and job["error_class"] is None
-    events = [e["event"] for e in _db(env, "SELECT event FROM submission_events WHERE job_id=2 ORDER BY id")]
+    events = [e["event"] for e in _db(env, "SELECT event FROM submission_events WHERE job_id=? ORDER BY id", (job_id,))]
     assert events[:3] == ["submitted", "claimed", "failed"] and "retried" in events and events[-1] == "finished"
