@@ -105,11 +105,16 @@ def judge_human_pairs(votes: Iterable, verdict: Callable[[str, str, str], object
     """(human, judge) per vote on `benchmark_hash`; `verdict(request_id, model_a, model_b)` returns a
     judges.PairVerdict. Returns the pairs and the judge's error messages (for the "why not" line)."""
     pairs, errors = [], []
+    asked = 0
     for v in votes:
-        if v.benchmark_hash != benchmark_hash or not v.request_id or human_outcome(v) is None:
+        if v.benchmark_hash != benchmark_hash or not v.request_id:
             continue
-        if limit is not None and len(pairs) >= limit:
+        if human_outcome(v) is None:          # "both bad": counted as left out, the judge is not asked
+            pairs.append((None, None))
+            continue
+        if limit is not None and asked >= limit:
             break
+        asked += 1
         pv = verdict(v.request_id, v.model_a, v.model_b)
         if pv.verdict is None and pv.error:
             errors.append(pv.error)

@@ -136,3 +136,48 @@ def test_rank_correlation_and_judge_human_agreement():
     assert ag.value == pytest.approx(3 / 4) and ag.n == 4 and ag.low < 0.75 < ag.high
     none = agreement.agreement_rate([(None, "A")])
     assert none.value is None and "no battle" in none.reason
+
+
+def test_judge_human_agreement_against_a_judge_over_http(tmp_path):
+    """The scorer's pairwise judge (a scripted judge on loopback that prefers the caring reply, asked in both
+    orders by judges.judge_pair) against arena votes on the same battles."""
+    import re as _re
+
+    from arena.storage import VoteRow
+    from judge_server import ScriptedJudge
+    from tests.arena_fixtures import build_benchmark
+
+    bench = build_benchmark(tmp_path / "bench", n_scripts=2)
+    store = Store(tmp_path / "data")
+    rids = [r for r in ("conversation/s0/target", "conversation/s1/target")]
+    for rid in rids:
+        _, item, variant = rid.split("/")
+        store.put_reply(Reply("warm", bench.hash, rid, "conversation", item, variant, "ok",
+                              text="I am so sorry, that sounds hard. I am here for you."))
+        store.put_reply(Reply("flat", bench.hash, rid, "conversation", item, variant, "ok", text="Okay. Next."))
+
+    def vote(i, rid, a, b, slot):
+        winner = {"A": a, "B": b}.get(slot, slot)
+        return VoteRow(i, a, b, winner, slot, None, None, None, "A", None, None, bench.hash, rid, 1.0 + i, "live")
+    votes = [vote(1, rids[0], "warm", "flat", "A"),        # human agrees with the judge
+             vote(2, rids[1], "flat", "warm", "A"),        # human prefers flat: disagrees
+             vote(3, rids[0], "flat", "warm", "both_bad"),  # no preference: left out
+             vote(4, rids[1], "warm", "flat", "A")]        # agrees
+    no_judge = agreement.judge_agreement(store, bench, votes, {})
+    assert no_judge.value is None and "no judge configured" in no_judge.reason
+
+    with ScriptedJudge() as judge:
+        def prefers_warm(body):
+            text = " ".join(str(m.get("content")) for m in body["messages"])
+            r1 = _re.search(r"<<REPLY_1-[0-9a-f]+>>\n(.*?)\n<<END", text, _re.S).group(1)
+            return '{"winner": {"score": "%s", "reason": "r"}}' % ("1" if "sorry" in r1 else "2")
+        judge.responder = prefers_warm
+        settings = {"judge": {"base_url": judge.base_url, "model": "scripted-judge", "timeout_s": 5}}
+        st = agreement.judge_agreement(store, bench, votes, settings)
+        asked = len(judge.requests)
+    assert st.value == pytest.approx(2 / 3) and st.n == 3
+    assert st.excluded == {"no human preference": 1}
+    # 3 battles × both orders, but battles 2 and 4 are the same request and pair in swapped slots: the judge
+    # cache answers the second one
+    assert asked == 4
+    assert "n = 3" in st.text("agreement")
