@@ -10,7 +10,7 @@ import pandas as pd
 
 SPOKEN = ("conversation", "context", "tone")
 N_SAMPLES = 3
-BREAKDOWN_KEYS = ("attribute", "variant", "dimension", "type", "kind")
+OTHER_KEYS = ("dimension", "type", "kind")     # shown together in one table, one row per (key, label)
 
 
 def breakdown_frame(doc: dict, key: str) -> pd.DataFrame:
@@ -31,6 +31,19 @@ def breakdown_frame(doc: dict, key: str) -> pd.DataFrame:
         return pd.DataFrame({key: [], "note": []})
     labels = sorted({lab for d in cols.values() for lab in d})
     return pd.DataFrame([{key: lab, **{m: d.get(lab, "—") for m, d in cols.items()}} for lab in labels])
+
+
+def other_breakdowns(doc: dict) -> pd.DataFrame:
+    """Dimension, question type and item kind breakdowns in one frame (column "breakdown" says which)."""
+    frames = []
+    for key in OTHER_KEYS:
+        f = breakdown_frame(doc, key)
+        if len(f):
+            frames.append(f.rename(columns={key: "label"}).assign(breakdown=key))
+    if not frames:
+        return pd.DataFrame({"breakdown": [], "label": []})
+    out = pd.concat(frames, ignore_index=True).fillna("—")
+    return out[["breakdown", "label"] + [c for c in out.columns if c not in ("breakdown", "label")]]
 
 
 def sample_replies(store, model: str, benchmark_hash: str, n: int = N_SAMPLES) -> list[dict]:
@@ -66,15 +79,16 @@ def build_model_page(ctx, docs_fn):
     with gr.Row():
         by_attr = gr.Dataframe(label="Per attribute", interactive=False, elem_id="model-page-attribute", wrap=True)
         by_var = gr.Dataframe(label="Per variant", interactive=False, elem_id="model-page-variant", wrap=True)
-    by_dim = gr.Dataframe(label="Per dimension (speaker / paralinguistic / environment)", interactive=False)
+    by_other = gr.Dataframe(label="Per dimension, question type and item kind", interactive=False,
+                            elem_id="model-page-other", wrap=True)
     gr.Markdown("#### Sample replies")
     sample_md, sample_audio = [], []
     with gr.Row():
         for i in range(N_SAMPLES):
             with gr.Column():
-                sample_md.append(gr.Markdown())
+                sample_md.append(gr.Markdown(elem_id=f"model-page-sample-{i}"))
                 sample_audio.append(gr.Audio(type="filepath", interactive=False, label=f"reply {i + 1}",
-                                             visible=False))
+                                             visible=False, elem_id=f"model-page-audio-{i}"))
     manifest = gr.JSON(label="Result manifest (how this score was made)", elem_id="model-page-manifest")
 
     def show(name):
@@ -90,7 +104,7 @@ def build_model_page(ctx, docs_fn):
         if not samples:
             mds[0] = "_No ok spoken reply stored for this model._"
         return [headline_markdown(doc), breakdown_frame(doc, "attribute"), breakdown_frame(doc, "variant"),
-                breakdown_frame(doc, "dimension"), *mds, *audios, doc["manifest"]]
+                other_breakdowns(doc), *mds, *audios, doc["manifest"]]
 
-    model.change(show, [model], [head, by_attr, by_var, by_dim, *sample_md, *sample_audio, manifest])
+    model.change(show, [model], [head, by_attr, by_var, by_other, *sample_md, *sample_audio, manifest])
     return model

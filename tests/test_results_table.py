@@ -181,3 +181,25 @@ def test_judge_human_agreement_against_a_judge_over_http(tmp_path):
     # cache answers the second one
     assert asked == 4
     assert "n = 3" in st.text("agreement")
+
+
+def test_model_page_frames_and_board_figures(scored):
+    from leaderboard.bench_board import arena_pairs, radar_figure, scatter_figure
+    from leaderboard.model_page import breakdown_frame, other_breakdowns
+    _, docs = scored
+    doc = docs["half"]
+    types = other_breakdowns(doc)
+    row = types[(types["breakdown"] == "type") & (types["label"] == "speech emotion")].iloc[0]
+    assert row["l1.understanding_acc"] == "0.500 (n=2)"
+    assert len(breakdown_frame(doc, "attribute")) == 0          # nothing breaks down by attribute here
+    df, groups = rt.build_table(docs, {}, rt.load_reported())
+    view = rt.apply_filters(df, groups, rt.FilterState())
+    radar = radar_figure(view)
+    assert [t.name for t in radar.data][0] == "good" and len(radar.data) == 6
+    assert radar.data[0].r[0] == 1.0                            # LB1 1.0 on its 0-1 range
+    ratings = [{"model": "good", "bt": 1050.0}, {"model": "half", "bt": 950.0}, {"model": "x", "bt": float("nan")}]
+    pairs = arena_pairs(ratings, df, "LB1")
+    assert pairs == {"good": (1050.0, 1.0), "half": (950.0, 0.5)}
+    rho = agreement.rank_correlation(pairs)
+    fig = scatter_figure(pairs, "LB1", rho)
+    assert "not computed" in fig.layout.title.text and list(fig.data[0].text) == ["good", "half"]
