@@ -268,3 +268,21 @@ def test_prompt_parsing_finds_each_task():
     ctx = parse_prompt(SYSTEM_CONVERSATION, "Context: her dog is ill", 1)
     assert ctx.task == "context" and ctx.context == "her dog is ill"
     assert parse_prompt(SYSTEM_CONVERSATION, "", 1).task == "conversation"
+
+
+def test_pcm16_output_and_audio_url_input(server, clips):
+    url = f"{server.base_url}/chat/completions"
+    body = {"model": "cascade-blind", "modalities": ["text", "audio"], "audio": {"voice": "x", "format": "pcm16"},
+            "messages": [{"role": "user", "content": [
+                {"type": "audio_url", "audio_url": {"url": "data:audio/wav;base64," + b64(clips["neutral"])}}]}]}
+    msg = message(httpx.post(url, json=body, timeout=60))
+    pcm = base64.b64decode(msg["audio"]["data"])
+    assert pcm[:4] != b"RIFF" and len(pcm) % 2 == 0
+    seconds = len(pcm) / 2 / 24_000
+    wav = message(chat(server, "cascade-blind", SYSTEM_CONVERSATION, "", [clips["neutral"]], audio=True))
+    samples, sr = decode_wav_bytes(base64.b64decode(wav["audio"]["data"]))
+    assert abs(seconds - len(samples) / sr) < 0.05          # the same reply, resampled to 24 kHz raw PCM
+    remote = {**body, "messages": [{"role": "user", "content": [
+        {"type": "audio_url", "audio_url": {"url": "http://example.invalid/a.wav"}}]}]}
+    resp = httpx.post(url, json=remote, timeout=10)
+    assert resp.status_code == 400 and "data: URL" in resp.json()["error"]["message"]

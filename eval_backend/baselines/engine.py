@@ -7,6 +7,7 @@ the same clip for ASR, conversation and several MCQs.
 """
 from __future__ import annotations
 
+import re
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass, field
@@ -142,7 +143,6 @@ class Engine:
 
 def _option_letters(text: str, n: int) -> list[str]:
     """Letters named on an 'Options: A, B, C' line, else A, B, C... in order."""
-    import re
     m = re.search(r"options:\s*([A-H](?:\s*,\s*[A-H])*)", text or "", flags=re.IGNORECASE)
     named = [x.strip().upper() for x in m.group(1).split(",")] if m else []
     if len(named) == n:
