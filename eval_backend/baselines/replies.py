@@ -60,9 +60,9 @@ def parse_prompt(system: str, text: str, n_audios: int) -> Prompt:
     context = ctx.group(1).strip() if ctx else None
     if "transcribe" in sys_l or text_l.strip().startswith("please transcribe"):
         task = "asr"
-    elif n_audios > 1 or "candidate spoken replies" in sys_l or "candidate" in sys_l and "repl" in sys_l:
+    elif n_audios > 1:           # option clips follow the user's: nothing else sends several
         task = "selection"
-    elif len(options) >= 2 or "multiple-choice" in sys_l:
+    elif len(options) >= 2:      # a question without option lines is answered like any turn
         task = "mcq"
     else:
         task = "context" if context else "conversation"
