@@ -257,3 +257,41 @@ def test_failed_job_shows_reason_then_retry_finishes(env, page):
     assert job["state"] == "FINISHED" and job["error_class"] is None
     events = [e["event"] for e in _db(env, "SELECT event FROM submission_events WHERE job_id=? ORDER BY id", (job_id,))]
     assert events[:3] == ["submitted", "claimed", "failed"] and "retried" in events and events[-1] == "finished"
+
+
+def _zip(path: Path, names: dict[str, bytes]) -> Path:
+    import zipfile
+    with zipfile.ZipFile(path, "w") as z:
+        for name, data in names.items():
+            z.writestr(name, data)
+    return path
+
+
+def test_predictions_upload_checked_in_the_form(env, page, tmp_path):
+    import json
+
+    import numpy as np
+
+    from eval_backend.audio.io import encode_wav
+    wav = encode_wav((0.3 * np.sin(2 * np.pi * 220 * np.arange(12000) / 24000)).astype(np.float32), 24000)
+    lines = "\n".join(json.dumps(x) for x in [
+        {"id": "context/g0/c0", "text": "That sounds hard.", "audio": "audio/0.wav"},
+        {"id": "conversation/s0/target", "text": "I am sorry to hear that."}])
+    good = _zip(tmp_path / "good.zip", {"run/predictions.jsonl": lines.encode(), "run/audio/0.wav": wav})
+    evil = _zip(tmp_path / "evil.zip", {"predictions.jsonl": lines.encode(), "../audio/0.wav": wav})
+    before = _db(env, "SELECT COUNT(*) n FROM submissions")[0]["n"]
+    page.goto(env["url"] + "/")
+    page.get_by_role("tab", name="Submit").click()
+    _fill(page, "submit-name", "Offline Model")
+    page.locator("#submit-kind label", has_text="Predictions upload").click()
+    page.locator("#submit-predictions input[type=file]").set_input_files(str(evil))
+    _wait_text(page, "submit-predictions", "evil.zip")
+    page.click("#submit-go")
+    _wait_text(page, "submit-err-predictions", "refused")
+    page.locator("#submit-predictions button[aria-label='Clear']").first.click()
+    page.locator("#submit-predictions input[type=file]").set_input_files(str(good))
+    _wait_text(page, "submit-predictions", "good.zip")
+    page.click("#submit-check")
+    _wait_text(page, "submit-outcome", "passes every check")
+    assert "predictions lines match" in _text(page, "submit-outcome")
+    assert _db(env, "SELECT COUNT(*) n FROM submissions")[0]["n"] == before      # nothing queued
