@@ -268,3 +268,16 @@ def test_missing_espeak_is_a_clear_error_and_writes_nothing(tmp_path, monkeypatc
     assert demo.main(parser.parse_args(["build", "--out", str(tmp_path / "d")])) == 2
     assert "espeak-ng is not installed" in capsys.readouterr().err
     assert not (tmp_path / "d").exists()
+
+
+def test_always_picking_the_plain_answer_is_no_better_than_chance(built):
+    """'normal pace', 'nothing but the speaker'... are right for neutral variants only; a model that
+    always picks them (without listening) must not beat guessing."""
+    bench, _ = built
+    from eval_backend.benchmark import demo_content as C
+    plain = {C.DESCRIPTIONS[v] for v in demo.NEUTRAL_ANSWER.values()}
+    fine = [m for m in bench.mcqs if m.type in demo.NEUTRAL_ANSWER]
+    assert all(any(o in plain for o in m.options) for m in fine)
+    hits = sum(m.options[OPTION_LETTERS.index(m.answer)] in plain for m in fine)
+    chance = sum(1 / len(m.options) for m in fine)
+    assert 0 < hits <= chance

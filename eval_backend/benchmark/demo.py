@@ -223,8 +223,11 @@ def _shuffled(right: str, wrongs: list[str], rng: np.random.Generator) -> tuple[
 def _fine_mcq(mid: str, qtype: str, label: str, audio: AudioRef, script_id: str, variant: str,
               seed: int) -> MCQ:
     rng = rng_for(seed, mid)
-    pool = [p for p in TYPE_POOL[qtype] if p != label]
-    wrongs = [pool[i] for i in rng.choice(len(pool), size=min(N_OPTIONS - 1, len(pool)), replace=False)]
+    # the plain answer is always offered, so its presence tells nothing about the audio
+    fixed = [NEUTRAL_ANSWER[qtype]] if qtype in NEUTRAL_ANSWER and label != NEUTRAL_ANSWER[qtype] else []
+    pool = [p for p in TYPE_POOL[qtype] if p != label and p not in fixed]
+    size = min(N_OPTIONS - 1 - len(fixed), len(pool))
+    wrongs = fixed + [pool[i] for i in rng.choice(len(pool), size=size, replace=False)]
     options, answer = _shuffled(C.DESCRIPTIONS.get(label, label), [C.DESCRIPTIONS.get(w, w) for w in wrongs], rng)
     return MCQ(mid, "understanding", qtype, audio, QUESTIONS[qtype], options, answer, script_id, variant)
 
@@ -266,7 +269,9 @@ def _scripts(clips: _Clips, seed: int) -> tuple[list[Script], list[MCQ]]:
         if understanding_type(alt) == qtype:
             mcqs.append(_fine_mcq(f"u-{sid}-alternative", qtype, alt, variants["alternative"].audio, sid,
                                   "alternative", seed))
-        if qtype in NEUTRAL_ANSWER:
+        # the plain answer ("normal pace", "nothing but the speaker"...) is right for neutral variants only:
+        # ask about half of them, so always picking it stays below chance
+        if qtype in NEUTRAL_ANSWER and rng_for(seed, f"{sid}/neutral-mcq").random() < 0.5:
             mcqs.append(_fine_mcq(f"u-{sid}-neutral", qtype, NEUTRAL_ANSWER[qtype], variants["neutral"].audio,
                                   sid, "neutral", seed))
         for k, (rtype, question, right, wrongs) in enumerate(C.REASONING.get(attr, [])):
