@@ -2,7 +2,7 @@
 
 Thin: validation, the queue and the worker live in eval_backend.submissions; this module turns the form
 into a `SubmissionForm`, shows `SubmitOutcome.errors` under their fields and lists `list_jobs()`.
-Who submits: the HF user signed in with `gr.LoginButton` on Spaces (SPACE_ID set); locally the operator
+Who submits: the HF user signed in with `gr.LoginButton` on Spaces; locally the operator
 named by EMPATHY_ARENA_LOCAL_OPERATOR (else the first of EMPATHY_ARENA_OPERATORS, else "operator").
 The API key box is a password field, cleared after every submit, and its value is never shown or logged.
 """
@@ -25,7 +25,9 @@ JOB_COLUMNS = ["#", "model", "state", "submitter", "submitted", "updated", "reas
 
 
 def on_spaces() -> bool:
-    return bool(os.environ.get("SPACE_ID"))
+    """Gradio's own test (SYSTEM=spaces + SPACE_ID), so the login button and OAuth routes agree with it."""
+    from gradio.utils import get_space
+    return get_space() is not None
 
 
 def local_submitter(settings) -> Submitter:
@@ -232,24 +234,27 @@ def build_submit_tab(ctx) -> None:
             msg = f"⚠️ {exc}"
         return msg, gr.update(value=""), *listing(job_id)
 
+    # Explicit positional parameters: Gradio injects the OAuth profile only into positional ones (None when
+    # nobody is signed in). Locally no handler asks for it: a profile parameter would make Gradio mount its
+    # mocked login, which looks up the machine's HF token.
     if spaces:
-        def submit_fn(*values, profile: gr.OAuthProfile | None = None):
-            return do_submit(False, profile, *values)
+        def submit_fn(n, o, li, lic, ow, k, u, m, a, v, key, p, profile: gr.OAuthProfile | None):
+            return do_submit(False, profile, n, o, li, lic, ow, k, u, m, a, v, key, p)
 
-        def check_fn(*values, profile: gr.OAuthProfile | None = None):
-            return do_submit(True, profile, *values)
+        def check_fn(n, o, li, lic, ow, k, u, m, a, v, key, p, profile: gr.OAuthProfile | None):
+            return do_submit(True, profile, n, o, li, lic, ow, k, u, m, a, v, key, p)
 
-        def retry_fn(job_id, key, profile: gr.OAuthProfile | None = None):
+        def retry_fn(job_id, key, profile: gr.OAuthProfile | None):
             return act("retry", profile, job_id, key)
 
-        def cancel_fn(job_id, key, profile: gr.OAuthProfile | None = None):
+        def cancel_fn(job_id, key, profile: gr.OAuthProfile | None):
             return act("cancel", profile, job_id, key)
     else:
-        def submit_fn(*values):
-            return do_submit(False, None, *values)
+        def submit_fn(n, o, li, lic, ow, k, u, m, a, v, key, p):
+            return do_submit(False, None, n, o, li, lic, ow, k, u, m, a, v, key, p)
 
-        def check_fn(*values):
-            return do_submit(True, None, *values)
+        def check_fn(n, o, li, lic, ow, k, u, m, a, v, key, p):
+            return do_submit(True, None, n, o, li, lic, ow, k, u, m, a, v, key, p)
 
         def retry_fn(job_id, key):
             return act("retry", None, job_id, key)

@@ -295,3 +295,32 @@ def test_predictions_upload_checked_in_the_form(env, page, tmp_path):
     _wait_text(page, "submit-outcome", "passes every check")
     assert "predictions lines match" in _text(page, "submit-outcome")
     assert _db(env, "SELECT COUNT(*) n FROM submissions")[0]["n"] == before      # nothing queued
+
+
+SPACES_PROBE = """
+import tempfile
+import gradio as gr
+from gradio import helpers
+import leaderboard.submit_tab as st
+from eval_backend.store import Store
+class Ctx: pass
+c = Ctx(); c.store = Store(tempfile.mkdtemp())
+with gr.Blocks() as demo:
+    st.build_submit_tab(c)
+assert st.on_spaces() and demo.expects_oauth
+fn = [f for f in demo.fns.values() if getattr(f.fn, '__name__', '') == 'submit_fn'][0].fn
+args, *_ = helpers.special_args(fn, ['x'] * 12, None)      # Gradio injects the profile (signed out: None)
+assert len(args) == 13 and args[-1] is None
+assert 'Sign in' in fn(*args)[-2]
+print('OK')
+"""
+
+
+def test_on_spaces_the_form_needs_a_signed_in_user(tmp_path):
+    """With Spaces' OAuth environment the handlers take Gradio's OAuth profile; signed out, nothing is submitted."""
+    env = {**os.environ, "SYSTEM": "spaces", "SPACE_ID": "test/space", "OAUTH_CLIENT_ID": "id",
+           "OAUTH_CLIENT_SECRET": "secret", "OPENID_PROVIDER_URL": "https://huggingface.co",
+           "OAUTH_SCOPES": "openid profile", "EMPATHY_ARENA_DATA_DIR": str(tmp_path)}
+    out = subprocess.run([sys.executable, "-c", SPACES_PROBE], cwd=ROOT, env=env, capture_output=True, text=True,
+                         timeout=300)
+    assert out.returncode == 0 and out.stdout.strip().endswith("OK"), out.stderr[-2000:]
