@@ -111,9 +111,9 @@ def model_infos(ctx) -> dict[str, rt.ModelInfo]:
                 infos[spec.name] = rt.ModelInfo("baseline", spec.audio_output, True, "Empathy Arena (baseline)")
     except (OSError, ValueError):
         pass
-    svc = getattr(ctx, "submissions", None)
-    if svc is not None:
-        for job in reversed(svc.list_jobs()):        # oldest first: the newest finished job wins
+    if getattr(ctx, "store", None) is not None:
+        from .submit_tab import service_for
+        for job in reversed(service_for(ctx).list_jobs()):        # oldest first: the newest finished job wins
             if job.state == "FINISHED":
                 infos[job.model] = rt.ModelInfo(job.kind, job.audio_output if job.kind == "endpoint" else None,
                                                 job.open_weights, job.organisation, job.licence, job.link)

@@ -14,8 +14,8 @@ import time
 import gradio as gr
 import pandas as pd
 
-from eval_backend.submissions import (LICENCES, JobError, SubmissionForm, SubmissionService, Submitter,
-                                      settings_from_env)
+from eval_backend.submissions import (LICENCES, JobError, SubmissionForm, SubmissionService, SubmissionSettings,
+                                      Submitter, settings_from_env)
 
 LOCAL_OPERATOR_ENV = "EMPATHY_ARENA_LOCAL_OPERATOR"
 FIELDS = ("name", "organisation", "link", "licence", "open_weights", "kind", "base_url", "model_id",
@@ -100,10 +100,17 @@ def error_updates(errors: dict[str, str]) -> list:
 
 
 def service_for(ctx) -> SubmissionService:
-    svc = getattr(ctx, "submissions", None)
+    """The submissions service over ctx.store, made once per context. `ctx.submissions` may hold the
+    operator's SubmissionSettings (app.py) or a ready SubmissionService; absent, the demo settings."""
+    svc = getattr(ctx, "submission_service", None)
     if svc is None:
-        svc = SubmissionService(ctx.store, settings_from_env(demo=True))
-        ctx.submissions = svc
+        given = getattr(ctx, "submissions", None)
+        if isinstance(given, SubmissionService):
+            svc = given
+        else:
+            svc = SubmissionService(ctx.store, given if isinstance(given, SubmissionSettings)
+                                    else settings_from_env(demo=True))
+        ctx.submission_service = svc
     return svc
 
 

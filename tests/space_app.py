@@ -23,19 +23,17 @@ def build(data_dir=None, worker: bool = False):
     from app import SpaceContext
     from arena.http_api import mount_http_api
     from arena.ui import build_arena_tab
-    from eval_backend.submissions import SubmissionService, settings_from_env
     from leaderboard.about_tab import build_about_tab
     from leaderboard.bench_board import build_bench_tab
     from leaderboard.submit_tab import build_submit_tab
 
-    ctx = SpaceContext(data_dir)
-    ctx.submissions = SubmissionService(ctx.store, settings_from_env(demo=True))
+    ctx = SpaceContext(data_dir)         # ctx.submissions: SubmissionSettings (demo: loopback allowlisted)
     ctx.bootstrap.start()
     ctx.bootstrap.ready.wait(120)
     handle = None
     if worker:
         from eval_backend.submissions.worker import start_worker_thread
-        handle = start_worker_thread(settings=ctx.submissions.settings, store=ctx.store, poll_s=1.0)
+        handle = start_worker_thread(settings=ctx.submissions, store=ctx.store, poll_s=1.0)
     with gr.Blocks(title="Empathy Arena (test)") as demo:
         with gr.Tab("Arena", id="arena"):
             build_arena_tab(ctx.arena)
