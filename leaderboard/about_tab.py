@@ -33,9 +33,9 @@ converted to our units.
 
 ## How ratings work
 
-In the **arena** you hear the user's clip and two anonymous replies to it (the order in which they play is
-random and recorded), listen to all of them, and vote A, B, tie or both bad; the names are revealed after the
-vote. Optional separate votes for *what was said* and *how it sounded*.
+In the **arena** you hear the user's clip and two anonymous replies to it (which model is A, the one played
+first, is drawn at random; the slot heard first is recorded with the vote), listen to all of them, and vote
+A, B, tie or both bad; the names are revealed after the vote. Optional separate votes for *what was said* and *how it sounded*.
 
 - **TrueSkill** (μ 25, σ 25/3, draw probability 0.10) is updated with every vote; the table is sorted by the
   conservative μ − 3σ. TrueSkill depends on the order of the votes, so the vote log is append-only and
