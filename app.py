@@ -27,12 +27,15 @@ from arena.ui import build_arena_tab  # noqa: E402
 from eval_backend import config  # noqa: E402
 from eval_backend.bootstrap import Bootstrap  # noqa: E402
 from eval_backend.store import Store  # noqa: E402
+from leaderboard.about_tab import build_about_tab  # noqa: E402
 from leaderboard.arena_board import build_arena_leaderboard_tab  # noqa: E402
+from leaderboard.bench_board import build_bench_tab  # noqa: E402
 from eval_backend.hub_sync import HubSync  # noqa: E402
 from eval_backend.submissions import settings_from_env as submission_settings  # noqa: E402
 from eval_backend.submissions.worker import start_worker_thread  # noqa: E402
 from leaderboard.browse_tab import build_browse_tab  # noqa: E402
 from leaderboard.health_tab import build_health_tab  # noqa: E402
+from leaderboard.submit_tab import build_submit_tab  # noqa: E402
 
 log = logging.getLogger("empathy_arena")
 
@@ -74,10 +77,16 @@ def build_blocks(ctx: SpaceContext) -> gr.Blocks:
             build_arena_tab(ctx.arena)
         with gr.Tab("Arena leaderboard", id="arena-board"):
             build_arena_leaderboard_tab(ctx.arena)
+        with gr.Tab("Benchmark leaderboard", id="bench-board"):
+            build_bench_tab(ctx)
+        with gr.Tab("Submit", id="submit"):
+            build_submit_tab(ctx)
         with gr.Tab("Browse benchmark", id="browse"):
             list_items, collection, item, model = build_browse_tab(ctx)
         with gr.Tab("Integrity health", id="health"):
             _, render_health, health_outputs = build_health_tab(ctx)
+        with gr.Tab("About", id="about"):
+            build_about_tab(ctx)
         demo.load(list_items, [collection], [item, model])
         demo.load(render_health, None, health_outputs)
     return demo

@@ -151,7 +151,16 @@ class Bootstrap:
             failed = getattr(summary, "failed", 0)
             if failed:
                 self.status.errors.append(f"{spec.name}: {failed} requests failed (see the Browse tab)")
+            self._score(spec.name)
         self.status.done = total
+
+    def _score(self, model: str) -> None:
+        """Baselines get leaderboard rows like any submission (no judge: judge columns say "not computed")."""
+        from .scoring.cli import build_settings, score_one
+
+        self._set("scoring baselines", model, done=self.status.done, total=self.status.total)
+        score_one(model, self.benchmark_spec, self.data_dir, build_settings(None, self.data_dir),
+                  benchmark=self.benchmark)
 
     def stop(self) -> None:
         if self.server and self.server.poll() is None:
