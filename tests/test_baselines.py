@@ -7,6 +7,7 @@ import json
 import os
 import socket
 import subprocess
+import tempfile
 import sys
 import time
 from pathlib import Path
@@ -60,13 +61,16 @@ class BaselineServer:
         self.timeout_s = timeout_s
 
     def __enter__(self) -> "BaselineServer":
+        # a file, not a pipe: nobody reads a pipe during a long run, and a full pipe would stall the server
+        self.log = tempfile.TemporaryFile()
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "eval_backend.baselines", "serve", "--host", "127.0.0.1", "--port", str(self.port)],
-            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env={**os.environ, "HF_HUB_OFFLINE": "1"})
+            cwd=ROOT, stdout=self.log, stderr=subprocess.STDOUT, env={**os.environ, "HF_HUB_OFFLINE": "1"})
         deadline = time.monotonic() + self.timeout_s
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
-                raise RuntimeError(f"baseline server exited: {self.proc.stdout.read().decode(errors='replace')}")
+                self.log.seek(0)
+                raise RuntimeError(f"baseline server exited: {self.log.read().decode(errors='replace')[-3000:]}")
             try:
                 if httpx.get(f"{self.root}/health", timeout=1).status_code == 200:
                     return self
@@ -83,6 +87,7 @@ class BaselineServer:
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.wait()
+        self.log.close()
 
     def stats(self) -> dict:
         return httpx.get(f"{self.root}/stats", timeout=5).json()

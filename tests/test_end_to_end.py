@@ -10,19 +10,13 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
-import sys
-import time
-from pathlib import Path
 
 import pytest
 
 from eval_backend.benchmark.loaders import load_benchmark
 from eval_backend.store import Store
 from eval_backend.tasks import SPOKEN_TASKS, build_requests
-from test_baselines import ROOT, BaselineServer
-
-MODELS = ("cascade-blind", "cascade-cue")
+from demo_pipeline import MODELS
 
 
 def accuracy(replies, answers: dict[str, str], task_prefix: str) -> float:
@@ -34,28 +28,12 @@ def accuracy(replies, answers: dict[str, str], task_prefix: str) -> float:
 
 @pytest.mark.slow
 @pytest.mark.timeout(3600)
-def test_both_baselines_answer_every_demo_request(tmp_path):
-    data = tmp_path / "data"
-    t0 = time.perf_counter()
-    subprocess.run([sys.executable, "-m", "eval_backend", "demo", "build", "--data-dir", str(data)],
-                   cwd=ROOT, check=True, capture_output=True, timeout=900)
-    t_build = time.perf_counter() - t0
-    with BaselineServer() as server:
-        models_file = tmp_path / "models.yaml"
-        models_file.write_text("models:\n" + "".join(
-            f"  - {{name: {m}, base_url: '{server.base_url}', model: {m}, audio_output: true, baseline: true,"
-            f" timeout_s: 600}}\n" for m in MODELS))
-        t1 = time.perf_counter()
-        runs = [subprocess.Popen([sys.executable, "-m", "eval_backend", "run", "--model", m, "--benchmark", "demo",
-                                  "--models-file", str(models_file), "--data-dir", str(data), "--no-progress",
-                                  "--concurrency", "4", "--max-attempts", "1"],
-                                 cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT) for m in MODELS]
-        outputs = [p.communicate(timeout=3000)[0].decode(errors="replace") for p in runs]
-        t_run = time.perf_counter() - t1
-        for p, out in zip(runs, outputs):
-            assert p.returncode == 0, out
-        stats = server.stats()
-    print(f"\ndemo build {t_build:.0f} s; both baselines {t_run:.0f} s; " + " | ".join(o.strip() for o in outputs))
+def test_both_baselines_answer_every_demo_request(demo_run):
+    data, stats, outputs = demo_run.data, demo_run.stats, demo_run.outputs
+    for code, out in zip(demo_run.returncodes, outputs):
+        assert code == 0, out
+    print(f"\ndemo build {demo_run.build_s:.0f} s; both baselines {demo_run.run_s:.0f} s; "
+          + " | ".join(o.strip() for o in outputs))
 
     bench = load_benchmark("demo", data)
     requests = [r for r in build_requests(bench) if r.usable]

@@ -1,0 +1,51 @@
+"""One real run of the whole offline pipeline, shared by the slow acceptance tests.
+
+Builds the demo benchmark (espeak-ng), serves both baselines on loopback and runs
+`python -m eval_backend run` for cascade-blind and cascade-cue in parallel (the
+server's ASR cache is shared, so each clip is transcribed once). The end-to-end
+test checks what was stored; the known-groups test scores it. Running it once
+instead of per test saves several minutes of Whisper in CI.
+"""
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from test_baselines import ROOT, BaselineServer
+
+MODELS = ("cascade-blind", "cascade-cue")
+
+
+@dataclass
+class DemoRun:
+    data: Path
+    stats: dict            # the baseline server's /stats after both runs
+    outputs: list[str]     # the runner's output per model
+    returncodes: list[int]
+    build_s: float
+    run_s: float
+
+
+def run_demo_pipeline(root: Path) -> DemoRun:
+    data = root / "data"
+    t0 = time.perf_counter()
+    subprocess.run([sys.executable, "-m", "eval_backend", "demo", "build", "--data-dir", str(data)],
+                   cwd=ROOT, check=True, capture_output=True, timeout=900)
+    build_s = time.perf_counter() - t0
+    with BaselineServer() as server:
+        models_file = root / "models.yaml"
+        models_file.write_text("models:\n" + "".join(
+            f"  - {{name: {m}, base_url: '{server.base_url}', model: {m}, audio_output: true, baseline: true,"
+            f" timeout_s: 600}}\n" for m in MODELS))
+        t1 = time.perf_counter()
+        runs = [subprocess.Popen([sys.executable, "-m", "eval_backend", "run", "--model", m, "--benchmark", "demo",
+                                  "--models-file", str(models_file), "--data-dir", str(data), "--no-progress",
+                                  "--concurrency", "4", "--max-attempts", "1"],
+                                 cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT) for m in MODELS]
+        outputs = [p.communicate(timeout=3000)[0].decode(errors="replace") for p in runs]
+        run_s = time.perf_counter() - t1
+        stats = server.stats()
+    return DemoRun(data, stats, outputs, [p.returncode for p in runs], build_s, run_s)
