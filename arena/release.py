@@ -18,7 +18,6 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
-import math
 import os
 import shutil
 import subprocess
@@ -28,6 +27,7 @@ from pathlib import Path
 
 from . import bradley_terry as bt
 from .ratings import TrueSkillParams, replay
+from .service import ratings_rows
 from .storage import AXES, EXPORT_FIELDS, VoteRow
 from .votes_io import format_votes
 
@@ -55,14 +55,7 @@ def leaderboard(votes: list[VoteRow], params: TrueSkillParams, rounds: int, axis
     for row, _ in rated:
         n[row.model_a] += 1
         n[row.model_b] += 1
-    out = []
-    for model, r in ts.items():
-        b = fit.get(model, {})
-        out.append({"model": model, "mu": r.mu, "sigma": r.sigma, "conservative": r.conservative,
-                    "bt": _num(b.get("bt")), "bt_low": _num(b.get("bt_low")), "bt_high": _num(b.get("bt_high")),
-                    "votes": n[model]})
-    out.sort(key=lambda x: -x["conservative"])
-    return out
+    return ratings_rows(ts, fit, n)
 
 
 def table_json(rows: list[dict]) -> str:
@@ -189,7 +182,3 @@ def rebuild(release_dir: str | Path, axis: str = "overall") -> tuple[list[dict],
     released = (Path(release_dir) / "ratings" / f"{axis}.json").read_text()
     return rows, {"release": manifest["release"], "axis": axis, "votes": len(votes),
                   "identical": table_json(rows) == released}
-
-
-def _num(x) -> float | None:
-    return None if x is None or (isinstance(x, float) and math.isnan(x)) else float(x)

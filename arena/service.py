@@ -145,6 +145,19 @@ def _attribute(b: Benchmark, task: str, item_id: str, variant: str) -> str | Non
     return None
 
 
+def ratings_rows(ts: dict[str, Rating], fit: dict[str, dict], votes: dict[str, int]) -> list[dict]:
+    """The rows of `python -m arena ratings --json`, best conservative score first. One function for the live
+    table and the release rebuild, so the two cannot drift apart."""
+    out = []
+    for model, r in ts.items():
+        b = fit.get(model, {})
+        out.append({"model": model, "mu": r.mu, "sigma": r.sigma, "conservative": r.conservative,
+                    "bt": _num(b.get("bt")), "bt_low": _num(b.get("bt_low")), "bt_high": _num(b.get("bt_high")),
+                    "votes": votes[model]})
+    out.sort(key=lambda x: -x["conservative"])
+    return out
+
+
 class ArenaService:
     def __init__(self, store: Store, settings: ArenaSettings | None = None,
                  benchmarks: Iterable[Benchmark] | None = None,
@@ -503,14 +516,7 @@ class ArenaService:
             if v.outcome(axis) is not None:
                 n[v.model_a] += 1
                 n[v.model_b] += 1
-        out = []
-        for model, r in ts.items():
-            b = fit.get(model, {})
-            out.append({"model": model, "mu": r.mu, "sigma": r.sigma, "conservative": r.conservative,
-                        "bt": _num(b.get("bt")), "bt_low": _num(b.get("bt_low")), "bt_high": _num(b.get("bt_high")),
-                        "votes": n[model]})
-        out.sort(key=lambda x: -x["conservative"])
-        return out
+        return ratings_rows(ts, fit, n)
 
     def position_bias(self) -> bt.Proportion:
         """Share of decisive live votes won by the first-heard reply, with a 95% Wilson interval."""
