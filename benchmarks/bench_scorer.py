@@ -39,6 +39,7 @@ def wall_runs(args) -> list[float]:
         t0 = time.perf_counter()
         subprocess.run(cmd, check=True, cwd=ROOT, env=env, stdout=subprocess.DEVNULL)
         out.append(time.perf_counter() - t0)
+        print(f"  run {len(out)}: {out[-1]:.1f} s wall", flush=True)
     return out
 
 
@@ -81,7 +82,7 @@ def main() -> int:
     print(f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
           f"Python {platform.python_version()}, load average {os.getloadavg()[0]:.1f}")
     fam, n_replies, run = family_cpu(args)
-    print(f"replies scored: {n_replies}")
+    print(f"replies scored: {n_replies}", flush=True)
     print(f"{'family':<14}{'metrics':>8}{'items':>8}{'CPU s':>9}{'ms/item':>10}")
     for name, f in sorted(fam.items()):
         per = 1000 * f["cpu_s"] / f["items"] if f["items"] else float("nan")
