@@ -148,6 +148,7 @@ class Bootstrap:
             self._set("running baselines", spec.name, done=i * total // len(specs), total=total)
             summary = asyncio.run(run_model(spec, self.benchmark, store, concurrency=self.concurrency,
                                             progress=False))
+            self.status.done = (i + 1) * total // len(specs)
             failed = getattr(summary, "failed", 0)
             if failed:
                 self.status.errors.append(f"{spec.name}: {failed} requests failed (see the Browse tab)")
