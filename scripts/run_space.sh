@@ -4,4 +4,5 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 export GRADIO_ANALYTICS_ENABLED=False HF_HUB_OFFLINE=1
-exec python3 app.py
+. scripts/python_env.sh
+exec "$PY" app.py

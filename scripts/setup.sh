@@ -12,4 +12,5 @@ if [ -n "$need" ]; then
   # shellcheck disable=SC2086
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q $need
 fi
-python3 -m pip install -q -r "$reqs"
+. scripts/python_env.sh
+"$PY" -m pip install -q -r "$reqs"
