@@ -72,8 +72,8 @@ def test_rouge_l_by_hand():
 # ---------------------------------------------------------------- WordNet + METEOR
 @pytest.fixture(scope="module")
 def wordnet_dir(tmp_path_factory):
-    if not (wordnet_setup.DEBIAN_WORDNET / "data.noun").is_file():
-        pytest.skip(wordnet_setup.INSTALL_HINT)
+    # packages.txt installs WordNet, so its absence is a broken setup, not a reason to skip
+    assert (wordnet_setup.DEBIAN_WORDNET / "data.noun").is_file(), wordnet_setup.INSTALL_HINT
     return wordnet_setup.ensure_wordnet(tmp_path_factory.mktemp("data"))
 
 
