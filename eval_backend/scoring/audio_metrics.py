@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import threading
+from concurrent.futures import ThreadPoolExecutor
 from collections import defaultdict
 from statistics import mean
 from typing import Any, Callable
@@ -35,6 +36,7 @@ DNSMOS_SR = 16_000
 _ASR: Any = None
 _DNSMOS: Any = None
 _ASR_LOCK = threading.Lock()
+DNSMOS_WORKERS = 2   # the machine's cores
 
 
 # ---------------------------------------------------------------- shared per-clip measurements
@@ -122,22 +124,32 @@ def _spoken(ctx: ScoringContext):
                 yield rid, r, info
 
 
-def _per_clip(ctx: ScoringContext, key: str, fn: Callable[[ScoringContext, Any, RequestInfo], Any]) -> dict:
-    """Memoised {rid: value | Exception-reason str} over spoken replies with audio."""
+def _per_clip(ctx: ScoringContext, key: str, fn: Callable[[ScoringContext, Any, RequestInfo], Any],
+              workers: int = 1) -> dict:
+    """Memoised {rid: value | Failure} over spoken replies with audio. `workers` > 1 measures clips in
+    threads: only for code that releases the GIL and is thread-safe (DNSMOS's ONNX sessions); the values
+    do not depend on the schedule, so results stay identical run to run."""
     memo_key = f"audio:{key}"
     if memo_key not in ctx.cache:
-        out = {}
-        for rid, reply, info in _spoken(ctx):
+        items = list(_spoken(ctx))
+
+        def one(item) -> Any:
+            _, reply, info = item
             if reply.status != "ok":
-                out[rid] = Failure("reply_failed", reply.error_class or "")
-                continue
+                return Failure("reply_failed", reply.error_class or "")
             try:
-                out[rid] = fn(ctx, reply, info)
+                return fn(ctx, reply, info)
             except BadAudio as exc:
-                out[rid] = Failure("bad_audio", str(exc))
+                return Failure("bad_audio", str(exc))
             except ValueError as exc:        # features.extract on unusable input
-                out[rid] = Failure("bad_audio", str(exc))
-        ctx.cache[memo_key] = out
+                return Failure("bad_audio", str(exc))
+
+        if workers > 1:
+            with ThreadPoolExecutor(max_workers=workers) as pool:
+                values = list(pool.map(one, items))
+        else:
+            values = [one(item) for item in items]
+        ctx.cache[memo_key] = {rid: v for (rid, _, _), v in zip(items, values)}
     return ctx.cache[memo_key]
 
 
@@ -186,7 +198,8 @@ def _result(ctx: ScoringContext, values: dict, pick: Callable[[Any], float | Non
 
 # ---------------------------------------------------------------- DNSMOS
 def _dnsmos_values(ctx: ScoringContext) -> dict:
-    return _per_clip(ctx, "dnsmos", lambda c, r, i: dnsmos(*_clip(c, r.audio_path)))
+    # two clips at once: each ONNX session runs single-threaded, so one clip leaves a core idle
+    return _per_clip(ctx, "dnsmos", lambda c, r, i: dnsmos(*_clip(c, r.audio_path)), workers=DNSMOS_WORKERS)
 
 
 def _dnsmos_metric(field: str):
