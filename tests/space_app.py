@@ -3,7 +3,7 @@
     EMPATHY_ARENA_DATA_DIR=DIR EMPATHY_ARENA_BOOTSTRAP=0 python -m tests.space_app --port 7871 [--worker]
 
 Uses app.py's SpaceContext (store, arena, bootstrap that only loads the benchmark when
-EMPATHY_ARENA_BOOTSTRAP=0) and adds the tabs the way app.py is asked to. `--worker` also starts the
+EMPATHY_ARENA_BOOTSTRAP=0) and app.py's build_app, without app.main's in-process worker and Hub sync. `--worker` also starts the
 in-process worker (`start_worker_thread`); the browser test runs the worker as its own process instead,
 so it can stop it between steps.
 """
@@ -17,15 +17,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 
 def build(data_dir=None, worker: bool = False):
-    import gradio as gr
-    from fastapi import FastAPI
-
-    from app import SpaceContext
-    from arena.http_api import mount_http_api
-    from arena.ui import build_arena_tab
-    from leaderboard.about_tab import build_about_tab
-    from leaderboard.bench_board import build_bench_tab
-    from leaderboard.submit_tab import build_submit_tab
+    from app import SpaceContext, build_app
 
     ctx = SpaceContext(data_dir)         # ctx.submissions: SubmissionSettings (demo: loopback allowlisted)
     ctx.bootstrap.start()
@@ -34,18 +26,7 @@ def build(data_dir=None, worker: bool = False):
     if worker:
         from eval_backend.submissions.worker import start_worker_thread
         handle = start_worker_thread(settings=ctx.submissions, store=ctx.store, poll_s=1.0)
-    with gr.Blocks(title="Empathy Arena (test)") as demo:
-        with gr.Tab("Arena", id="arena"):
-            build_arena_tab(ctx.arena)
-        with gr.Tab("Benchmark leaderboard", id="bench-board"):
-            build_bench_tab(ctx)
-        with gr.Tab("Submit", id="submit"):
-            build_submit_tab(ctx)
-        with gr.Tab("About", id="about"):
-            build_about_tab(ctx)
-    app = FastAPI()
-    mount_http_api(app, ctx.arena)
-    app = gr.mount_gradio_app(app, demo, path="/", allowed_paths=[str(ctx.data_dir)], footer_links=[])
+    app = build_app(ctx)              # the production app: every tab plus the JSON API
     return app, ctx, handle
 
 

@@ -20,12 +20,11 @@ import signal
 import sqlite3
 import subprocess
 import sys
-import time
-import urllib.request
 from pathlib import Path
 
 import pytest
 
+from eval_backend.bootstrap import wait_http_ok
 from tests.arena_fixtures import free_port, seed
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.timeout(900)]
@@ -38,18 +37,10 @@ SECRET = "sk-test-NEVER-SHOWN-1234"
 
 
 def _wait_http(url: str, proc: subprocess.Popen, timeout: float, log: Path) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"{url}: process exited {proc.returncode}: {log.read_text(errors='replace')[-3000:]}")
-        try:
-            with urllib.request.urlopen(url, timeout=2) as r:
-                if r.status == 200:
-                    return
-        except OSError:
-            pass
-        time.sleep(0.3)
-    raise RuntimeError(f"{url} not ready after {timeout:.0f} s: {log.read_text(errors='replace')[-3000:]}")
+    try:
+        wait_http_ok(url, timeout, proc)
+    except (RuntimeError, TimeoutError) as exc:
+        raise RuntimeError(f"{exc}: {log.read_text(errors='replace')[-3000:]}") from None
 
 
 class Proc:
@@ -224,7 +215,7 @@ def test_submit_cascade_cue_then_leaderboard_manifest_and_arena(env, page):
     assert [r["model"] for r in rows if r["model"] == "Cue Submitted"] and "LB1" in rows[0]
 
     # the arena serves its replies against the seeded model
-    page.get_by_role("tab", name="Arena").click()
+    page.get_by_role("tab", name="Arena", exact=True).click()
     page.click("#arena-next")
     page.wait_for_function("() => document.querySelector('.arena-meter')?.dataset.battle")
     battle = page.evaluate("() => document.querySelector('.arena-meter').dataset.battle")
