@@ -23,7 +23,7 @@ from scipy.ndimage import uniform_filter1d
 
 SR = 16000
 ESPEAK = "espeak-ng"
-_ESPEAK_SR = 22050
+ESPEAK_SR = 22050
 
 
 class SynthError(RuntimeError):
