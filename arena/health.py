@@ -58,7 +58,7 @@ class Counts:
 def load_counts(store, since: float, until: float, bucket_s: float) -> Counts:
     """Aggregated in SQL, so a week of a busy arena is a few hundred rows."""
     def grouped(table: str, col: str, extra: str = "", where: str = "") -> list:
-        return store.query(f"SELECT CAST({col} / ? AS INTEGER) AS b{extra}, COUNT(*) FROM {table} "
+        return store.query(f"SELECT {store.int_floor(f'{col} / ?')} AS b{extra}, COUNT(*) FROM {table} "
                            f"WHERE {col} >= ? AND {col} < ? {where} GROUP BY b{extra}", (bucket_s, since, until))
     served = {r[0]: r[1] for r in grouped("arena_battles", "served_at")}
     accepted = {r[0]: r[1] for r in grouped("arena_votes", "created_at", where="AND source = 'live'")}

@@ -179,7 +179,6 @@ class ArenaService:
         self._votes_seen: list[VoteRow] = []
         self._edges: set[tuple[str, str]] = set()     # pairs compared at least once (matchmaking's graph)
         self._bt_cache: dict[str, tuple] = {}
-        storage.ensure_schema(store)
 
     # ------------------------------------------------------------------ helpers
     def ip_hash(self, ip: str | None) -> str:
@@ -289,7 +288,7 @@ class ArenaService:
         attribute = cand.attribute
         with self.store.transaction() as conn:
             conn.execute(
-                """INSERT INTO arena_battles (id, session_id, user, ip_hash, benchmark_hash, request_id, task,
+                """INSERT INTO arena_battles (id, session_id, "user", ip_hash, benchmark_hash, request_id, task,
                        item_id, variant, attribute, dimension, model_a, model_b, first_heard, min_listen_s,
                        served_at, expires_at, voted) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,0)""",
                 (battle_id, session_id, user, self.ip_hash(ip), cand.benchmark_hash, cand.request_id, cand.task,
@@ -348,10 +347,11 @@ class ArenaService:
             limits = [("session_id", session_id, s.session_votes_per_minute, s.session_votes_per_day),
                       ("ip_hash", ip_hash, s.ip_votes_per_minute, s.ip_votes_per_day)]
             if user:
-                limits.append(("user", user, s.session_votes_per_minute, s.user_votes_per_day))
+                limits.append(('"user"', user, s.session_votes_per_minute, s.user_votes_per_day))
             for col, key, per_min, per_day in limits:
                 n_min, n_day = conn.execute(
-                    f"SELECT SUM(created_at > ?), COUNT(*) FROM arena_votes WHERE {col}=? AND created_at > ?",
+                    f"SELECT SUM(CASE WHEN created_at > ? THEN 1 ELSE 0 END), COUNT(*) FROM arena_votes "
+                    f"WHERE {col}=? AND created_at > ?",
                     (now - 60, key, now - 86400)).fetchone()
                 who = {"session_id": "this session", "ip_hash": "this network address"}.get(col, "this account")
                 if (n_min or 0) >= per_min:
@@ -433,6 +433,7 @@ class ArenaService:
         for row in rows:
             self._record(conn, row)
             n += 1
+        self.store.sync_ids(conn, "arena_votes")
         return n
 
     def votes(self) -> list[VoteRow]:

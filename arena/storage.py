@@ -1,4 +1,4 @@
-"""The arena's tables on the shared Store (SQLite, WAL), and the SQL that touches them.
+"""The arena's tables on the shared Store (SQLite or PostgreSQL), and the SQL that touches them.
 
 - battles: one row per served battle. The id is an unguessable token; the row
   keeps who was served (session, salted IP hash, HF user) and when, so a vote can
@@ -13,7 +13,6 @@
 """
 from __future__ import annotations
 
-import sqlite3
 import time
 from dataclasses import dataclass
 
@@ -30,7 +29,7 @@ register_migration("arena_0001", """
 CREATE TABLE IF NOT EXISTS arena_battles (
     id              TEXT PRIMARY KEY,
     session_id      TEXT NOT NULL,
-    user            TEXT,
+    "user"          TEXT,
     ip_hash         TEXT NOT NULL,
     benchmark_hash  TEXT NOT NULL,
     request_id      TEXT NOT NULL,
@@ -60,7 +59,7 @@ CREATE TABLE IF NOT EXISTS arena_votes (
     sounded         TEXT CHECK (sounded IN ('A', 'B', 'tie')),
     reason          TEXT,
     session_id      TEXT,
-    user            TEXT,
+    "user"          TEXT,
     ip_hash         TEXT,
     first_heard     TEXT CHECK (first_heard IN ('A', 'B')),
     attribute       TEXT,
@@ -107,21 +106,25 @@ CREATE TABLE IF NOT EXISTS arena_paused_models (
 """)
 
 register_migration("arena_0002_user_index",
-                   "CREATE INDEX IF NOT EXISTS arena_votes_user ON arena_votes (user, created_at)")
+                   'CREATE INDEX IF NOT EXISTS arena_votes_user ON arena_votes ("user", created_at)')
 
-# Triggers hold ';' inside their body, which the Store's migration splitter would cut: created here instead.
-_TRIGGERS = (
+# The vote log is append-only in the database itself, not only in this code. Trigger bodies hold ';',
+# so they are given as statement tuples.
+register_migration("arena_0003_append_only", (
     "CREATE TRIGGER IF NOT EXISTS arena_votes_no_update BEFORE UPDATE ON arena_votes "
     "BEGIN SELECT RAISE(ABORT, 'arena_votes is append-only'); END",
     "CREATE TRIGGER IF NOT EXISTS arena_votes_no_delete BEFORE DELETE ON arena_votes "
     "BEGIN SELECT RAISE(ABORT, 'arena_votes is append-only'); END",
-)
+), postgres=(
+    "CREATE OR REPLACE FUNCTION arena_votes_append_only() RETURNS trigger LANGUAGE plpgsql AS "
+    "$$ BEGIN RAISE EXCEPTION 'arena_votes is append-only'; END $$",
+    "CREATE OR REPLACE TRIGGER arena_votes_no_change BEFORE UPDATE OR DELETE ON arena_votes "
+    "FOR EACH ROW EXECUTE FUNCTION arena_votes_append_only()",
+))
 
-
-def ensure_schema(store: Store) -> None:
-    with store.transaction() as conn:
-        for sql in _TRIGGERS:
-            conn.execute(sql)
+# Hub sync reads battles in insertion order; SQLite has rowid for that, PostgreSQL gets a sequence column.
+register_migration("arena_0004_battle_seq", "SELECT 1",
+                   postgres="ALTER TABLE arena_battles ADD COLUMN IF NOT EXISTS seq BIGINT GENERATED ALWAYS AS IDENTITY")
 
 
 @dataclass(slots=True)
@@ -181,12 +184,12 @@ def axes_for(slot: str, said: str | None, sounded: str | None, dimension: str | 
     return out
 
 
-def read_rating(conn: sqlite3.Connection, axis: str, model: str, default: Rating) -> Rating:
+def read_rating(conn, axis: str, model: str, default: Rating) -> Rating:
     row = conn.execute("SELECT mu, sigma FROM arena_ratings WHERE axis=? AND model=?", (axis, model)).fetchone()
     return Rating(row["mu"], row["sigma"]) if row else default
 
 
-def write_rating(conn: sqlite3.Connection, axis: str, model: str, rating: Rating, result: str,
+def write_rating(conn, axis: str, model: str, rating: Rating, result: str,
                  vote_id: int, now: float) -> None:
     """Upsert the new rating and bump the count for `result` (win, loss, tie, both_bad)."""
     counts = {"win": 0, "loss": 0, "tie": 0, "both_bad": 0}
@@ -195,9 +198,9 @@ def write_rating(conn: sqlite3.Connection, axis: str, model: str, rating: Rating
         """INSERT INTO arena_ratings (axis, model, mu, sigma, votes, wins, losses, ties, both_bad, last_vote_id,
                                       updated_at)
            VALUES (:axis, :model, :mu, :sigma, 1, :win, :loss, :tie, :both_bad, :vid, :now)
-           ON CONFLICT (axis, model) DO UPDATE SET mu=excluded.mu, sigma=excluded.sigma, votes=votes + 1,
-               wins=wins + excluded.wins, losses=losses + excluded.losses, ties=ties + excluded.ties,
-               both_bad=both_bad + excluded.both_bad, last_vote_id=excluded.last_vote_id,
+           ON CONFLICT (axis, model) DO UPDATE SET mu=excluded.mu, sigma=excluded.sigma, votes=arena_ratings.votes + 1,
+               wins=arena_ratings.wins + excluded.wins, losses=arena_ratings.losses + excluded.losses,
+               ties=arena_ratings.ties + excluded.ties, both_bad=arena_ratings.both_bad + excluded.both_bad, last_vote_id=excluded.last_vote_id,
                updated_at=excluded.updated_at""",
         {"axis": axis, "model": model, "mu": rating.mu, "sigma": rating.sigma, "vid": vote_id, "now": now,
          **counts})
@@ -208,10 +211,10 @@ def stored_ratings(store: Store, axis: str = "overall") -> dict[str, dict]:
     return {r["model"]: dict(r) for r in rows}
 
 
-def insert_vote(conn: sqlite3.Connection, row: dict) -> int:
-    cols = ", ".join(row)
+def insert_vote(conn, row: dict) -> int:
+    cols = ", ".join(f'"{k}"' for k in row)      # quoted: `user` is a reserved word in PostgreSQL
     marks = ", ".join(f":{k}" for k in row)
-    return int(conn.execute(f"INSERT INTO arena_votes ({cols}) VALUES ({marks})", row).lastrowid)
+    return int(conn.execute(f"INSERT INTO arena_votes ({cols}) VALUES ({marks}) RETURNING id", row).fetchone()[0])
 
 
 def log_refusal(store: Store, battle_id: str | None, session_id: str | None, ip_hash: str | None,
@@ -228,6 +231,7 @@ def paused_models(store: Store) -> set[str]:
 def set_paused(store: Store, model: str, paused: bool, reason: str | None = None) -> None:
     with store.transaction() as conn:
         if paused:
-            conn.execute("INSERT OR REPLACE INTO arena_paused_models VALUES (?, ?, ?)", (model, reason, time.time()))
+            conn.execute("INSERT INTO arena_paused_models VALUES (?, ?, ?) ON CONFLICT (model) DO UPDATE SET "
+                         "reason=excluded.reason, paused_at=excluded.paused_at", (model, reason, time.time()))
         else:
             conn.execute("DELETE FROM arena_paused_models WHERE model=?", (model,))

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -18,6 +19,26 @@ def data_dir(explicit: str | os.PathLike | None = None) -> Path:
     path = Path(chosen).expanduser().resolve()
     path.mkdir(parents=True, exist_ok=True)
     return path
+
+
+DATABASE_URL_ENV = "DATABASE_URL"
+
+
+def database_url(explicit: str | None = None) -> str | None:
+    """A postgresql:// URL selects PostgreSQL; unset (or empty) keeps the embedded SQLite."""
+    url = explicit if explicit is not None else os.environ.get(DATABASE_URL_ENV, "")
+    url = url.strip()
+    if not url:
+        return None
+    if not url.startswith(("postgresql://", "postgres://")):
+        raise ValueError(f"{DATABASE_URL_ENV} must be a postgresql:// URL (got {redact_url(url)!r}); "
+                         "leave it unset for the embedded SQLite store")
+    return url
+
+
+def redact_url(url: str) -> str:
+    """The URL without its password, for logs."""
+    return re.sub(r"(//[^:/@]+):[^@/]*@", r"\1:***@", url)
 
 
 @dataclass

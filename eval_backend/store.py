@@ -1,11 +1,16 @@
-"""The project's store: one SQLite database (WAL mode) plus files under the data dir.
+"""The project's store: one database plus files under the data dir.
+
+The database is SQLite (WAL mode, the embedded default) or PostgreSQL when DATABASE_URL is set
+(several app replicas and workers on one database; see eval_backend/store_pg.py for what is translated).
+Callers write one SQL text for both: `?`/`:name` placeholders, `"user"` quoted, `ON CONFLICT` upserts,
+`RETURNING id`; the few dialect-specific expressions are methods here (`int_floor`, `has_table`).
 
 Everything that persists goes through here. Other modules (arena, scorer, queue)
 add their tables with `register_migration`, so one `Store` owns one connection
 policy and one schema history.
 
 Layout of the data dir:
-    store.sqlite3           the database
+    store.sqlite3           the database (SQLite only)
     replies/<model>/...     reply audio files (content-addressed)
     benchmarks/<name>/      built benchmarks (the demo among them)
     cache/                  derived, regenerable files
@@ -36,14 +41,37 @@ def _write_lock(path: Path) -> threading.RLock:
         return _WRITE_LOCKS.setdefault(str(path), threading.RLock())
 
 
-# name -> SQL script; applied once each, in registration order, recorded in schema_migrations.
-MIGRATIONS: dict[str, str] = {}
+@dataclass(frozen=True)
+class Migration:
+    """SQL applied once per database. A str is split on ';'; a tuple is a list of statements (for bodies that
+    hold ';', like triggers). `postgres` replaces `sqlite` on PostgreSQL; without it the SQLite DDL is
+    translated (REAL, AUTOINCREMENT, BLOB)."""
+    sqlite: str | tuple[str, ...]
+    postgres: str | tuple[str, ...] | None = None
+
+    def statements(self, dialect: str) -> list[str]:
+        if dialect == "postgresql":
+            if self.postgres is not None:
+                sql = self.postgres
+            else:
+                from .store_pg import translate_ddl
+                sql = translate_ddl(self.sqlite) if isinstance(self.sqlite, str) else tuple(
+                    map(translate_ddl, self.sqlite))
+        else:
+            sql = self.sqlite
+        parts = sql.split(";") if isinstance(sql, str) else sql
+        return [p for p in parts if p.strip()]
 
 
-def register_migration(name: str, sql: str) -> None:
-    if name in MIGRATIONS and MIGRATIONS[name] != sql:
+# name -> Migration; applied once each, in registration order, recorded in schema_migrations.
+MIGRATIONS: dict[str, Migration] = {}
+
+
+def register_migration(name: str, sql: str | tuple[str, ...], postgres: str | tuple[str, ...] | None = None) -> None:
+    migration = Migration(sql, postgres)
+    if name in MIGRATIONS and MIGRATIONS[name] != migration:
         raise ValueError(f"migration {name} registered twice with different SQL")
-    MIGRATIONS[name] = sql
+    MIGRATIONS[name] = migration
 
 
 register_migration("0001_replies", """
@@ -104,6 +132,7 @@ class Reply:
             raise ValueError("an ok reply must carry text or audio; record a failure instead")
 
 
+_REPLY_KEY = ("model", "benchmark_hash", "request_id")
 _SAFE = re.compile(r"[^A-Za-z0-9._-]+")
 
 
@@ -112,36 +141,68 @@ def safe_name(name: str) -> str:
 
 
 class Store:
-    def __init__(self, data_dir: str | Path | None = None):
+    """One database and one data dir. `database_url` (or DATABASE_URL) selects PostgreSQL; else SQLite."""
+
+    def __init__(self, data_dir: str | Path | None = None, database_url: str | None = None):
         self.root = config.data_dir(data_dir)
         self.path = self.root / "store.sqlite3"
+        self.database_url = config.database_url(database_url)
+        self.dialect = "postgresql" if self.database_url else "sqlite"
+        if self.dialect == "postgresql":
+            from . import store_pg
+            self._pg = store_pg
+            self.IntegrityError, self.DatabaseError = store_pg.IntegrityError, store_pg.DatabaseError
+            self._lock_key = store_pg.lock_key("empathy-arena-store")
+        else:
+            self.IntegrityError, self.DatabaseError = sqlite3.IntegrityError, sqlite3.DatabaseError
         self._local = threading.local()
-        self._write_lock = _write_lock(self.path)
+        self._write_lock = _write_lock(self.database_url or self.path)
         self.migrate()
 
-    # --- connection policy: one connection per thread, WAL, commit before acknowledging ---
-    def connect(self) -> sqlite3.Connection:
+    def describe(self) -> str:
+        """Where the data lives, for logs and the UI (never the password)."""
+        if self.dialect == "sqlite":
+            return f"SQLite at {self.path}"
+        return f"PostgreSQL at {config.redact_url(self.database_url)}"
+
+    # --- connection policy: one connection per thread; commit before acknowledging ---
+    def connect(self):
         conn = getattr(self._local, "conn", None)
+        if conn is not None and self.dialect == "postgresql" and conn.broken:
+            conn = None                        # the server restarted or dropped us: reconnect
         if conn is None:
-            conn = sqlite3.connect(self.path, timeout=30, isolation_level=None, check_same_thread=False)
-            conn.row_factory = sqlite3.Row
-            conn.execute("PRAGMA journal_mode=WAL")
-            conn.execute("PRAGMA synchronous=FULL")   # an acknowledged write survives SIGKILL and power loss
-            conn.execute("PRAGMA foreign_keys=ON")
-            conn.execute("PRAGMA busy_timeout=30000")
+            conn = self._open()
             self._local.conn = conn
         return conn
 
+    def _open(self):
+        if self.dialect == "postgresql":
+            return self._pg.Connection(self.database_url)   # WAL and synchronous_commit=on are server defaults
+        conn = sqlite3.connect(self.path, timeout=30, isolation_level=None, check_same_thread=False)
+        conn.row_factory = sqlite3.Row
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute("PRAGMA synchronous=FULL")   # an acknowledged write survives SIGKILL and power loss
+        conn.execute("PRAGMA foreign_keys=ON")
+        conn.execute("PRAGMA busy_timeout=30000")
+        return conn
+
     @contextmanager
-    def transaction(self, immediate: bool = True) -> Iterator[sqlite3.Connection]:
-        """BEGIN IMMEDIATE takes the write lock up front, so read-then-write cannot race."""
+    def transaction(self, immediate: bool = True) -> Iterator:
+        """A write transaction (immediate) holds the database's one write lock from its first statement, so
+        read-then-write cannot race: SQLite's BEGIN IMMEDIATE, or a PostgreSQL advisory lock every replica
+        and worker shares. Writers therefore commit in lock order, and ids become visible in order."""
         conn = self.connect()
         lock = self._write_lock if immediate else None
         if lock:
             lock.acquire()
         try:
-            conn.execute("BEGIN IMMEDIATE" if immediate else "BEGIN")
+            if self.dialect == "sqlite":
+                conn.execute("BEGIN IMMEDIATE" if immediate else "BEGIN")
+            else:
+                conn.execute("BEGIN")
             try:
+                if immediate and self.dialect == "postgresql":
+                    conn.execute("SELECT pg_advisory_xact_lock(?)", (self._lock_key,))
                 yield conn
             except BaseException:
                 conn.execute("ROLLBACK")
@@ -152,19 +213,44 @@ class Store:
             if lock:
                 lock.release()
 
-    def query(self, sql: str, params: tuple | dict = ()) -> list[sqlite3.Row]:
-        return self.connect().execute(sql, params).fetchall()
+    def query(self, sql: str, params: tuple | dict = ()) -> list:
+        cur = self.connect().execute(sql, params)
+        return cur.fetchall() if cur.description else []
 
     def migrate(self) -> None:
+        """Apply each registered migration once; replicas starting together wait on the write lock."""
         with self.transaction() as conn:
-            conn.execute("CREATE TABLE IF NOT EXISTS schema_migrations (name TEXT PRIMARY KEY, applied_at REAL)")
+            conn.execute("CREATE TABLE IF NOT EXISTS schema_migrations (name TEXT PRIMARY KEY, applied_at DOUBLE PRECISION)")
             done = {r[0] for r in conn.execute("SELECT name FROM schema_migrations")}
-            for name, sql in MIGRATIONS.items():
+            for name, migration in MIGRATIONS.items():
                 if name in done:
                     continue
-                for statement in filter(str.strip, sql.split(";")):
+                for statement in migration.statements(self.dialect):
                     conn.execute(statement)
                 conn.execute("INSERT INTO schema_migrations VALUES (?, ?)", (name, time.time()))
+
+    def lock(self, conn, name: str) -> None:
+        """Inside a transaction that does not hold the write lock (a queue claim), serialise one kind of
+        insert until commit, so its ids become visible in order (PostgreSQL; SQLite's writers are serial)."""
+        if self.dialect == "postgresql":
+            conn.execute("SELECT pg_advisory_xact_lock(?)", (self._pg.lock_key(name),))
+
+    # --- the few expressions that differ between the dialects ---
+    def int_floor(self, expr: str) -> str:
+        """SQL for floor(expr) as an integer (SQLite's CAST truncates; PostgreSQL's rounds)."""
+        return f"CAST({expr} AS INTEGER)" if self.dialect == "sqlite" else f"CAST(floor({expr}) AS BIGINT)"
+
+    def has_table(self, table: str) -> bool:
+        if self.dialect == "sqlite":
+            return bool(self.query("SELECT 1 FROM sqlite_master WHERE type='table' AND name=?", (table,)))
+        return bool(self.query("SELECT to_regclass(?) IS NOT NULL", (table,))[0][0])
+
+    def sync_ids(self, conn, table: str) -> None:
+        """After inserting explicit ids (a restore), move the id generator past them (PostgreSQL only:
+        SQLite's AUTOINCREMENT already follows the largest id)."""
+        if self.dialect == "postgresql":
+            conn.execute(f"SELECT setval(pg_get_serial_sequence('{table}', 'id'), "
+                         f"GREATEST((SELECT MAX(id) FROM {table}), 1), (SELECT MAX(id) FROM {table}) IS NOT NULL)")
 
     # --- reply audio files ---
     def save_reply_audio(self, model: str, wav_bytes: bytes) -> str:
@@ -195,7 +281,9 @@ class Store:
                 (reply.model, reply.benchmark_hash, reply.request_id)).fetchone()
             if existing and existing["status"] == "ok" and reply.status != "ok":
                 return
-            conn.execute(f"INSERT OR REPLACE INTO replies ({cols}) VALUES ({marks})", row)
+            updates = ", ".join(f"{k}=excluded.{k}" for k in row if k not in _REPLY_KEY)
+            conn.execute(f"INSERT INTO replies ({cols}) VALUES ({marks}) "
+                         f"ON CONFLICT ({', '.join(_REPLY_KEY)}) DO UPDATE SET {updates}", row)
 
     def finished_request_ids(self, model: str, benchmark_hash: str) -> set[str]:
         rows = self.query("SELECT request_id FROM replies WHERE model=? AND benchmark_hash=? AND status='ok'",
@@ -224,7 +312,8 @@ class Store:
     # --- small key/value for run metadata (benchmark hashes, manifests) ---
     def put_meta(self, key: str, value: object) -> None:
         with self.transaction() as conn:
-            conn.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, json.dumps(value)))
+            conn.execute("INSERT INTO meta VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value=excluded.value",
+                         (key, json.dumps(value)))
 
     def get_meta(self, key: str, default: object = None) -> object:
         row = self.connect().execute("SELECT value FROM meta WHERE key=?", (key,)).fetchone()

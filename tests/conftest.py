@@ -1,4 +1,10 @@
-"""Shared fixtures. Nothing here downloads anything."""
+"""Shared fixtures. Nothing here downloads anything.
+
+The suite runs once per database: EMPATHY_ARENA_TEST_DB=sqlite (default: each data dir is its own SQLite file)
+or =postgresql (a throwaway PostgreSQL cluster on loopback for the session, and a fresh database per test put in
+DATABASE_URL, so every Store and every subprocess a test starts uses it). scripts/test.sh runs both.
+"""
+import itertools
 import os
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -8,9 +14,119 @@ os.environ["GRADIO_ANALYTICS_ENABLED"] = "False"
 
 import pytest  # noqa: E402
 
+TEST_DB = os.environ.get("EMPATHY_ARENA_TEST_DB", "sqlite")
+if TEST_DB not in ("sqlite", "postgresql"):
+    raise RuntimeError(f"EMPATHY_ARENA_TEST_DB must be sqlite or postgresql, not {TEST_DB!r}")
+os.environ.pop("DATABASE_URL", None)      # an operator's database is never touched by the tests
+
+
+def pytest_report_header(config):
+    return f"database: {TEST_DB}"
+
+
+def pytest_collection_modifyitems(config, items):
+    if TEST_DB == "postgresql":
+        skip = pytest.mark.skip(reason="checks SQLite's own file format (the PostgreSQL run covers the rest)")
+        for item in items:
+            if "sqlite_only" in item.keywords:
+                item.add_marker(skip)
+
+
+class PgDatabases:
+    """Fresh databases on the session's cluster (CREATE DATABASE copies template1: ~0.1 s)."""
+
+    def __init__(self, admin_url: str):
+        import psycopg
+        self.admin_url = admin_url
+        self.conn = psycopg.connect(admin_url, autocommit=True)
+        self.ids = itertools.count(1)
+
+    def url(self, name: str) -> str:
+        return self.admin_url.rsplit("/", 1)[0] + "/" + name
+
+    def create(self, prefix: str = "t") -> str:
+        name = f"{prefix}{next(self.ids)}"
+        self.conn.execute(f"CREATE DATABASE {name}")
+        return self.url(name)
+
+    def clone(self, url: str) -> str:
+        """A new database with a copy of `url`'s contents (a copied data dir's database). Connections to the
+        source are closed first (CREATE DATABASE ... TEMPLATE needs that); a Store reconnects by itself."""
+        source = url.rsplit("/", 1)[1]
+        self.conn.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = %s "
+                          "AND pid <> pg_backend_pid()", (source,))
+        name = f"c{next(self.ids)}"
+        self.conn.execute(f"CREATE DATABASE {name} TEMPLATE {source}")
+        return self.url(name)
+
+    def drop(self, url: str) -> None:
+        self.conn.execute(f"DROP DATABASE IF EXISTS {url.rsplit('/', 1)[1]} WITH (FORCE)")
+
 
 @pytest.fixture(scope="session")
-def demo_run(tmp_path_factory):
+def databases():
+    """None on SQLite runs; on PostgreSQL runs the cluster's database factory."""
+    if TEST_DB != "postgresql":
+        yield None
+        return
+    from pg_server import postgres_server
+    with postgres_server(max_connections=400) as admin_url:
+        yield PgDatabases(admin_url)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def module_database_url(databases):
+    """PostgreSQL runs: one database for the module's shared (module-scoped) fixtures, set before they run."""
+    if databases is None:
+        yield None
+        return
+    url = databases.create("m")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("DATABASE_URL", url)
+        yield url
+    databases.drop(url)
+
+
+@pytest.fixture(autouse=True)
+def database_url(request, monkeypatch, databases, module_database_url):
+    """The test's database URL (None on SQLite runs), also in DATABASE_URL for Stores and subprocesses:
+    the demo run's database; the module's for tests marked `module_database` (they use a module-scoped
+    fixture that writes to the store, like a running app); else a fresh one."""
+    if databases is None:
+        yield None
+        return
+    own = False
+    if "demo_run" in request.fixturenames:
+        url = request.getfixturevalue("demo_run").database_url
+    elif request.node.get_closest_marker("module_database"):
+        url = module_database_url
+    else:
+        url, own = databases.create(), True
+    monkeypatch.setenv("DATABASE_URL", url)
+    yield url
+    if own:
+        databases.drop(url)
+
+
+@pytest.fixture
+def fresh_database_url(databases):
+    """For tests that simulate a wiped machine: a callable giving an empty database's URL (None on SQLite,
+    where the new, empty data dir is the empty database)."""
+    made = []
+
+    def make():
+        if databases is None:
+            return None
+        made.append(databases.create("w"))
+        return made[-1]
+    yield make
+    for url in made:
+        databases.drop(url)
+
+
+@pytest.fixture(scope="session")
+def demo_run(tmp_path_factory, databases):
     """The demo benchmark run through both baselines once per session (see tests/demo_pipeline.py)."""
     from demo_pipeline import run_demo_pipeline
-    return run_demo_pipeline(tmp_path_factory.mktemp("demo_run"))
+    url = databases.create("demo") if databases is not None else None
+    return run_demo_pipeline(tmp_path_factory.mktemp("demo_run"), database_url=url)

@@ -8,6 +8,7 @@ instead of per test saves several minutes of Whisper in CI.
 """
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import time
@@ -27,13 +28,17 @@ class DemoRun:
     returncodes: list[int]
     build_s: float
     run_s: float
+    database_url: str | None = None   # PostgreSQL runs: the run's own database (tests using it switch to it)
 
 
-def run_demo_pipeline(root: Path) -> DemoRun:
+def run_demo_pipeline(root: Path, database_url: str | None = None) -> DemoRun:
     data = root / "data"
+    env = {k: v for k, v in os.environ.items() if k != "DATABASE_URL"}
+    if database_url:
+        env["DATABASE_URL"] = database_url
     t0 = time.perf_counter()
     subprocess.run([sys.executable, "-m", "eval_backend", "demo", "build", "--data-dir", str(data)],
-                   cwd=ROOT, check=True, capture_output=True, timeout=900)
+                   cwd=ROOT, check=True, capture_output=True, timeout=900, env=env)
     build_s = time.perf_counter() - t0
     with BaselineServer() as server:
         models_file = root / "models.yaml"
@@ -44,8 +49,9 @@ def run_demo_pipeline(root: Path) -> DemoRun:
         runs = [subprocess.Popen([sys.executable, "-m", "eval_backend", "run", "--model", m, "--benchmark", "demo",
                                   "--models-file", str(models_file), "--data-dir", str(data), "--no-progress",
                                   "--concurrency", "4", "--max-attempts", "1"],
-                                 cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT) for m in MODELS]
+                                 cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env)
+                for m in MODELS]
         outputs = [p.communicate(timeout=3000)[0].decode(errors="replace") for p in runs]
         run_s = time.perf_counter() - t1
         stats = server.stats()
-    return DemoRun(data, stats, outputs, [p.returncode for p in runs], build_s, run_s)
+    return DemoRun(data, stats, outputs, [p.returncode for p in runs], build_s, run_s, database_url)

@@ -35,13 +35,16 @@ class LogSpec:
     table: str       # must exist, else the log is skipped
     select: str      # rows after the watermark (?), in watermark order, LIMIT ?; column `seq` is the watermark
 
+    def sql(self, store) -> str:
+        return self.select.replace("{battle_seq}", battle_seq(store))
+
 
 LOGS = (
     LogSpec("votes", "arena_votes",
             f"SELECT id AS seq, {', '.join(VOTE_FIELDS)} FROM arena_votes WHERE id > ? ORDER BY id LIMIT ?"),
     LogSpec("battles", "arena_battles",
-            f"SELECT rowid AS seq, {', '.join(BATTLE_FIELDS)} FROM arena_battles WHERE rowid > ? "
-            "ORDER BY rowid LIMIT ?"),
+            f"SELECT {{battle_seq}} AS seq, {', '.join(BATTLE_FIELDS)} FROM arena_battles WHERE {{battle_seq}} > ? "
+            "ORDER BY {battle_seq} LIMIT ?"),
     LogSpec("refused", "arena_refused_votes",
             f"SELECT id AS seq, {', '.join(REFUSED_FIELDS)} FROM arena_refused_votes WHERE id > ? "
             "ORDER BY id LIMIT ?"),
@@ -56,7 +59,12 @@ _FILE = re.compile(r"^(?P<log>[a-z]+)/(?P<node>[A-Za-z0-9]+)-(?P<seq>\d{8})\.jso
 
 
 def has_table(store, table: str) -> bool:
-    return bool(store.query("SELECT 1 FROM sqlite_master WHERE type='table' AND name=?", (table,)))
+    return store.has_table(table)
+
+
+def battle_seq(store) -> str:
+    """Battles' insertion order: SQLite's rowid, or the identity column arena_0004 adds on PostgreSQL."""
+    return "rowid" if store.dialect == "sqlite" else "seq"
 
 
 def node_id(store) -> str:
@@ -95,7 +103,7 @@ def flush(store, folder: Path, node: str, lock=None, batch: int = 50_000) -> lis
             continue
         while True:
             mark = _mark(store, spec)
-            rows = store.query(spec.select, (mark["after"], batch))
+            rows = store.query(spec.sql(store), (mark["after"], batch))
             if not rows:
                 break
             last = rows[-1]["seq"]
@@ -171,14 +179,15 @@ def restore(store, files: dict[str, str], append_votes=None) -> dict:
             n = 0
             for rec in logs["battles"]:
                 cur = conn.execute(
-                    f"INSERT OR IGNORE INTO arena_battles ({', '.join(BATTLE_FIELDS)}, session_id, ip_hash, voted) "
+                    f"INSERT INTO arena_battles ({', '.join(BATTLE_FIELDS)}, session_id, ip_hash, voted) "
                     f"VALUES ({', '.join('?' * len(BATTLE_FIELDS))}, '', '', "
-                    "EXISTS (SELECT 1 FROM arena_votes WHERE battle_id = ?))",
+                    "CASE WHEN EXISTS (SELECT 1 FROM arena_votes WHERE battle_id = ?) THEN 1 ELSE 0 END) "
+                    "ON CONFLICT (id) DO NOTHING",
                     (*[rec.get(k) for k in BATTLE_FIELDS], rec["id"]))
                 n += cur.rowcount
             counts["battles"] = n
             if empty and n:
-                _set_mark(conn, "battles", conn.execute("SELECT MAX(rowid) FROM arena_battles").fetchone()[0])
+                _set_mark(conn, "battles", conn.execute(f"SELECT MAX({battle_seq(store)}) FROM arena_battles").fetchone()[0])
         if logs["refused"] and has_table(store, "arena_refused_votes"):
             have = {tuple(r) for r in conn.execute(
                 "SELECT battle_id, reason, message, created_at FROM arena_refused_votes")}
@@ -204,4 +213,5 @@ def _set_mark(conn, name: str, after: int) -> None:
     row = conn.execute("SELECT value FROM meta WHERE key=?", (f"hub_sync.log.{name}",)).fetchone()
     mark = json.loads(row[0]) if row else {"after": 0, "seq": 0}
     mark["after"] = max(mark["after"], int(after))
-    conn.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (f"hub_sync.log.{name}", json.dumps(mark)))
+    conn.execute("INSERT INTO meta VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value=excluded.value",
+                 (f"hub_sync.log.{name}", json.dumps(mark)))

@@ -8,9 +8,9 @@ FAILED as `worker_lost` instead of looping. Every state change is fenced by the 
 worker that lost its lease cannot overwrite what the next one wrote, and is recorded in
 `submission_events` (who, when, why), which is what the UI lists.
 
-Claiming is atomic: SQLite `BEGIN IMMEDIATE` takes the write lock, then one SELECT picks the
-oldest claimable row and one UPDATE takes it, re-checking the state in its WHERE. `CLAIM_SELECT`
-keeps the candidate query in one place so a PostgreSQL store can append `FOR UPDATE SKIP LOCKED`.
+Claiming is atomic: one SELECT picks the oldest claimable row and one UPDATE takes it, re-checking
+the state in its WHERE. On SQLite `BEGIN IMMEDIATE` holds the write lock around both; on PostgreSQL
+the SELECT is `FOR UPDATE SKIP LOCKED`, so workers on several machines claim different jobs at once.
 """
 from __future__ import annotations
 
@@ -90,7 +90,9 @@ CREATE TABLE IF NOT EXISTS submission_secrets (
 
 CLAIMABLE = "(state = 'PENDING' OR (state = 'RUNNING' AND lease_expires < :now))"
 CLAIM_SELECT = f"SELECT * FROM submissions WHERE {CLAIMABLE} ORDER BY id LIMIT 1"
-# PostgreSQL: CLAIM_SELECT + " FOR UPDATE SKIP LOCKED" inside a plain transaction, same UPDATE.
+# PostgreSQL: workers claim in plain transactions and skip rows another claimer holds, instead of queueing
+# on the store's write lock.
+CLAIM_SELECT_PG = CLAIM_SELECT + " FOR UPDATE SKIP LOCKED"
 
 
 class JobError(ValueError):
@@ -205,8 +207,11 @@ class Queue:
         return bool(self.store.query("SELECT 1 FROM submission_secrets WHERE job_id=?", (job_id,)))
 
     # --- writes ----------------------------------------------------------------------------
-    @staticmethod
-    def _event(conn, job_id: int, event: str, actor: str | None, detail: str | None = None, at: float = 0.0) -> None:
+    def _event(self, conn, job_id: int, event: str, actor: str | None, detail: str | None = None,
+               at: float = 0.0) -> None:
+        # Always the transaction's last write: claims hold a row lock without the store's write lock, and the
+        # events lock keeps event ids committing in order (the Hub log reads them by id) without deadlock.
+        self.store.lock(conn, "submission_events")
         conn.execute("INSERT INTO submission_events (job_id, at, event, actor, detail) VALUES (?, ?, ?, ?, ?)",
                      (job_id, at or time.time(), event, actor, detail))
 
@@ -218,8 +223,9 @@ class Queue:
             if row.get(k) is not None and not isinstance(row[k], str):
                 row[k] = json.dumps(row[k])
         cols = ", ".join(row)
-        cur = conn.execute(f"INSERT INTO submissions ({cols}) VALUES ({', '.join(':' + k for k in row)})", row)
-        job_id = int(cur.lastrowid)
+        cur = conn.execute(f"INSERT INTO submissions ({cols}) VALUES ({', '.join(':' + k for k in row)}) "
+                           "RETURNING id", row)
+        job_id = int(cur.fetchone()[0])
         if api_key:
             secretstore.put(conn, job_id, api_key)
         self._event(conn, job_id, "submitted", row.get("submitter"), None, now)
@@ -229,8 +235,10 @@ class Queue:
         """Take the oldest PENDING job (or one whose lease expired) for `worker`; None if there is none."""
         while True:
             now = self.clock()
-            with self.store.transaction() as conn:     # BEGIN IMMEDIATE: no other claimer in between
-                row = conn.execute(CLAIM_SELECT, {"now": now}).fetchone()
+            pg = self.store.dialect == "postgresql"
+            # SQLite: BEGIN IMMEDIATE, no other claimer in between. PostgreSQL: the row lock does that.
+            with self.store.transaction(immediate=not pg) as conn:
+                row = conn.execute(CLAIM_SELECT_PG if pg else CLAIM_SELECT, {"now": now}).fetchone()
                 if row is None:
                     return None
                 job_id, was = row["id"], row["state"]

@@ -16,7 +16,6 @@ import base64
 import binascii
 import hashlib
 import os
-import sqlite3
 import time
 
 from ..config import ModelSpec
@@ -66,17 +65,18 @@ def decrypt(token: bytes, env: dict | None = None) -> str:
 
 # --- the private table (called inside the queue's transactions) ---------------------------
 
-def put(conn: sqlite3.Connection, job_id: int, secret: str) -> None:
-    conn.execute("INSERT OR REPLACE INTO submission_secrets (job_id, ciphertext, created_at) VALUES (?, ?, ?)",
+def put(conn, job_id: int, secret: str) -> None:
+    conn.execute("INSERT INTO submission_secrets (job_id, ciphertext, created_at) VALUES (?, ?, ?) "
+                 "ON CONFLICT (job_id) DO UPDATE SET ciphertext=excluded.ciphertext, created_at=excluded.created_at",
                  (job_id, encrypt(secret), time.time()))
 
 
-def get(conn: sqlite3.Connection, job_id: int) -> str | None:
+def get(conn, job_id: int) -> str | None:
     row = conn.execute("SELECT ciphertext FROM submission_secrets WHERE job_id=?", (job_id,)).fetchone()
     return decrypt(row[0]) if row else None
 
 
-def delete(conn: sqlite3.Connection, job_id: int) -> None:
+def delete(conn, job_id: int) -> None:
     conn.execute("DELETE FROM submission_secrets WHERE job_id=?", (job_id,))
 
 
