@@ -25,6 +25,12 @@ def pytest_report_header(config):
 
 
 def pytest_collection_modifyitems(config, items):
+    # A module lists its module-scoped fixtures that write to the store in MODULE_DATABASE_FIXTURES;
+    # tests using them get the module's database on PostgreSQL runs.
+    for item in items:
+        shared = getattr(item.module, "MODULE_DATABASE_FIXTURES", ())
+        if set(shared) & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.module_database)
     if TEST_DB == "postgresql":
         skip = pytest.mark.skip(reason="checks SQLite's own file format (the PostgreSQL run covers the rest)")
         for item in items:
@@ -120,6 +126,22 @@ def fresh_database_url(databases):
         made.append(databases.create("w"))
         return made[-1]
     yield make
+    for url in made:
+        databases.drop(url)
+
+
+@pytest.fixture
+def copy_database(databases):
+    """For tests that copy a seeded data dir: a callable giving a copy of a database (None on SQLite, where
+    copying the data dir copies the database file)."""
+    made = []
+
+    def copy(url):
+        if databases is None:
+            return None
+        made.append(databases.clone(url))
+        return made[-1]
+    yield copy
     for url in made:
         databases.drop(url)
 

@@ -11,15 +11,17 @@ import trueskill
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def run(*args, env_dir=None):
+def run(*args, env_dir=None, database_url=None):
     env = {k: v for k, v in os.environ.items() if k != "EMPATHY_ARENA_DATA_DIR"}
     if env_dir is not None:
         env["EMPATHY_ARENA_DATA_DIR"] = str(env_dir)
+    if database_url:
+        env["DATABASE_URL"] = database_url
     return subprocess.run([sys.executable, "-m", "arena", *args], cwd=ROOT, env=env, capture_output=True,
                           text=True, timeout=120)
 
 
-def test_import_ratings_export_round_trip(tmp_path):
+def test_import_ratings_export_round_trip(tmp_path, fresh_database_url):
     data = tmp_path / "data"
     votes = tmp_path / "votes.csv"
     rows = [("m1", "m2", "m1"), ("m2", "m3", "tie"), ("m3", "m1", "m3"), ("m1", "m2", "both_bad"),
@@ -66,7 +68,7 @@ def test_import_ratings_export_round_trip(tmp_path):
     assert out_csv.read_text().count("\n") == 31
 
     # an empty data dir has no votes: an empty table, not zeros
-    empty = run("ratings", "--json", "--data-dir", str(tmp_path / "empty"))
+    empty = run("ratings", "--json", "--data-dir", str(tmp_path / "empty"), database_url=fresh_database_url())
     assert empty.returncode == 0 and json.loads(empty.stdout) == []
 
 

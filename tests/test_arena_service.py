@@ -3,7 +3,6 @@ import hashlib
 import json
 import random
 import shutil
-import sqlite3
 import threading
 
 import pytest
@@ -37,13 +36,14 @@ def seeded(tmp_path_factory):
 
 
 @pytest.fixture
-def make(seeded, tmp_path):
-    """A fresh copy of the seeded data dir and a service on it with a controllable clock."""
+def make(seeded, tmp_path, copy_database, module_database_url):
+    """A fresh copy of the seeded data dir (and database) and a service on it with a controllable clock."""
     def _make(**overrides):
         dest = tmp_path / f"data{len(list(tmp_path.iterdir()))}"
         shutil.copytree(seeded[0], dest)
         clock = Clock()
-        svc = ArenaService(Store(dest), ArenaSettings(**overrides), clock=clock, rng=random.Random(5))
+        store = Store(dest, database_url=copy_database(module_database_url))
+        svc = ArenaService(store, ArenaSettings(**overrides), clock=clock, rng=random.Random(5))
         return svc, clock
     return _make
 
@@ -215,9 +215,9 @@ def test_replay_equals_stored_ratings_exactly_on_every_axis(make):
     assert svc.bradley_terry(rounds=30).battles == before.battles + 1
     assert len(svc.votes()) == 61 and svc.replay_ratings() == svc.stored_ratings()
     # the log is append-only
-    with pytest.raises(sqlite3.DatabaseError, match="append-only"):
+    with pytest.raises(svc.store.DatabaseError, match="append-only"):
         svc.store.connect().execute("UPDATE arena_votes SET winner='tie' WHERE id=1")
-    with pytest.raises(sqlite3.DatabaseError, match="append-only"):
+    with pytest.raises(svc.store.DatabaseError, match="append-only"):
         svc.store.connect().execute("DELETE FROM arena_votes WHERE id=1")
 
 
@@ -256,7 +256,7 @@ def test_replies_naming_a_model_or_vendor_are_never_served(make, seeded):
     assert served == {clean[0].request_id}
 
 
-def test_export_hides_identities_and_reimports_to_the_same_ratings(make, tmp_path):
+def test_export_hides_identities_and_reimports_to_the_same_ratings(make, tmp_path, fresh_database_url):
     svc, clock = make()
     for i in range(12):
         v = svc.serve_battle("secret-session", "192.168.7.7", user="alice")
@@ -268,7 +268,7 @@ def test_export_hides_identities_and_reimports_to_the_same_ratings(make, tmp_pat
         assert out.read_text() == text
         for secret in ("secret-session", "192.168.7.7", "alice", "ip_hash", "session_id", svc.ip_hash("192.168.7.7")):
             assert secret not in text
-        other = ArenaService(Store(tmp_path / f"fresh_{fmt}"), clock=Clock())
+        other = ArenaService(Store(tmp_path / f"fresh_{fmt}", database_url=fresh_database_url()), clock=Clock())
         assert other.import_votes(out) == 12
         assert other.replay_ratings() == svc.replay_ratings()
         assert other.stored_ratings("said") == svc.stored_ratings("said")

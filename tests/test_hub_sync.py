@@ -27,10 +27,11 @@ def config(**kw):
 
 
 class Node:
-    """One app process: its data dir, store, arena service and sync."""
+    """One app process: its data dir, store, arena service and sync. On PostgreSQL runs each node has its own
+    database: a node stands for a Space whose whole state was wiped, which is what the Hub restores."""
 
-    def __init__(self, path, hub, **kw):
-        self.store = Store(path)
+    def __init__(self, path, hub, database_url=None, **kw):
+        self.store = Store(path, database_url=database_url)
         self.svc = ArenaService(self.store)
         self.sync = HubSync(self.store, config(**kw), api=hub.api(), append_votes=self.svc.append_votes)
 
@@ -70,11 +71,11 @@ def hub():
 
 
 @pytest.fixture
-def nodes(tmp_path, hub):
+def nodes(tmp_path, hub, fresh_database_url):
     made = []
 
     def make(name, **kw):
-        n = Node(tmp_path / name, hub, **kw)
+        n = Node(tmp_path / name, hub, fresh_database_url(), **kw)
         made.append(n)
         return n
     yield make
@@ -248,7 +249,7 @@ def test_restart_on_the_same_disk_reuploads_nothing_and_drops_crash_orphans(node
     orphan = a.sync.folder / "votes" / f"{node}-{seq + 1:08d}.jsonl"
     orphan.write_text('{"half": "written"}\n')        # a crash between the file and its record
 
-    again = Node(tmp_path / "a", hub)                  # same disk, new process
+    again = Node(tmp_path / "a", hub, a.store.database_url)   # same disk (and database), new process
     try:
         again.sync.start()
         assert len(again.svc.votes()) == 5             # nothing restored twice

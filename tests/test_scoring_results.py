@@ -13,6 +13,8 @@ from eval_backend.scoring.registry import METRICS, metric
 from eval_backend.scoring.results import read_results, score, without_timestamp
 from eval_backend.store import Reply, Store
 
+MODULE_DATABASE_FIXTURES = ("setup",)   # see tests/conftest.py
+
 
 def _tone(path: Path, hz: float):
     t = np.arange(8000) / 16000

@@ -1,8 +1,12 @@
-import sqlite3
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
 from eval_backend.store import Reply, Store
+
+ROOT = Path(__file__).resolve().parent.parent
 
 
 def make(status="ok", **kw):
@@ -16,12 +20,49 @@ def make(status="ok", **kw):
     return Reply(**base)
 
 
-def test_wal_mode_and_migrations_run_once(tmp_path):
+@pytest.mark.sqlite_only
+def test_sqlite_runs_in_wal_mode(tmp_path):
+    assert Store(tmp_path).query("PRAGMA journal_mode")[0][0] == "wal"
+
+
+def test_migrations_run_once_even_when_replicas_start_together(tmp_path):
+    """Four processes open the same (new) database at once: each migration is applied exactly once."""
+    code = "import sys; from eval_backend.store import Store; import arena.storage; Store(sys.argv[1])"
+    procs = [subprocess.Popen([sys.executable, "-c", code, str(tmp_path)], cwd=ROOT, stderr=subprocess.PIPE)
+             for _ in range(4)]
+    for p in procs:
+        assert p.wait(120) == 0, p.stderr.read().decode()
     s = Store(tmp_path)
-    assert s.query("PRAGMA journal_mode")[0][0] == "wal"
-    Store(tmp_path)  # second open must not re-apply migrations
     names = [r[0] for r in s.query("SELECT name FROM schema_migrations")]
-    assert len(names) == len(set(names)) and "0001_replies" in names
+    assert len(names) == len(set(names)) and {"0001_replies", "arena_0001", "arena_0003_append_only"} <= set(names)
+
+
+def test_floats_come_back_bit_for_bit(tmp_path):
+    """Ratings and times are replayed exactly: the database must not round them (PostgreSQL's REAL would)."""
+    s = Store(tmp_path)
+    x = 0.1 + 0.2 + 1e-13
+    s.put_reply(make(latency_s=x, created_at=1767000000.123456789))
+    [r] = s.replies()
+    assert r.latency_s == x and r.created_at == 1767000000.123456789
+
+
+def test_one_sql_text_for_both_databases(tmp_path):
+    """Placeholders, quoted identifiers, literal '%' and upserts written once work on the store's database."""
+    s = Store(tmp_path)
+    s.put_meta("run/a", 1)
+    s.put_meta("run/a", 2)                     # upsert
+    s.put_meta("other", 3)
+    assert [r["key"] for r in s.query("SELECT key FROM meta WHERE key LIKE 'run/%' AND key <> ?", ("x",))] == ["run/a"]
+    assert s.query("SELECT value FROM meta WHERE key = :k", {"k": "run/a"})[0][0] == "2"
+    assert s.query("SELECT 'a?b:c' AS \"user\"")[0]["user"] == "a?b:c"   # placeholders inside quotes stay
+    assert dict(s.query("SELECT key, value FROM meta WHERE key = ?", ("other",))[0]) == {"key": "other", "value": "3"}
+
+
+def test_placeholder_translation_for_postgresql():
+    from eval_backend.store_pg import translate
+    assert translate("SELECT * FROM t WHERE a=? AND b=:name AND c LIKE 'x%' AND d::text = '?'") == \
+        "SELECT * FROM t WHERE a=%s AND b=%(name)s AND c LIKE 'x%%' AND d::text = '?'"
+    assert translate('SELECT "user" FROM t WHERE x % 2 = 0') == 'SELECT "user" FROM t WHERE x %% 2 = 0'
 
 
 def test_failure_needs_class_and_ok_needs_content():
@@ -59,7 +100,7 @@ def test_reply_audio_is_content_addressed(tmp_path):
 
 def test_status_check_constraint_holds_in_sql(tmp_path):
     s = Store(tmp_path)
-    with pytest.raises(sqlite3.IntegrityError):
+    with pytest.raises(s.IntegrityError):
         with s.transaction() as c:
             c.execute("INSERT INTO replies (model, benchmark_hash, request_id, task, item_id, variant, status, "
                       "created_at) VALUES ('m','h','r','t','i','-','maybe',0)")
