@@ -130,7 +130,7 @@ def main() -> None:
     start_health_checks(ctx)
     host = os.environ.get("GRADIO_SERVER_NAME", "127.0.0.1")
     port = int(os.environ.get("GRADIO_SERVER_PORT", "7860"))
-    log.info("serving on http://%s:%d", host, port)
+    log.info("store: %s; serving on http://%s:%d", ctx.store.describe(), host, port)
     uvicorn.run(build_app(ctx), host=host, port=port, log_level="warning")
 
 

@@ -1,6 +1,7 @@
 """Arena serving latency: server-side time from a vote to the next battle being ready, 50 concurrent voters.
 
-    python benchmarks/bench_arena_latency.py [--voters 50] [--paced-votes 300] [--think 6] [--votes 500] [--runs 3]
+    python benchmarks/bench_arena_latency.py [--database sqlite|postgresql] [--voters 50] [--paced-votes 300]
+                                             [--think 6] [--votes 500] [--runs 3]
 
 Starts the real app (tests/arena_app.py: FastAPI + Gradio + the arena JSON API) on a
 loopback port with a seeded data dir (espeak-ng replies of 4 models), then per run:
@@ -10,12 +11,16 @@ loopback port with a seeded data dir (espeak-ng replies of 4 models), then per r
 Server time per step = the vote request's handling time + the next battle's, read from
 the API's Server-Timing header (includes the wait for the single SQLite writer thread).
 Client time = the same two requests as seen over loopback. Prints medians over runs of
-p50 / p99 and writes benchmarks/out/arena_latency.json.
+p50 / p99 and writes benchmarks/out/arena_latency[_postgresql].json.
+
+--database postgresql starts a throwaway PostgreSQL cluster on loopback (Debian's postgresql, tests/pg_server.py)
+with fsync on, as durable as SQLite's synchronous=FULL, and points the app at it through DATABASE_URL.
 """
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import math
 import os
@@ -55,16 +60,7 @@ def summarise(res, server_cpu_s: float) -> dict:
             "client_p50_ms": pct(res.client_ms, 0.50), "client_p99_ms": pct(res.client_ms, 0.99)}
 
 
-def main() -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--voters", type=int, default=50)
-    p.add_argument("--paced-votes", type=int, default=300, help="votes per paced run")
-    p.add_argument("--think", type=float, default=6.0, help="mean pause before each vote in the paced mode (s)")
-    p.add_argument("--votes", type=int, default=500, help="votes per saturated run")
-    p.add_argument("--runs", type=int, default=3)
-    p.add_argument("--out", default=str(ROOT / "benchmarks" / "out" / "arena_latency.json"))
-    args = p.parse_args()
-
+def measure(args) -> dict[str, list[dict]]:
     with tempfile.TemporaryDirectory(prefix="arena_bench_") as tmp:
         seed(tmp, MODELS, n_scripts=3)
         app = AppProcess(tmp, NO_LIMITS).start()
@@ -85,10 +81,34 @@ def main() -> int:
                           flush=True)
         finally:
             app.stop()
+    return runs
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--database", choices=("sqlite", "postgresql"), default="sqlite")
+    p.add_argument("--voters", type=int, default=50)
+    p.add_argument("--paced-votes", type=int, default=300, help="votes per paced run")
+    p.add_argument("--think", type=float, default=6.0, help="mean pause before each vote in the paced mode (s)")
+    p.add_argument("--votes", type=int, default=500, help="votes per saturated run")
+    p.add_argument("--runs", type=int, default=3)
+    p.add_argument("--out", default=None)
+    args = p.parse_args()
+    suffix = "" if args.database == "sqlite" else "_postgresql"
+    args.out = args.out or str(ROOT / "benchmarks" / "out" / f"arena_latency{suffix}.json")
+    with contextlib.ExitStack() as stack:
+        if args.database == "postgresql":
+            sys.path.insert(0, str(ROOT / "tests"))
+            from pg_server import postgres_server
+            os.environ["DATABASE_URL"] = stack.enter_context(postgres_server(max_connections=200, durable=True))
+        else:
+            os.environ.pop("DATABASE_URL", None)
+        runs = measure(args)
 
     medians = {mode: {k: statistics.median(run[k] for run in rs) for k in rs[0]} for mode, rs in runs.items()}
-    report = {"command": " ".join([Path(sys.argv[0]).name, *sys.argv[1:]]), "voters": args.voters,
-              "paced_votes_per_run": args.paced_votes, "saturated_votes_per_run": args.votes, "think_s": args.think, "runs": args.runs,
+    report = {"command": " ".join([Path(sys.argv[0]).name, *sys.argv[1:]]), "database": args.database,
+              "voters": args.voters, "paced_votes_per_run": args.paced_votes, "saturated_votes_per_run": args.votes,
+              "think_s": args.think, "runs": args.runs,
               "machine": {"cpus": os.cpu_count(), "platform": platform.platform(),
                           "python": platform.python_version(), "load_avg": os.getloadavg()},
               "when": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "median_of_runs": medians,

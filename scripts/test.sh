@@ -1,13 +1,23 @@
 #!/usr/bin/env bash
-# Sets up everything the tests need (Debian + Python packages) and runs the whole test suite.
+# Sets up everything the tests need (Debian + Python packages) and runs the whole test suite twice: on SQLite
+# (the embedded default) and on PostgreSQL (a throwaway cluster the tests start on loopback with Debian's
+# postgresql binaries; no system service is used). EMPATHY_ARENA_TEST_DB=sqlite|postgresql runs one pass only.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh --test
 export GRADIO_ANALYTICS_ENABLED=False HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 TRANSFORMERS_OFFLINE=1
-set +e
+unset DATABASE_URL
 . scripts/python_env.sh
-"$PY" -m pytest "$@"
-rc=$?
-set -e
-if [ "$rc" = 5 ]; then echo "pytest collected no tests: that is a failure here"; exit 1; fi
-exit "$rc"
+databases="${EMPATHY_ARENA_TEST_DB:-sqlite postgresql}"
+failed=""
+for db in $databases; do
+    echo "=== tests on $db ==="
+    set +e
+    EMPATHY_ARENA_TEST_DB="$db" "$PY" -m pytest "$@"
+    rc=$?
+    set -e
+    if [ "$rc" = 5 ]; then echo "pytest collected no tests on $db: that is a failure here"; rc=1; fi
+    if [ "$rc" != 0 ]; then failed="$failed $db(exit $rc)"; fi
+done
+if [ -n "$failed" ]; then echo "test suite failed on:$failed"; exit 1; fi
+echo "test suite passed on: $databases"

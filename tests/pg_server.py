@@ -33,7 +33,8 @@ def _free_port() -> int:
 
 
 @contextmanager
-def postgres_server(timeout_s: float = 60.0, max_connections: int = 100):
+def postgres_server(timeout_s: float = 60.0, max_connections: int = 100, durable: bool = False):
+    """`durable=True` keeps fsync on (benchmarks compare it with SQLite's synchronous=FULL)."""
     bindir = pg_bin()
     if bindir is None:
         raise RuntimeError("PostgreSQL is not installed (apt-get install postgresql)")
@@ -51,8 +52,9 @@ def postgres_server(timeout_s: float = 60.0, max_connections: int = 100):
         subprocess.run([str(bindir / "initdb"), "-D", str(data), "-U", "postgres", "--auth=trust",
                         "--encoding=UTF8", "--no-instructions"], check=True, capture_output=True, env=env,
                        timeout=timeout_s, **run_as)
-        opts = f"-c listen_addresses=127.0.0.1 -p {port} -k {tmp} -c fsync=off -c full_page_writes=off" \
-               f" -c max_connections={max_connections}"
+        opts = f"-c listen_addresses=127.0.0.1 -p {port} -k {tmp} -c max_connections={max_connections}"
+        if not durable:
+            opts += " -c fsync=off -c full_page_writes=off"
         subprocess.run([str(bindir / "pg_ctl"), "-D", str(data), "-o", opts, "-l", str(tmp / "log"), "-w",
                         "-t", str(int(timeout_s)), "start"], check=True, capture_output=True, env=env,
                        timeout=timeout_s + 5, **run_as)
