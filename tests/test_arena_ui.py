@@ -7,9 +7,10 @@ the reveal names both models and the vote row is in SQLite with both axes.
 """
 from __future__ import annotations
 
-import sqlite3
 
 import pytest
+
+from eval_backend.store import Store
 
 from tests.arena_fixtures import AppProcess, seed
 
@@ -19,6 +20,8 @@ CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic"
                  # the test plays clips from script, without a user gesture
                  "--autoplay-policy=no-user-gesture-required"]
 MODELS = ("warm-model", "flat-model")
+
+MODULE_DATABASE_FIXTURES = ("app",)   # the running app writes to the module's database (tests/conftest.py)
 
 
 @pytest.fixture(scope="module")
@@ -42,12 +45,7 @@ def page(app):
 
 
 def _votes(app) -> list[dict]:
-    conn = sqlite3.connect(app.data_dir / "store.sqlite3")
-    conn.row_factory = sqlite3.Row
-    try:
-        return [dict(r) for r in conn.execute("SELECT * FROM arena_votes ORDER BY id")]
-    finally:
-        conn.close()
+    return [dict(r) for r in Store(app.data_dir).query("SELECT * FROM arena_votes ORDER BY id")]
 
 
 @pytest.mark.browser
@@ -74,10 +72,8 @@ def test_vote_needs_listening_then_reveals_and_is_stored(app, page):
     page.evaluate("() => { const b = document.getElementById('arena-vote-a'); b.disabled = false; b.click(); }")
     page.wait_for_function("() => document.querySelector('#arena-message')?.innerText.includes('listen')")
     assert _votes(app) == []
-    conn = sqlite3.connect(app.data_dir / "store.sqlite3")
-    refused = conn.execute("SELECT reason FROM arena_refused_votes WHERE battle_id=?", (battle_id,)).fetchall()
-    conn.close()
-    assert refused == [("too_fast",)]
+    refused = Store(app.data_dir).query("SELECT reason FROM arena_refused_votes WHERE battle_id=?", (battle_id,))
+    assert [tuple(r) for r in refused] == [("too_fast",)]
 
     # listen: user, then A, then B ("p" = play all in order); the meter unlocks the buttons
     page.keyboard.press("p")

@@ -182,6 +182,10 @@ def test_api_key_never_stored_nor_logged(tmp_path, user_wav, monkeypatch, caplog
             assert fragment not in json.dumps(r.__dict__)
         for f in (tmp_path / "data").rglob("store.sqlite3*"):
             assert fragment.encode() not in f.read_bytes()
+        if store.dialect == "postgresql":                  # every row of every table
+            for (table,) in store.query("SELECT tablename FROM pg_tables WHERE schemaname = 'public'"):
+                assert fragment not in json.dumps([list(r) for r in store.query(f"SELECT * FROM {table}")],
+                                                  default=str)
         out = capsys.readouterr()
         assert fragment not in caplog.text + out.out + out.err
 

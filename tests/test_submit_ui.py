@@ -17,7 +17,6 @@ import csv
 import os
 import re
 import signal
-import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -25,6 +24,7 @@ from pathlib import Path
 import pytest
 
 from eval_backend.bootstrap import wait_http_ok
+from eval_backend.store import Store
 from tests.arena_fixtures import free_port, seed
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.timeout(900)]
@@ -64,6 +64,8 @@ class Proc:
                 self.p.kill()
                 self.p.wait(30)
 
+MODULE_DATABASE_FIXTURES = ("env",)   # the running app writes to the module's database (tests/conftest.py)
+
 
 @pytest.fixture(scope="module")
 def env(tmp_path_factory):
@@ -100,12 +102,7 @@ def page(env):
 
 
 def _db(env, sql: str, params=()) -> list[dict]:
-    conn = sqlite3.connect(env["data"] / "store.sqlite3")
-    conn.row_factory = sqlite3.Row
-    try:
-        return [dict(r) for r in conn.execute(sql, params)]
-    finally:
-        conn.close()
+    return [dict(r) for r in Store(env["data"]).query(sql, params)]
 
 
 def _fill(page, elem_id: str, text: str) -> None:
