@@ -3,6 +3,7 @@ the real huggingface_hub.CommitScheduler driving the stand-in client."""
 import io
 import json
 import logging
+import threading
 import time
 from collections import Counter
 from dataclasses import asdict
@@ -13,7 +14,7 @@ import soundfile as sf
 
 from arena.service import ArenaService, VoteRefused
 from arena.storage import AXES
-from eval_backend.hub_sync import HubSync, HubSyncConfig
+from eval_backend.hub_sync import HubSync, HubSyncConfig, logs
 from eval_backend.store import Reply, Store
 from tests.hub_standin import StandInHub
 
@@ -239,6 +240,7 @@ def test_offline_or_unconfigured_makes_no_hub_call(nodes, hub):
 def test_restart_on_the_same_disk_reuploads_nothing_and_drops_crash_orphans(nodes, hub, tmp_path):
     a = nodes("a")
     a.sync.start()
+    settle(a.sync)                                    # else its first push may split the 5 votes over 2 files
     for k in range(5):
         a.vote(k)
     a.sync.push_logs()
@@ -262,6 +264,42 @@ def test_restart_on_the_same_disk_reuploads_nothing_and_drops_crash_orphans(node
         assert "half" not in hub.files(LOG_REPO)[f"votes/{orphan.name}"].decode()
     finally:
         again.sync.stop(final_push=False)
+
+
+def test_processes_on_one_database_flush_every_row_once(tmp_path, hub, database_url):
+    """Replicas on one PostgreSQL database (each its own data dir), or processes on one SQLite data dir, share the
+    watermarks and the writer id: their flushes take turns, so no file name is written twice and every row is
+    in exactly one file, while votes keep arriving."""
+    dirs = [tmp_path / "a", tmp_path / "b"] if database_url else [tmp_path / "a"] * 2
+    voter, other = Node(dirs[0], hub, database_url), Node(dirs[1], hub, database_url)
+    node = logs.node_id(voter.store)
+    assert logs.node_id(other.store) == node
+    done = threading.Event()
+    written: list[list[str]] = [[], []]
+
+    def flusher(i, n):
+        while not done.is_set():
+            written[i] += logs.flush(n.store, n.sync.folder, node)
+        written[i] += logs.flush(n.store, n.sync.folder, node)
+    threads = [threading.Thread(target=flusher, args=(i, n)) for i, n in enumerate((voter, other))]
+    for t in threads:
+        t.start()
+    try:
+        for k in range(300):
+            voter.vote(k)
+    finally:
+        done.set()
+        for t in threads:
+            t.join(timeout=60)
+    names = written[0] + written[1]
+    assert len(names) == len(set(names))                                # no name written twice
+    for log_name in ("votes", "battles"):
+        ids = [json.loads(line)["id"]
+               for n, mine in zip((voter, other), written) for path in mine if path.startswith(log_name + "/")
+               for line in (n.sync.folder / path).read_text().splitlines()]
+        assert len(ids) == len(set(ids)) == 300, log_name                # none lost, none twice
+    per_log = Counter(p.split("/")[0] for p in names)
+    assert per_log["votes"] == per_log["battles"]          # one cut per flush: a vote and its battle go together
 
 
 def test_offline_env_wins_over_a_config_without_it(tmp_path, monkeypatch):

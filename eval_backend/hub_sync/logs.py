@@ -6,6 +6,13 @@ written after the file, so a crash in between leaves an orphan file (same name, 
 one) that `drop_orphans` deletes before the next flush: a name is never reused for other content.
 The file is renamed into the folder while the scheduler's lock is held, so a push never sees half a file.
 
+A flush writes the rows present when it starts (one cut, read in one statement for every log), not rows that
+arrive while it runs: one file per log per push (more only past `batch` rows), a vote and its battle in the same
+push, and a flush that ends under any load. Flushes are serialised across processes sharing the database (the
+watermarks and the writer id are rows of that database): on PostgreSQL an advisory lock held from reading a
+watermark to recording it (several replicas), on SQLite a file lock in the data dir (several processes on one
+data dir). Without it two flushes read the same watermark and both write `<node>-<seq+1>` with different rows.
+
 Private fields stay home: no session ids, IP hashes or user names; submissions carry their public fields.
 """
 from __future__ import annotations
@@ -15,7 +22,7 @@ import json
 import os
 import re
 import tempfile
-from contextlib import nullcontext
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -33,26 +40,35 @@ SUBMISSION_FIELDS = ("model", "organisation", "link", "licence", "open_weights",
 class LogSpec:
     name: str        # folder in the repo
     table: str       # must exist, else the log is skipped
-    select: str      # rows after the watermark (?), in watermark order, LIMIT ?; column `seq` is the watermark
+    select: str      # rows with after (?) < watermark <= cut (?), in watermark order, LIMIT ?; column `seq`
+    last: str        # the watermark's current maximum (the cut)
 
     def sql(self, store) -> str:
         return self.select.replace("{battle_seq}", battle_seq(store))
 
+    def last_sql(self, store) -> str:
+        return self.last.replace("{battle_seq}", battle_seq(store))
+
 
 LOGS = (
     LogSpec("votes", "arena_votes",
-            f"SELECT id AS seq, {', '.join(VOTE_FIELDS)} FROM arena_votes WHERE id > ? ORDER BY id LIMIT ?"),
+            f"SELECT id AS seq, {', '.join(VOTE_FIELDS)} FROM arena_votes WHERE id > ? AND id <= ? ORDER BY id LIMIT ?",
+            "SELECT MAX(id) FROM arena_votes"),
     LogSpec("battles", "arena_battles",
             f"SELECT {{battle_seq}} AS seq, {', '.join(BATTLE_FIELDS)} FROM arena_battles WHERE {{battle_seq}} > ? "
-            "ORDER BY {battle_seq} LIMIT ?"),
+            "AND {battle_seq} <= ? ORDER BY {battle_seq} LIMIT ?",
+            "SELECT MAX({battle_seq}) FROM arena_battles"),
     LogSpec("refused", "arena_refused_votes",
-            f"SELECT id AS seq, {', '.join(REFUSED_FIELDS)} FROM arena_refused_votes WHERE id > ? "
-            "ORDER BY id LIMIT ?"),
+            f"SELECT id AS seq, {', '.join(REFUSED_FIELDS)} FROM arena_refused_votes WHERE id > ? AND id <= ? "
+            "ORDER BY id LIMIT ?",
+            "SELECT MAX(id) FROM arena_refused_votes"),
     # one line per submission event, with the submission's public fields at the time of the flush
     LogSpec("submissions", "submission_events",
             "SELECT e.id AS seq, e.job_id AS submission_id, e.at, e.event, "
             + ", ".join(f"s.{c}" for c in SUBMISSION_FIELDS)
-            + " FROM submission_events e JOIN submissions s ON s.id = e.job_id WHERE e.id > ? ORDER BY e.id LIMIT ?"),
+            + " FROM submission_events e JOIN submissions s ON s.id = e.job_id WHERE e.id > ? AND e.id <= ? "
+              "ORDER BY e.id LIMIT ?",
+            "SELECT MAX(id) FROM submission_events"),
 )
 NAMES = tuple(spec.name for spec in LOGS)
 _FILE = re.compile(r"^(?P<log>[a-z]+)/(?P<node>[A-Za-z0-9]+)-(?P<seq>\d{8})\.jsonl$")
@@ -68,11 +84,14 @@ def battle_seq(store) -> str:
 
 
 def node_id(store) -> str:
-    """This data dir's writer id (file names are unique per writer); a wiped disk gets a new one."""
+    """This data dir's writer id (file names are unique per writer); a wiped disk gets a new one.
+    Processes starting together on one database agree on it (the first insert wins)."""
     node = store.get_meta("hub_sync.node")
     if not node:
-        node = hashlib.sha256(os.urandom(16)).hexdigest()[:12]
-        store.put_meta("hub_sync.node", node)
+        with store.transaction() as conn:
+            conn.execute("INSERT INTO meta VALUES (?, ?) ON CONFLICT (key) DO NOTHING",
+                         ("hub_sync.node", json.dumps(hashlib.sha256(os.urandom(16)).hexdigest()[:12])))
+        node = store.get_meta("hub_sync.node")
     return node
 
 
@@ -80,46 +99,78 @@ def _mark(store, spec: LogSpec) -> dict:
     return store.get_meta(f"hub_sync.log.{spec.name}", {"after": 0, "seq": 0})
 
 
+FLUSH_LOCK = "hub_sync.flush"
+
+
+@contextmanager
+def exclusive(store, folder: Path):
+    """Hold the log flush lock of the store's database: no other flush or orphan sweep, in this process or any
+    other, reads or moves the watermarks meanwhile. Yields `record(spec, mark)`, which writes a watermark under
+    the lock (PostgreSQL: in the lock's transaction, committed when the block ends; SQLite: at once)."""
+    if store.dialect == "postgresql":
+        with store.transaction(immediate=False) as conn:   # not the store's write lock: votes never wait on a flush
+            store.lock(conn, FLUSH_LOCK)
+            yield lambda spec, mark: _put_mark(conn, spec.name, mark)
+        return
+    import fcntl                                           # SQLite: every process on it shares this data dir
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    with open(folder.parent / "flush.lock", "a") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)                      # also between threads (one open file each)
+        try:
+            yield lambda spec, mark: store.put_meta(f"hub_sync.log.{spec.name}", mark)
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
+
+
 def drop_orphans(store, folder: Path, node: str) -> list[str]:
     """Delete this writer's files numbered above the recorded sequence (written, never recorded, never pushed)."""
     gone = []
-    for spec in LOGS:
-        recorded = _mark(store, spec)["seq"]
-        for path in (folder / spec.name).glob(f"{node}-*.jsonl"):
-            m = _FILE.match(f"{spec.name}/{path.name}")
-            if m and int(m["seq"]) > recorded:
-                path.unlink()
-                gone.append(f"{spec.name}/{path.name}")
+    with exclusive(store, folder):       # a flush elsewhere may have renamed its file and not yet recorded it
+        for spec in LOGS:
+            recorded = _mark(store, spec)["seq"]
+            for path in (folder / spec.name).glob(f"{node}-*.jsonl"):
+                m = _FILE.match(f"{spec.name}/{path.name}")
+                if m and int(m["seq"]) > recorded:
+                    path.unlink()
+                    gone.append(f"{spec.name}/{path.name}")
     return gone
 
 
 def flush(store, folder: Path, node: str, lock=None, batch: int = 50_000) -> list[str]:
-    """Write every row added since the last flush into new files; returns their repo paths."""
+    """Write the rows added since the last flush, up to the ones present when it starts, into new files;
+    returns their repo paths."""
     written = []
     tmp_dir = folder.parent / "tmp"
     tmp_dir.mkdir(parents=True, exist_ok=True)
-    for spec in LOGS:
-        if not has_table(store, spec.table):
-            continue
-        while True:
-            mark = _mark(store, spec)
-            rows = store.query(spec.sql(store), (mark["after"], batch))
-            if not rows:
-                break
-            last = rows[-1]["seq"]
-            text = "".join(json.dumps({k: r[k] for k in r.keys() if k != "seq"}, ensure_ascii=False) + "\n"
-                           for r in rows)
-            name = f"{spec.name}/{node}-{mark['seq'] + 1:08d}.jsonl"
-            fd, tmp = tempfile.mkstemp(dir=tmp_dir, suffix=".jsonl")
-            with os.fdopen(fd, "w", encoding="utf-8") as f:
-                f.write(text)
-                f.flush()
-                os.fsync(f.fileno())
-            with lock or nullcontext():
-                (folder / spec.name).mkdir(parents=True, exist_ok=True)
-                os.replace(tmp, folder / name)
-            store.put_meta(f"hub_sync.log.{spec.name}", {"after": last, "seq": mark["seq"] + 1})
-            written.append(name)
+    with exclusive(store, folder) as record:
+        specs = [spec for spec in LOGS if has_table(store, spec.table)]
+        if not specs:
+            return written
+        # one statement, so one snapshot: a vote and its battle (one transaction) fall on the same side
+        cuts = store.query("SELECT " + ", ".join(f"({spec.last_sql(store)}) AS c{i}" for i, spec in enumerate(specs)))[0]
+        for i, spec in enumerate(specs):
+            cut = cuts[i]
+            if cut is None:
+                continue
+            while True:
+                mark = _mark(store, spec)
+                rows = store.query(spec.sql(store), (mark["after"], cut, batch))
+                if not rows:
+                    break
+                last = rows[-1]["seq"]
+                text = "".join(json.dumps({k: r[k] for k in r.keys() if k != "seq"}, ensure_ascii=False) + "\n"
+                               for r in rows)
+                name = f"{spec.name}/{node}-{mark['seq'] + 1:08d}.jsonl"
+                fd, tmp = tempfile.mkstemp(dir=tmp_dir, suffix=".jsonl")
+                with os.fdopen(fd, "w", encoding="utf-8") as f:
+                    f.write(text)
+                    f.flush()
+                    os.fsync(f.fileno())
+                with lock or nullcontext():
+                    (folder / spec.name).mkdir(parents=True, exist_ok=True)
+                    os.replace(tmp, folder / name)
+                record(spec, {"after": last, "seq": mark["seq"] + 1})
+                written.append(name)
     return written
 
 
@@ -173,7 +224,7 @@ def restore(store, files: dict[str, str], append_votes=None) -> dict:
                      "session_id": None, "user": None, "ip_hash": None} for rec in fresh]
             counts["votes"] = append_votes(rows, conn)
             if keep_ids and fresh:
-                _set_mark(conn, "votes", max(r["id"] for r in fresh))
+                _set_mark(store, conn, "votes", max(r["id"] for r in fresh))
         if logs["battles"] and has_table(store, "arena_battles"):
             empty = conn.execute("SELECT COUNT(*) FROM arena_battles").fetchone()[0] == 0
             n = 0
@@ -187,7 +238,7 @@ def restore(store, files: dict[str, str], append_votes=None) -> dict:
                 n += cur.rowcount
             counts["battles"] = n
             if empty and n:
-                _set_mark(conn, "battles", conn.execute(f"SELECT MAX({battle_seq(store)}) FROM arena_battles").fetchone()[0])
+                _set_mark(store, conn, "battles", conn.execute(f"SELECT MAX({battle_seq(store)}) FROM arena_battles").fetchone()[0])
         if logs["refused"] and has_table(store, "arena_refused_votes"):
             have = {tuple(r) for r in conn.execute(
                 "SELECT battle_id, reason, message, created_at FROM arena_refused_votes")}
@@ -203,15 +254,20 @@ def restore(store, files: dict[str, str], append_votes=None) -> dict:
                 n += 1
             counts["refused"] = n
             if empty and n:
-                _set_mark(conn, "refused", conn.execute("SELECT MAX(id) FROM arena_refused_votes").fetchone()[0])
+                _set_mark(store, conn, "refused", conn.execute("SELECT MAX(id) FROM arena_refused_votes").fetchone()[0])
     counts["submissions_events_in_repo"] = len(logs["submissions"])   # pushed for the public record only
     return counts
 
 
-def _set_mark(conn, name: str, after: int) -> None:
+def _set_mark(store, conn, name: str, after: int) -> None:
     """After an exact restore the restored rows are already in the repo: do not push them again."""
+    store.lock(conn, FLUSH_LOCK)        # PostgreSQL: another replica's flush may be moving this watermark
     row = conn.execute("SELECT value FROM meta WHERE key=?", (f"hub_sync.log.{name}",)).fetchone()
     mark = json.loads(row[0]) if row else {"after": 0, "seq": 0}
     mark["after"] = max(mark["after"], int(after))
+    _put_mark(conn, name, mark)
+
+
+def _put_mark(conn, name: str, mark: dict) -> None:
     conn.execute("INSERT INTO meta VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value=excluded.value",
                  (f"hub_sync.log.{name}", json.dumps(mark)))
