@@ -21,8 +21,10 @@ METRICS = "l1.asr_wer,audio.prosody_fit,sel.tone_final,sel.final"
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(3600)]
 
 
-def _run(*args: str, timeout: float = 1800) -> str:
+def _run(*args: str, timeout: float = 1800, database_url: str | None = None) -> str:
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+    if database_url:                      # PostgreSQL runs: the demo run's database
+        env["DATABASE_URL"] = database_url
     done = subprocess.run([sys.executable, "-m", *args], cwd=ROOT, env=env, capture_output=True, text=True,
                           timeout=timeout)
     assert done.returncode == 0, f"{' '.join(args)} failed:\n{done.stdout[-2000:]}\n{done.stderr[-4000:]}"
@@ -37,7 +39,7 @@ def results(demo_run):
     out = {}
     for m in MODELS:
         last = _run("eval_backend", "score", "--model", m, "--benchmark", "demo", "--data-dir", str(data),
-                    "--metrics", METRICS).strip().splitlines()[-1]
+                    "--metrics", METRICS, database_url=demo_run.database_url).strip().splitlines()[-1]
         out[m] = json.loads(Path(last).read_text())["metrics"]
     return out
 
