@@ -308,3 +308,49 @@ def test_offline_env_wins_over_a_config_without_it(tmp_path, monkeypatch):
     store = Store(tmp_path / "d")
     sync = HubSync(store, config())                   # no api injected: would be HfApi
     assert "HF_HUB_OFFLINE=1" in sync.start() and sync._api is None
+
+
+def test_submissions_come_back_after_a_wiped_disk_and_unfinished_ones_say_why(nodes, hub):
+    from eval_backend.submissions.queue import Queue
+    a = nodes("a")
+    a.sync.start()
+    settle(a.sync)
+    q = Queue(a.store)
+    with a.store.transaction() as conn:
+        ids = [q.insert(conn, {"model": f"Model {i}", "kind": "endpoint", "base_url": "http://secret-host/v1",
+                               "model_id": f"m{i}", "benchmark": "demo", "dedup_key": f"k{i}",
+                               "submitter": "alice"}, None) for i in range(3)]
+    done = q.claim("w1", 60)
+    assert q.finish(done.id, "w1", results_path="results/x.json", summary={"score": 1}, arena=None)
+    q.claim("w1", 60)                                  # the second job is RUNNING when the disk is wiped
+    a.sync.push_logs()
+    before = {j.id: j for j in q.list()}
+    blob = "".join(t.decode() for t in hub.files(LOG_REPO).values())
+    assert "secret-host" not in blob and "alice" not in blob
+    a.sync.stop()
+
+    b = nodes("b")                                     # the Space restarted: empty disk
+    b.sync.start()
+    assert b.sync.restored["submissions"] == 3
+    after = {j.id: j for j in Queue(b.store).list()}
+    assert set(after) == set(ids)
+    assert after[done.id].state == "FINISHED" and after[done.id].summary == {"score": 1}
+    for job_id in ids[1:]:                             # RUNNING and PENDING cannot resume: no endpoint, no key
+        assert after[job_id].state == "FAILED" and after[job_id].error_class == "restored_unfinished"
+        assert "submit the model again" in after[job_id].reason and after[job_id].base_url is None
+    for job_id in ids:
+        assert after[job_id].model == before[job_id].model and after[job_id].created_at == before[job_id].created_at
+        events = [e["event"] for e in Queue(b.store).events(job_id)]
+        assert events[:len(Queue(a.store).events(job_id))] == [e["event"] for e in Queue(a.store).events(job_id)]
+    # new submissions continue after the restored ids; the restored history is not pushed again
+    with b.store.transaction() as conn:
+        new_id = Queue(b.store).insert(conn, {"model": "New", "kind": "endpoint", "base_url": "http://h/v1",
+                                              "model_id": "n", "benchmark": "demo", "dedup_key": "kn",
+                                              "submitter": "bob"}, None)
+    assert new_id == max(ids) + 1
+    pushed = len(log_writes(hub))
+    b.sync.push_logs()
+    rows = [json.loads(line) for p, _ in log_writes(hub)[pushed:] if p.startswith("submissions/")
+            for line in hub.files(LOG_REPO)[p].decode().splitlines()]
+    assert sorted((r["submission_id"], r["event"]) for r in rows) == sorted(
+        [(ids[1], "failed"), (ids[2], "failed"), (new_id, "submitted")])

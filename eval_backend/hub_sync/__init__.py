@@ -19,8 +19,10 @@
   The votes are restored in one transaction (ids must stay in order): ~2,500 votes/s here, so keep
   `restore_timeout_s` above the restore time, else early votes wait for that transaction.
 - HF_HUB_OFFLINE=1: no Hub call at all (status says so).
-- Not restored: the submissions queue (its events are pushed for the public record only; API keys never
-  leave the machine) and the sessions / IP hashes / user names of votes (rate-limit history restarts empty).
+- Submissions come back from their logged public fields and events (the request list, name and quota checks
+  survive); one that had not ended comes back FAILED as `restored_unfinished`, because its endpoint URL and
+  API key never leave the machine. Not restored: the sessions / IP hashes / user names of votes (rate-limit
+  history restarts empty) and submitters' names.
 
 The Hub client is injected (`api`): HfApi(token=...) by default, a stand-in in tests (tests/hub_standin.py).
 """

@@ -255,8 +255,51 @@ def restore(store, files: dict[str, str], append_votes=None) -> dict:
             counts["refused"] = n
             if empty and n:
                 _set_mark(store, conn, "refused", conn.execute("SELECT MAX(id) FROM arena_refused_votes").fetchone()[0])
-    counts["submissions_events_in_repo"] = len(logs["submissions"])   # pushed for the public record only
+        if logs["submissions"] and has_table(store, "submissions"):
+            counts["submissions"] = _restore_submissions(store, conn, logs["submissions"])
     return counts
+
+
+# A job that had not ended when the disk was wiped cannot resume: its endpoint URL and API key never leave the
+# machine. It comes back FAILED with this class, so the list says why and the submitter can submit again.
+RESTORED_UNFINISHED = "restored_unfinished"
+
+
+def _restore_submissions(store, conn, records: list[dict]) -> int:
+    """The public request list survives a wiped disk: each submission the store lacks comes back with its latest
+    public fields and its event history (who acted is not logged, so events have no actor). Returns how many."""
+    have = {r[0] for r in conn.execute("SELECT id FROM submissions")}
+    by_job: dict[int, list[dict]] = {}
+    for rec in records:                              # file order; a stable sort by time keeps it for ties
+        if rec.get("submission_id") not in have:
+            by_job.setdefault(int(rec["submission_id"]), []).append(rec)
+    if not by_job:
+        return 0
+    ended = []
+    for job_id, recs in sorted(by_job.items()):
+        recs.sort(key=lambda r: r["at"])
+        row = {k: recs[-1].get(k) for k in SUBMISSION_FIELDS}
+        if row["state"] in ("PENDING", "RUNNING"):
+            ended.append((job_id, row["state"]))
+        row.update(id=job_id, dedup_key=f"restored:{job_id}", submitter="(restored from the Hub)")
+        conn.execute(f"INSERT INTO submissions ({', '.join(row)}) VALUES ({', '.join('?' * len(row))})",
+                     tuple(row.values()))
+        for rec in recs:
+            conn.execute("INSERT INTO submission_events (job_id, at, event, actor, detail) VALUES (?, ?, ?, NULL, NULL)",
+                         (job_id, rec["at"], rec["event"]))
+    store.sync_ids(conn, "submissions")
+    store.sync_ids(conn, "submission_events")
+    if not have:                                     # the restored events are already in the repo
+        _set_mark(store, conn, "submissions", conn.execute("SELECT MAX(id) FROM submission_events").fetchone()[0])
+    for job_id, was in ended:
+        message = (f"the Space restarted on a wiped disk while this job was {was}; its endpoint and API key are "
+                   "kept on the machine only, so it cannot resume: submit the model again")
+        conn.execute("UPDATE submissions SET state='FAILED', error_class=?, error_message=?, finished_at=updated_at "
+                     "WHERE id=?", (RESTORED_UNFINISHED, message, job_id))
+        conn.execute("INSERT INTO submission_events (job_id, at, event, actor, detail) VALUES (?, "
+                     "(SELECT updated_at FROM submissions WHERE id=?), 'failed', 'hub restore', ?)",
+                     (job_id, job_id, f"{RESTORED_UNFINISHED}: {message}"))
+    return len(by_job)
 
 
 def _set_mark(store, conn, name: str, after: int) -> None:

@@ -29,7 +29,7 @@ STATES = ("PENDING", "RUNNING", "FINISHED", "FAILED", "CANCELLED")
 ENDED = ("FINISHED", "FAILED", "CANCELLED")
 ACTIVE = ("PENDING", "RUNNING", "FINISHED")     # these block a duplicate submission
 ERROR_CLASSES = ("endpoint_failed", "too_many_failures", "benchmark_error", "predictions_error", "scoring_error",
-                 "worker_lost", "secret_unavailable", "internal_error")
+                 "worker_lost", "secret_unavailable", "internal_error", "restored_unfinished")
 
 register_migration("submissions_0001", """
 CREATE TABLE IF NOT EXISTS submissions (
