@@ -11,6 +11,7 @@ import sys
 import threading
 import time
 import zipfile
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -43,6 +44,22 @@ def settings_for(srv_port: int, folder: Path, **kw) -> SubmissionSettings:
 def form_for(srv: FaultServer, name: str, **kw) -> SubmissionForm:
     return SubmissionForm(**{**dict(name=name, base_url=srv.base_url, model_id="fault", audio_output=True,
                                     voice="v", licence="apache-2.0", open_weights=True), **kw})
+
+
+@contextmanager
+def worker_processes(data: Path, srv_port: int, n: int = 2):
+    """`n` `python -m eval_backend worker` processes on one data dir (and the test's database); SIGTERM on exit."""
+    cmd = [sys.executable, "-m", "eval_backend", "worker", "--data-dir", str(data), "--poll", "0.1",
+           "--metrics", ",".join(METRICS), "--allow", f"127.0.0.1:{srv_port}"]
+    procs = [subprocess.Popen(cmd + ["--name", f"w{i}"], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+             for i in range(n)]
+    try:
+        yield procs
+    finally:
+        for p in procs:
+            p.send_signal(signal.SIGTERM)
+        for p in procs:
+            p.wait(60)
 
 
 def wait_for(pred, timeout: float = 60.0, what: str = "condition"):
@@ -196,17 +213,8 @@ def test_two_worker_processes_never_run_a_job_twice(tmp_path):
         s = settings_for(srv.port, folder, preflight=False)
         svc = SubmissionService(store, s)
         ids = [svc.submit(form_for(srv, f"Two {i}", model_id=f"m{i}"), OPERATOR).job_id for i in range(jobs)]
-        cmd = [sys.executable, "-m", "eval_backend", "worker", "--data-dir", str(data), "--poll", "0.1",
-               "--metrics", ",".join(METRICS), "--allow", f"127.0.0.1:{srv.port}"]
-        procs = [subprocess.Popen(cmd + ["--name", f"w{i}"], cwd=ROOT, stdout=subprocess.PIPE,
-                                  stderr=subprocess.PIPE) for i in range(2)]
-        try:
+        with worker_processes(data, srv.port):
             wait_for(lambda: all(j.state == "FINISHED" for j in svc.list_jobs()), 180, "all jobs")
-        finally:
-            for p in procs:
-                p.send_signal(signal.SIGTERM)
-            for p in procs:
-                p.wait(60)
         assert sum(srv.counts.values()) == jobs * items          # each job's items asked exactly once
     for job_id in ids:
         claims = [e for e in svc.events(job_id) if e["event"] == "claimed"]

@@ -7,9 +7,6 @@ merged vote log, and every job is claimed and run exactly once (the endpoint cou
 from __future__ import annotations
 
 import asyncio
-import signal
-import subprocess
-import sys
 
 import pytest
 
@@ -17,7 +14,7 @@ from eval_backend.store import Store
 from eval_backend.submissions import SubmissionService
 from tests.arena_fixtures import NO_LIMITS, AppProcess, run_load, seed
 from fault_server import FaultServer
-from test_queue_worker import METRICS, OPERATOR, ROOT, bench_folder, form_for, settings_for, wait_for
+from test_queue_worker import OPERATOR, bench_folder, form_for, settings_for, wait_for, worker_processes
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 
@@ -35,24 +32,17 @@ def test_two_apps_and_two_workers_on_one_database_lose_no_vote_and_run_no_job_tw
     with FaultServer() as srv:
         jobs = SubmissionService(store, settings_for(srv.port, folder, preflight=False))
         ids = [jobs.submit(form_for(srv, f"Replica {i}", model_id=f"m{i}"), OPERATOR).job_id for i in range(JOBS)]
-        worker_cmd = [sys.executable, "-m", "eval_backend", "worker", "--data-dir", str(data), "--poll", "0.1",
-                      "--metrics", ",".join(METRICS), "--allow", f"127.0.0.1:{srv.port}"]
         apps = [AppProcess(data, NO_LIMITS).start() for _ in range(2)]
-        workers = [subprocess.Popen(worker_cmd + ["--name", f"w{i}"], cwd=ROOT, stdout=subprocess.PIPE,
-                                    stderr=subprocess.PIPE) for i in range(2)]
         try:
-            async def both():
-                return await asyncio.gather(*(run_load(app.url, CLIENTS_EACH, VOTES_EACH, seed=i)
-                                              for i, app in enumerate(apps)))
-            results = asyncio.run(both())
-            wait_for(lambda: all(j.state == "FINISHED" for j in jobs.list_jobs()), 300, "all jobs")
+            with worker_processes(data, srv.port):
+                async def both():
+                    return await asyncio.gather(*(run_load(app.url, CLIENTS_EACH, VOTES_EACH, seed=i)
+                                                  for i, app in enumerate(apps)))
+                results = asyncio.run(both())
+                wait_for(lambda: all(j.state == "FINISHED" for j in jobs.list_jobs()), 300, "all jobs")
         finally:
             for app in apps:
                 app.stop()
-            for w in workers:
-                w.send_signal(signal.SIGTERM)
-            for w in workers:
-                w.wait(60)
         assert sum(srv.counts.values()) == JOBS * ITEMS          # each job's items asked exactly once
 
     for job_id in ids:
