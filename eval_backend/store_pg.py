@@ -71,10 +71,13 @@ class Row(tuple):
         return list(self._index)
 
 
+@lru_cache(maxsize=1024)
+def _row_class(names: tuple[str, ...]) -> type:
+    return type("Row", (Row,), {"__slots__": (), "_index": {n: i for i, n in enumerate(names)}})
+
+
 def _row_factory(cursor):
-    names = [c.name for c in cursor.description or ()]
-    cls = type("Row", (Row,), {"__slots__": (), "_index": {n: i for i, n in enumerate(names)}})
-    return lambda values: cls(values)
+    return _row_class(tuple(c.name for c in cursor.description or ()))
 
 
 class Connection:

@@ -114,36 +114,32 @@ def database_url(request, monkeypatch, databases, module_database_url):
         databases.drop(url)
 
 
+def _databases_for_one_test(databases, make):
+    """A callable giving `make(...)`'s new database URL (None on SQLite runs); dropped after the test."""
+    made = []
+
+    def give(*args):
+        if databases is None:
+            return None
+        made.append(make(*args))
+        return made[-1]
+    yield give
+    for url in made:
+        databases.drop(url)
+
+
 @pytest.fixture
 def fresh_database_url(databases):
     """For tests that simulate a wiped machine: a callable giving an empty database's URL (None on SQLite,
     where the new, empty data dir is the empty database)."""
-    made = []
-
-    def make():
-        if databases is None:
-            return None
-        made.append(databases.create("w"))
-        return made[-1]
-    yield make
-    for url in made:
-        databases.drop(url)
+    yield from _databases_for_one_test(databases, lambda: databases.create("w"))
 
 
 @pytest.fixture
 def copy_database(databases):
     """For tests that copy a seeded data dir: a callable giving a copy of a database (None on SQLite, where
     copying the data dir copies the database file)."""
-    made = []
-
-    def copy(url):
-        if databases is None:
-            return None
-        made.append(databases.clone(url))
-        return made[-1]
-    yield copy
-    for url in made:
-        databases.drop(url)
+    yield from _databases_for_one_test(databases, lambda url: databases.clone(url))
 
 
 @pytest.fixture(scope="session")

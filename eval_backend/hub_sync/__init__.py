@@ -110,7 +110,7 @@ class HubSync:
         log.log(level, "Hub sync: %s", status)
 
     def _local_votes(self) -> int:
-        if not logs.has_table(self.store, "arena_votes"):
+        if not self.store.has_table("arena_votes"):
             return 0
         return self.store.query("SELECT COUNT(*) FROM arena_votes")[0][0]
 

@@ -26,6 +26,8 @@ from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..submissions.queue import RESTORED_UNFINISHED
+
 VOTE_FIELDS = ("id", "battle_id", "model_a", "model_b", "winner", "slot", "said", "sounded", "reason", "first_heard",
                "attribute", "dimension", "benchmark_hash", "request_id", "created_at", "source")
 BATTLE_FIELDS = ("id", "benchmark_hash", "request_id", "task", "item_id", "variant", "attribute", "dimension",
@@ -43,11 +45,9 @@ class LogSpec:
     select: str      # rows with after (?) < watermark <= cut (?), in watermark order, LIMIT ?; column `seq`
     last: str        # the watermark's current maximum (the cut)
 
-    def sql(self, store) -> str:
-        return self.select.replace("{battle_seq}", battle_seq(store))
-
-    def last_sql(self, store) -> str:
-        return self.last.replace("{battle_seq}", battle_seq(store))
+    def sql(self, store, text: str | None = None) -> str:
+        """`select` (or another of its texts, like `last`) for the store's database."""
+        return (self.select if text is None else text).replace("{battle_seq}", battle_seq(store))
 
 
 LOGS = (
@@ -72,10 +72,6 @@ LOGS = (
 )
 NAMES = tuple(spec.name for spec in LOGS)
 _FILE = re.compile(r"^(?P<log>[a-z]+)/(?P<node>[A-Za-z0-9]+)-(?P<seq>\d{8})\.jsonl$")
-
-
-def has_table(store, table: str) -> bool:
-    return store.has_table(table)
 
 
 def battle_seq(store) -> str:
@@ -143,11 +139,11 @@ def flush(store, folder: Path, node: str, lock=None, batch: int = 50_000) -> lis
     tmp_dir = folder.parent / "tmp"
     tmp_dir.mkdir(parents=True, exist_ok=True)
     with exclusive(store, folder) as record:
-        specs = [spec for spec in LOGS if has_table(store, spec.table)]
+        specs = [spec for spec in LOGS if store.has_table(spec.table)]
         if not specs:
             return written
         # one statement, so one snapshot: a vote and its battle (one transaction) fall on the same side
-        cuts = store.query("SELECT " + ", ".join(f"({spec.last_sql(store)}) AS c{i}" for i, spec in enumerate(specs)))[0]
+        cuts = store.query("SELECT " + ", ".join(f"({spec.sql(store, spec.last)}) AS c{i}" for i, spec in enumerate(specs)))[0]
         for i, spec in enumerate(specs):
             cut = cuts[i]
             if cut is None:
@@ -206,7 +202,7 @@ def restore(store, files: dict[str, str], append_votes=None) -> dict:
     logs = parse(files)
     counts = {}
     with store.transaction() as conn:
-        if logs["votes"] and has_table(store, "arena_votes"):
+        if logs["votes"] and store.has_table("arena_votes"):
             if append_votes is None:
                 raise RuntimeError("the vote log needs the arena's append_votes to be restored")
             local = [dict(r) for r in conn.execute(f"SELECT {', '.join(VOTE_FIELDS)} FROM arena_votes")]
@@ -225,7 +221,7 @@ def restore(store, files: dict[str, str], append_votes=None) -> dict:
             counts["votes"] = append_votes(rows, conn)
             if keep_ids and fresh:
                 _set_mark(store, conn, "votes", max(r["id"] for r in fresh))
-        if logs["battles"] and has_table(store, "arena_battles"):
+        if logs["battles"] and store.has_table("arena_battles"):
             empty = conn.execute("SELECT COUNT(*) FROM arena_battles").fetchone()[0] == 0
             n = 0
             for rec in logs["battles"]:
@@ -239,7 +235,7 @@ def restore(store, files: dict[str, str], append_votes=None) -> dict:
             counts["battles"] = n
             if empty and n:
                 _set_mark(store, conn, "battles", conn.execute(f"SELECT MAX({battle_seq(store)}) FROM arena_battles").fetchone()[0])
-        if logs["refused"] and has_table(store, "arena_refused_votes"):
+        if logs["refused"] and store.has_table("arena_refused_votes"):
             have = {tuple(r) for r in conn.execute(
                 "SELECT battle_id, reason, message, created_at FROM arena_refused_votes")}
             empty = not have
@@ -255,14 +251,9 @@ def restore(store, files: dict[str, str], append_votes=None) -> dict:
             counts["refused"] = n
             if empty and n:
                 _set_mark(store, conn, "refused", conn.execute("SELECT MAX(id) FROM arena_refused_votes").fetchone()[0])
-        if logs["submissions"] and has_table(store, "submissions"):
+        if logs["submissions"] and store.has_table("submissions"):
             counts["submissions"] = _restore_submissions(store, conn, logs["submissions"])
     return counts
-
-
-# A job that had not ended when the disk was wiped cannot resume: its endpoint URL and API key never leave the
-# machine. It comes back FAILED with this class, so the list says why and the submitter can submit again.
-RESTORED_UNFINISHED = "restored_unfinished"
 
 
 def _restore_submissions(store, conn, records: list[dict]) -> int:

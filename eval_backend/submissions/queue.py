@@ -30,6 +30,9 @@ ENDED = ("FINISHED", "FAILED", "CANCELLED")
 ACTIVE = ("PENDING", "RUNNING", "FINISHED")     # these block a duplicate submission
 ERROR_CLASSES = ("endpoint_failed", "too_many_failures", "benchmark_error", "predictions_error", "scoring_error",
                  "worker_lost", "secret_unavailable", "internal_error", "restored_unfinished")
+# A job that had not ended when a wiped disk was restored from the Hub cannot resume: its endpoint URL and API
+# key never leave the machine (hub_sync.logs restores it FAILED with this class, so the list says why).
+RESTORED_UNFINISHED = "restored_unfinished"
 
 register_migration("submissions_0001", """
 CREATE TABLE IF NOT EXISTS submissions (
