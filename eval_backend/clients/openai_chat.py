@@ -301,7 +301,7 @@ class StreamAssembler:
 ERROR_EXCERPT_BYTES = 4096   # of an error body, read only to quote it where the limits allow
 
 
-def _http_failure(status: int, headers, body: bytes, complete: bool) -> CallFailure:
+def _http_failure(status: int, headers, body: bytearray, complete: bool) -> CallFailure:
     cls = status_class(status)
     retry_after = parse_retry_after(headers) if cls in ("rate_limited", "http_5xx") else None
     size = f"{len(body):,} bytes" + ("" if complete else "+")
@@ -314,7 +314,7 @@ def _redirect_failure(status: int) -> CallFailure:
                                    f"(give the final URL)")
 
 
-def _parse_json(data: bytes | str, what: str = "reply") -> object:
+def _parse_json(data: bytearray | str, what: str = "reply") -> object:
     try:
         return safejson.loads(data, what=what)
     except safejson.JSONLimitError as exc:
@@ -329,20 +329,20 @@ def _too_large(what: str, limit: str) -> CallFailure:
     return CallFailure("too_large", f"{what} is larger than the limit of {limit}")
 
 
-async def _read_capped(resp: aiohttp.ClientResponse, cap: int) -> tuple[bytes, bool]:
+async def _read_capped(resp: aiohttp.ClientResponse, cap: int) -> tuple[bytearray, bool]:
     """At most `cap` bytes of the body, and whether that was all of it. Reads chunk by chunk, so an
-    endless or huge body costs `cap` bytes of memory, not its size."""
+    endless or huge body costs `cap` bytes of memory, not its size (a bytearray: no copy at the end)."""
     buf = bytearray()
     async for chunk in resp.content.iter_any():
         room = cap - len(buf)
         if len(chunk) > room:
             buf += chunk[:room]
-            return bytes(buf), False
+            return buf, False
         buf += chunk
-    return bytes(buf), True
+    return buf, True
 
 
-async def _read_body(resp: aiohttp.ClientResponse, limits: ReplyLimits) -> bytes:
+async def _read_body(resp: aiohttp.ClientResponse, limits: ReplyLimits) -> bytearray:
     declared = resp.content_length
     if declared is not None and declared > limits.max_body_bytes:
         raise _too_large(f"the reply body ({declared:,} bytes declared)", f"{limits.max_body_bytes:,} bytes")
@@ -464,8 +464,12 @@ async def _call(session: aiohttp.ClientSession, spec: ModelSpec, request: Reques
                 body, ttfab = await _post_plain(session, url, content, headers, limits)
     except TimeoutError:   # also aiohttp's ServerTimeoutError
         raise CallFailure("timeout", f"no complete reply within {spec.timeout_s:g} s") from None
+    except aiohttp.ClientConnectorError as exc:
+        # the connection was never made: the reason is local (the OS, our address policy), safe to show
+        reason = getattr(exc.os_error, "strerror", None) or type(exc.os_error).__name__
+        raise CallFailure("connection", f"cannot connect ({type(exc).__name__}): {reason}") from None
     except aiohttp.ClientError as exc:
-        # no HTTP status at all (refused, reset, protocol error): a server-side failure to us, retried as one;
+        # no HTTP status at all (reset, protocol error): a server-side failure to us, retried as one;
         # the exception's text may quote what the server sent (a non-HTTP banner), so it is a detail
         raise CallFailure("connection", f"transport error, no HTTP status ({type(exc).__name__})",
                           detail=str(exc)) from None
