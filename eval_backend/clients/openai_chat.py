@@ -467,7 +467,8 @@ async def _call(session: aiohttp.ClientSession, spec: ModelSpec, request: Reques
     except aiohttp.ClientConnectorError as exc:
         # the connection was never made: the reason is local (the OS, our address policy), safe to show
         reason = getattr(exc.os_error, "strerror", None) or type(exc.os_error).__name__
-        raise CallFailure("connection", f"cannot connect ({type(exc).__name__}): {reason}") from None
+        raise CallFailure("connection", f"transport error, no HTTP status: cannot connect ({type(exc).__name__}): "
+                                        f"{reason}") from None
     except aiohttp.ClientError as exc:
         # no HTTP status at all (reset, protocol error): a server-side failure to us, retried as one;
         # the exception's text may quote what the server sent (a non-HTTP banner), so it is a detail
