@@ -18,6 +18,7 @@ Unbounded replies (bodies generated lazily from one 1 MiB block: the server stay
     huge[:MB]     200 JSON of MB megabytes (default 300), chunked, no Content-Length
     huge-cl[:MB]  the same with its Content-Length declared
     endless       200 JSON that never ends (chunked)
+    gzip-bomb     200 JSON of 300 MB sent gzip-compressed (~300 KB on the wire)
     endless-sse   200 text/event-stream of 64 KiB comment lines that never ends (also to non-stream requests)
     sse-flood     200 text/event-stream of text deltas that never ends (stream requests)
     trickle       200 that sends one byte every 0.1 s, forever
@@ -49,6 +50,7 @@ import sys
 import threading
 import time
 import urllib.parse
+import zlib
 from collections import Counter, defaultdict
 from pathlib import Path
 
@@ -266,6 +268,15 @@ class FaultServer:
             return StreamingResponse(body(mb), media_type="application/json", headers=headers)
         if fault == "endless":
             return StreamingResponse(body(None), media_type="application/json")
+        if fault == "gzip-bomb":            # ~300 KB on the wire, 300 MB once decompressed
+            async def bomb():
+                z = zlib.compressobj(9, zlib.DEFLATED, 31)
+                async for piece in body(300):
+                    out = z.compress(piece)
+                    if out:
+                        yield out
+                yield z.flush()
+            return StreamingResponse(bomb(), media_type="application/json", headers={"content-encoding": "gzip"})
         if fault == "endless-sse":
             async def comments():
                 line = b": " + b"k" * (2**16 - 3) + b"\n"

@@ -1,7 +1,7 @@
 """Issue 10 acceptance: a submitted endpoint cannot exhaust the worker or the web process.
 
-A real fault server (its own process, tests/fault_server.py) sends 300 MB bodies, endless bodies and SSE
-streams, slow trickles, redirects to a private URL and to another origin, over-long text and audio, and
+A real fault server (its own process, tests/fault_server.py) sends 300 MB bodies (also as a gzip bomb),
+endless bodies and SSE streams, slow trickles, redirects to a private URL and to another origin, over-long text and audio, and
 echoes the API key; the worker and the Check preflight run in a process of their own
 (tests/bounded_probe.py), which reports how much its peak RSS grew per case. Every item gets its failure
 class, every job ends FAILED with its reason, by its deadline, and the growth stays under MEMORY_BOUND_MIB.
@@ -88,6 +88,7 @@ def test_worker_bounded_by_size_time_and_storage(tmp_path, fault_port):
         {"name": "huge-cl", "bench": folder(t, "huge-cl", ["[fault:huge-cl]"])},
         {"name": "endless", "bench": folder(t, "endless", ["[fault:endless]", "[fault:endless-sse]"])},
         {"name": "long-text", "bench": folder(t, "long-text", ["[fault:longtext]"])},
+        {"name": "gzip-bomb", "bench": folder(t, "gzip-bomb", ["[fault:gzip-bomb]"])},
         {"name": "long-audio", "bench": folder(t, "long-audio", ["[fault:longaudio:200]"])},
         {"name": "redirects", "bench": folder(t, "redirects", ["[fault:redirect-private]", "[fault:redirect-other]"])},
         {"name": "trickle", "bench": folder(t, "trickle", ["[fault:trickle]"] * 3),
@@ -101,7 +102,7 @@ def test_worker_bounded_by_size_time_and_storage(tmp_path, fault_port):
     rows = probe(tmp_path, fault_port, "worker", cases)
     for name, row in rows.items():
         assert row["growth_mib"] < MEMORY_BOUND_MIB, (name, row["growth_mib"])
-    for name in ("huge", "huge-cl", "endless", "long-text", "long-audio"):
+    for name in ("huge", "huge-cl", "endless", "long-text", "gzip-bomb", "long-audio"):
         row = rows[name]
         assert (row["state"], row["error_class"]) == ("FAILED", "too_large"), row
         assert set(classes(row)) == {"too_large"}, row["replies"]
