@@ -29,10 +29,10 @@ from fault_server import make_benchmark  # noqa: E402
 
 CASES = {  # name -> contexts (fault markers), extra settings
     "huge x4": (["[fault:huge]"] * 4, {}),
-    "huge, declared": (["[fault:huge-cl]"], {}),
+    "huge declared": (["[fault:huge-cl]"], {}),
     "gzip bomb": (["[fault:gzip-bomb]"], {}),
     "endless chunked + SSE": (["[fault:endless]", "[fault:endless-sse]"], {}),
-    "trickle (3 s deadline)": (["[fault:trickle]"] * 3, {"call_timeout_s": 1.0, "max_attempts": 3,
+    "trickle 3 s deadline": (["[fault:trickle]"] * 3, {"call_timeout_s": 1.0, "max_attempts": 3,
                                                           "job_deadline_s": 3.0, "check_deadline_s": 3.0,
                                                           "preflight_timeout_s": 10.0}),
 }
@@ -67,8 +67,11 @@ def main() -> int:
                 path = tmp / f"cfg{run}-{mode}.json"
                 path.write_text(json.dumps(cfg))
                 env = dict(os.environ, EMPATHY_ARENA_SECRET_KEY="bench", HF_HUB_OFFLINE="1")
-                out = subprocess.run([sys.executable, "tests/bounded_probe.py", str(path)], cwd=ROOT, env=env,
-                                     capture_output=True, text=True, check=True).stdout
+                done = subprocess.run([sys.executable, "tests/bounded_probe.py", str(path)], cwd=ROOT, env=env,
+                                      capture_output=True, text=True)
+                if done.returncode:
+                    sys.exit(f"the probe failed ({mode}, run {run}):\n{done.stderr[-3000:]}")
+                out = done.stdout
                 for line in out.splitlines():
                     row = json.loads(line)
                     r = results.setdefault(f"{mode}: {row['name']}", {"growth": [], "elapsed": [], "rss": []})
