@@ -12,6 +12,8 @@ from __future__ import annotations
 import atexit
 import logging
 import os
+import signal
+import sys
 import threading
 import time
 
@@ -53,10 +55,11 @@ class SpaceContext:
         self.arena = ArenaService(self.store, settings_from_env(self.data_dir, benchmark_specs=(spec,)),
                                   benchmarks=[])
         self.bootstrap.on_benchmark.append(lambda b: self.arena.set_benchmarks([b]))
-        # The embedded demo's baselines listen on loopback, so the demo allowlists 127.0.0.1.
-        # EMPATHY_ARENA_DEMO_LOOPBACK=0 turns that off on a public deployment.
-        self.submissions = submission_settings(
-            demo=spec == "demo" and os.environ.get("EMPATHY_ARENA_DEMO_LOOPBACK", "1") != "0")
+        # The embedded demo's baselines listen on loopback, so the demo allowlists exactly their port
+        # (not the rest of 127.0.0.1, where this app listens). EMPATHY_ARENA_DEMO_LOOPBACK=0 turns that off.
+        demo = spec == "demo" and os.environ.get("EMPATHY_ARENA_DEMO_LOOPBACK", "1") != "0"
+        self.submissions = submission_settings(demo=demo,
+                                               baseline_port=self.bootstrap.baseline_port if demo else None)
         self.hub = HubSync(self.store, append_votes=self.arena.append_votes)
         self.worker = None
 
@@ -121,6 +124,9 @@ def main() -> None:
     import uvicorn
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    # SIGTERM ends the process like a normal exit, so atexit handlers run (the baseline server is stopped):
+    # uvicorn re-raises the signal after its graceful shutdown, which under the default handler kills at once
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     ctx = SpaceContext()
     ctx.hub.start()          # restores from the Hub before serving (no-op when not configured or offline)
     atexit.register(ctx.hub.stop)

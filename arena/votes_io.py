@@ -16,11 +16,14 @@ import math
 from datetime import datetime, timezone
 from typing import Iterable
 
+from eval_backend import safejson
+
 from .ratings import BOTH_BAD, TIE
 from .storage import DIMENSION_AXES, EXPORT_FIELDS, SUB_SLOTS, VoteRow
 
 OPTIONAL_TEXT = ("attribute", "reason", "request_id", "benchmark_hash")
 MAX_REPORTED = 50
+MAX_LINE_BYTES = 64 * 1024     # one JSONL vote (a few hundred bytes); depth is safejson's limit
 
 
 class VoteImportError(ValueError):
@@ -109,7 +112,7 @@ def parse(path: str, content: str, default_time: float) -> list[dict]:
             if not line.strip():
                 continue
             try:
-                obj = json.loads(line)
+                obj = safejson.loads(line, max_bytes=MAX_LINE_BYTES, what="the line")
                 if not isinstance(obj, dict):
                     raise ValueError("not a JSON object")
                 rows.append(validate_row(obj, default_time))

@@ -7,6 +7,7 @@ nothing finished). Progress lives in `BootstrapStatus`, which the UI polls.
 from __future__ import annotations
 
 import asyncio
+import atexit
 import dataclasses
 import logging
 import os
@@ -73,11 +74,36 @@ def wait_http_ok(url: str, timeout_s: float = 120, proc: subprocess.Popen | None
 
 
 def start_baseline_server(port: int, log_path: Path) -> subprocess.Popen:
-    log_file = open(log_path, "ab")
-    return subprocess.Popen(
-        [sys.executable, "-m", "eval_backend.baselines", "serve", "--host", "127.0.0.1", "--port", str(port)],
-        stdout=log_file, stderr=subprocess.STDOUT, cwd=config.PROJECT_ROOT,
-    )
+    """The baseline server as a child that exits with us: `--parent-pid` makes it leave once we are gone,
+    however we ended (SIGKILL included); `stop_server` ends it on a normal exit, SIGTERM or a failed bootstrap."""
+    with open(log_path, "ab") as log_file:    # the child keeps its own descriptor
+        return subprocess.Popen(
+            [sys.executable, "-m", "eval_backend.baselines", "serve", "--host", "127.0.0.1", "--port", str(port),
+             "--parent-pid", str(os.getpid())],
+            stdout=log_file, stderr=subprocess.STDOUT, cwd=config.PROJECT_ROOT,
+        )
+
+
+def stop_server(proc: subprocess.Popen | None, grace_s: float = 5.0) -> None:
+    """SIGTERM, then SIGKILL after `grace_s`; always reaped."""
+    if proc is None or proc.poll() is not None:
+        return
+    proc.terminate()
+    try:
+        proc.wait(grace_s)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
+def choose_baseline_port() -> int:
+    """EMPATHY_ARENA_BASELINE_PORT when set (the operator's choice, used as given), else 8765 if free, else
+    any free loopback port. Chosen once, before the server starts, so the submissions' allowlist can name
+    exactly this port (app.py)."""
+    given = os.environ.get("EMPATHY_ARENA_BASELINE_PORT", "").strip()
+    if given:
+        return int(given)
+    return 8765 if port_is_free(8765) else free_port()
 
 
 class Bootstrap:
@@ -95,6 +121,15 @@ class Bootstrap:
         self.benchmark = None
         self.ready = threading.Event()
         self.on_benchmark: list = []   # callbacks(benchmark), called once the benchmark is loaded
+        self._port: int | None = None
+        self._stop_registered = False
+
+    @property
+    def baseline_port(self) -> int:
+        """The loopback port the baseline server listens (or will listen) on."""
+        if self._port is None:
+            self._port = choose_baseline_port()
+        return self._port
 
     def start(self) -> "Bootstrap":
         threading.Thread(target=self._run, name="bootstrap", daemon=True).start()
@@ -114,6 +149,7 @@ class Bootstrap:
             log.exception("bootstrap failed")
             self.status.errors.append(f"{type(exc).__name__}: {exc}")
             self._set("failed", "see the errors below and the log")
+            self.stop()           # a half-started baseline server is not left behind
         finally:
             self.ready.set()
 
@@ -135,11 +171,11 @@ class Bootstrap:
         specs = [s for s in config.load_models(self.models_file).values() if s.baseline]
         if not specs:
             return
-        port = int(os.environ.get("EMPATHY_ARENA_BASELINE_PORT", "8765"))
-        if not port_is_free(port):
-            port = free_port()
+        port = self.baseline_port
+        if not port_is_free(port):    # taken since it was chosen: the allowlist names it, so say so plainly
+            raise RuntimeError(f"the baseline port {port} is in use; set EMPATHY_ARENA_BASELINE_PORT to a free one")
         self._set("starting baselines", f"loopback port {port}")
-        self.server = start_baseline_server(port, self.data_dir / "baselines.log")
+        self.start_server(port)
         wait_http_ok(f"http://127.0.0.1:{port}/health", proc=self.server)
         store = Store(self.data_dir)
         total = len(build_requests(self.benchmark)) * len(specs)
@@ -163,6 +199,12 @@ class Bootstrap:
         score_one(model, self.benchmark_spec, self.data_dir, build_settings(None, self.data_dir),
                   benchmark=self.benchmark)
 
+    def start_server(self, port: int) -> subprocess.Popen:
+        self.server = start_baseline_server(port, self.data_dir / "baselines.log")
+        if not self._stop_registered:     # a normal exit (and SIGTERM, which app.py turns into one) stops it
+            atexit.register(self.stop)
+            self._stop_registered = True
+        return self.server
+
     def stop(self) -> None:
-        if self.server and self.server.poll() is None:
-            self.server.terminate()
+        stop_server(self.server)

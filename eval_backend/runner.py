@@ -34,6 +34,7 @@ from . import config
 from .audio.io import BadAudio
 from .benchmark.model import Benchmark
 from .clients.failures import CallFailure
+from .clients.limits import ReplyLimits
 from .clients.openai_chat import call, input_audio_b64, new_session
 from .config import ModelSpec
 from .store import Reply, Store
@@ -69,6 +70,9 @@ class RunSummary:
     attempts: int = 0              # HTTP attempts made (retries included)
     elapsed_s: float = 0.0
     cpu_s: float = 0.0             # this process's CPU time during the run
+    stored_bytes: int = 0          # counted only under a max_stored_bytes cap
+    stopped: str | None = None     # the failure that stopped the run (`stop_on`, stored-bytes cap)
+    not_asked: int = 0             # requests left unasked because the run stopped
 
     @property
     def asked(self) -> int:
@@ -104,10 +108,21 @@ def _store(store: Store, reply: Reply, audio: bytes | None) -> None:
     store.put_reply(reply)
 
 
+def stored_size(answer) -> int:
+    """Bytes an ok reply adds to the store: its audio, text, transcript and raw body."""
+    return (len(answer.audio or b"") + len((answer.text or "").encode()) + len((answer.transcript or "").encode())
+            + len(answer.raw.encode()))
+
+
 async def run_model(spec: ModelSpec, benchmark: Benchmark, store: Store, concurrency: int = 8, *,
                     tasks: list[str] | None = None, limit: int | None = None,
                     policy: RetryPolicy | None = None, progress: bool = True,
-                    session: aiohttp.ClientSession | None = None, seed: int | None = None) -> RunSummary:
+                    session: aiohttp.ClientSession | None = None, seed: int | None = None,
+                    limits: ReplyLimits | None = None, max_stored_bytes: int | None = None,
+                    stop_on: tuple[str, ...] = ()) -> RunSummary:
+    """`limits` caps each reply (clients/limits.py); `max_stored_bytes` caps what this run stores: the reply
+    that would pass it is stored failed as `too_large`. A failure whose class is in `stop_on` (and the
+    stored-bytes cap) stops the run: requests not yet asked are left without a reply (`summary.stopped`)."""
     if not benchmark.hash:
         raise ValueError("the benchmark has no content hash; load it with load_benchmark")
     if concurrency < 1:
@@ -133,6 +148,10 @@ async def run_model(spec: ModelSpec, benchmark: Benchmark, store: Store, concurr
         session = new_session(concurrency)
     bar = tqdm(total=len(usable), desc=spec.name, unit="req", disable=not progress, file=sys.stderr)
 
+    full = CallFailure("too_large", f"not stored: the run's replies passed the cap of {max_stored_bytes:,} "
+                                    f"stored bytes") if max_stored_bytes is not None else None
+    stopping = stop_on + (("too_large",) if full is not None else ())
+
     async def one(req: Request) -> None:
         try:
             inputs = [encode(a) for a in req.audios]
@@ -144,14 +163,22 @@ async def run_model(spec: ModelSpec, benchmark: Benchmark, store: Store, concurr
         while True:
             attempt += 1
             async with sem:
+                if summary.stopped:     # checked once a slot is free: queued requests are not asked either
+                    summary.not_asked += 1
+                    bar.update(1)
+                    return
                 summary.attempts += 1
                 try:
-                    answer, failure = await call(session, spec, req, inputs), None
+                    answer, failure = await call(session, spec, req, inputs, limits), None
                 except CallFailure as exc:
                     answer, failure = None, exc
             if failure is None or not failure.retryable or attempt >= policy.max_attempts:
                 break
             await asyncio.sleep(policy.delay(attempt, failure.retry_after, rng))
+        if answer is not None and full is not None:
+            summary.stored_bytes += stored_size(answer)     # counted before the write: concurrent calls see it
+            if summary.stored_bytes > max_stored_bytes:
+                answer, failure = None, full
         if answer is not None:
             reply = _reply(spec, benchmark.hash, req, status="ok", text=answer.text, transcript=answer.transcript,
                            latency_s=answer.latency_s, ttfab_s=answer.ttfab_s, attempts=attempt, raw=answer.raw)
@@ -162,6 +189,8 @@ async def run_model(spec: ModelSpec, benchmark: Benchmark, store: Store, concurr
             summary.failed += 1
             summary.failures[failure.error_class] = summary.failures.get(failure.error_class, 0) + 1
             log.warning("%s failed after %d attempt(s): %s", req.id, attempt, failure)
+            if failure.error_class in stopping and not summary.stopped:
+                summary.stopped = f"{req.id}: {failure}"
         await loop.run_in_executor(writer, _store, store, reply, answer.audio if answer else None)
         bar.update(1)
 

@@ -103,7 +103,8 @@ CREATE INDEX IF NOT EXISTS replies_item ON replies (benchmark_hash, task, item_i
 register_migration("0002_meta", "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT)")
 
 # "connection": no HTTP status at all (refused, reset, DNS) — kept apart from http_5xx, which means the server answered.
-FAILURE_CLASSES = ("timeout", "http_4xx", "http_5xx", "rate_limited", "malformed_body", "bad_audio", "connection")
+FAILURE_CLASSES = ("timeout", "http_4xx", "http_5xx", "rate_limited", "malformed_body", "bad_audio", "connection",
+                   "too_large", "deadline", "redirect")
 
 
 @dataclass

@@ -271,9 +271,12 @@ def build_submit_tab(ctx) -> None:
 
     kind.change(lambda k: (gr.update(visible=k == "endpoint"), gr.update(visible=k == "predictions")),
                 [kind], [endpoint_box, predictions_box])
-    submit.click(submit_fn, field_inputs, [*err_outputs, outcome, api_key]).then(
+    # Check and Submit call the endpoint (the preflight): they share a pool of `check_concurrency` slots, so
+    # one slow endpoint does not make everyone else wait, and each click has its own deadline (service.py)
+    pool = dict(concurrency_limit=settings.check_concurrency, concurrency_id="submit-preflight")
+    submit.click(submit_fn, field_inputs, [*err_outputs, outcome, api_key], **pool).then(
         listing, [job_pick], [table, job_pick])
-    check.click(check_fn, field_inputs, [*err_outputs, outcome, api_key])
+    check.click(check_fn, field_inputs, [*err_outputs, outcome, api_key], **pool)
     retry.click(retry_fn, [job_pick, retry_key], [action_md, retry_key, table, job_pick])
     cancel.click(cancel_fn, [job_pick, retry_key], [action_md, retry_key, table, job_pick])
     refresh.click(listing, [job_pick], [table, job_pick])

@@ -14,6 +14,19 @@ A fault is chosen per request by a marker in the user text, `[fault:NAME]` or `[
     omni          vLLM-Omni shape: text in choice 0, audio in choice 1 with an empty transcript
     parts         message.content as a list of text parts
     slow:N        answer after N seconds
+Unbounded replies (bodies generated lazily from one 1 MiB block: the server stays small):
+    huge[:MB]     200 JSON of MB megabytes (default 300), chunked, no Content-Length
+    huge-cl[:MB]  the same with its Content-Length declared
+    endless       200 JSON that never ends (chunked)
+    gzip-bomb     200 JSON of 300 MB sent gzip-compressed (~300 KB on the wire)
+    endless-sse   200 text/event-stream of 64 KiB comment lines that never ends (also to non-stream requests)
+    sse-flood     200 text/event-stream of text deltas that never ends (stream requests)
+    trickle       200 that sends one byte every 0.1 s, forever
+    longtext[:N]  200 JSON whose text has N characters (default 100,000)
+    longaudio[:S] 200 JSON whose audio is S seconds of 8 kHz wav (default 30)
+    redirect-private  307 to this server's /secret (a private URL serving a secret), which the client must not follow
+    redirect-other    307 to another origin
+    echo-key-text 200 whose text and transcript quote the Authorization key (raw, base64, hex, percent-encoded)
 No marker: a normal reply, with audio when the request asks for it (`modalities` has "audio").
 `stream=true` requests get SSE chunks (audio as independently base64-encoded 16-bit PCM pieces,
 Qwen-Omni style); `[fault:streamwav]` streams a whole wav cut at odd base64 positions instead, and
@@ -36,6 +49,8 @@ import socket
 import sys
 import threading
 import time
+import urllib.parse
+import zlib
 from collections import Counter, defaultdict
 from pathlib import Path
 
@@ -99,7 +114,9 @@ class FaultServer:
         self.lock = threading.Lock()
         self.wav = encode_wav(tone_pcm(), REPLY_RATE)
         self.wav_b64 = base64.b64encode(self.wav).decode()
-        self.app = Starlette(routes=[Route("/v1/chat/completions", self.handle, methods=["POST"])])
+        self.secret = "SALT-" + "7f3a" * 8             # what /secret serves: must never reach a submitter
+        self.app = Starlette(routes=[Route("/v1/chat/completions", self.handle, methods=["POST"]),
+                                     Route("/secret", lambda r: PlainTextResponse(self.secret))])
         self._server: uvicorn.Server | None = None
         self._thread: threading.Thread | None = None
 
@@ -208,6 +225,10 @@ class FaultServer:
         if self.stream_only and not stream:
             return JSONResponse({"error": {"message": "this model only supports stream=true"}}, status_code=400)
 
+        unbounded = self._unbounded(req, fault, arg, rid)
+        if unbounded is not None:
+            return unbounded
+
         reply_text = f"I hear you ({rid})."
         if stream:
             return StreamingResponse(self._sse(rid, reply_text, wants_audio, fault), media_type="text/event-stream")
@@ -225,6 +246,73 @@ class FaultServer:
             audio = base64.b64encode(self.wav[: len(self.wav) * 6 // 10]).decode()
         shape = fault if fault in ("omni", "parts") else "plain"
         return JSONResponse(self.body(rid, reply_text, audio, shape=shape))
+
+    def _unbounded(self, req: HttpRequest, fault: str, arg: str | None, rid: str) -> Response | None:
+        """The replies that would exhaust a client that reads whole bodies (see the module doc)."""
+        block = b"a" * 2**20
+        head = b'{"id": "x", "object": "chat.completion", "choices": [{"index": 0, "message": {"content": "'
+        tail = b'"}}]}'
+
+        async def body(megabytes: float | None):
+            yield head
+            sent = 0
+            while megabytes is None or sent < megabytes:
+                yield block
+                sent += 1
+                await asyncio.sleep(0)
+            yield tail
+
+        if fault in ("huge", "huge-cl"):
+            mb = int(float(arg or 300))
+            headers = {"content-length": str(len(head) + mb * len(block) + len(tail))} if fault == "huge-cl" else None
+            return StreamingResponse(body(mb), media_type="application/json", headers=headers)
+        if fault == "endless":
+            return StreamingResponse(body(None), media_type="application/json")
+        if fault == "gzip-bomb":            # ~300 KB on the wire, 300 MB once decompressed
+            async def bomb():
+                z = zlib.compressobj(9, zlib.DEFLATED, 31)
+                async for piece in body(300):
+                    out = z.compress(piece)
+                    if out:
+                        yield out
+                yield z.flush()
+            return StreamingResponse(bomb(), media_type="application/json", headers={"content-encoding": "gzip"})
+        if fault == "endless-sse":
+            async def comments():
+                line = b": " + b"k" * (2**16 - 3) + b"\n"
+                while True:
+                    yield line
+                    await asyncio.sleep(0)
+            return StreamingResponse(comments(), media_type="text/event-stream")
+        if fault == "sse-flood":
+            async def deltas():
+                event = ("data: " + json.dumps({"choices": [{"index": 0, "delta": {"content": "b" * 4000}}]})
+                         + "\n\n").encode()
+                while True:
+                    yield event
+                    await asyncio.sleep(0)
+            return StreamingResponse(deltas(), media_type="text/event-stream")
+        if fault == "trickle":
+            async def drip():
+                while True:
+                    yield b" "
+                    await asyncio.sleep(0.1)
+            return StreamingResponse(drip(), media_type="application/json")
+        if fault == "longtext":
+            return JSONResponse(self.body(rid, "w" * int(float(arg or 100_000)), None))
+        if fault == "longaudio":
+            wav = encode_wav(np.zeros(int(float(arg or 30) * 8000), dtype=np.float32), 8000)
+            return JSONResponse(self.body(rid, "long", base64.b64encode(wav).decode()))
+        if fault == "redirect-private":
+            return Response(status_code=307, headers={"location": f"http://127.0.0.1:{self.port}/secret"})
+        if fault == "redirect-other":
+            return Response(status_code=307, headers={"location": "http://other-origin.example/v1/chat/completions"})
+        if fault == "echo-key-text":
+            key = req.headers.get("authorization", "").removeprefix("Bearer ")
+            quoted = (f"Your key is {key}; base64 {base64.b64encode(key.encode()).decode()}; "
+                      f"hex {key.encode().hex()}; url {urllib.parse.quote(key, safe='')}.")
+            return JSONResponse(self.body(rid, quoted, self.wav_b64, transcript="spoken: " + key))
+        return None
 
     async def _sse(self, rid: str, text: str, wants_audio: bool, fault: str):
         def event(delta: dict, finish: str | None = None) -> str:

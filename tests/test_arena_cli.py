@@ -94,3 +94,15 @@ def test_pause_and_health(tmp_path):
     assert paused_models(Store(data)) == set()
     h = run("health", "--json", "--data-dir", str(data))
     assert h.returncode == 0 and json.loads(h.stdout)["counted_share"] is None
+
+
+def test_import_of_deeply_nested_json_is_a_line_error(tmp_path):
+    data = tmp_path / "data"
+    bad = tmp_path / "deep.jsonl"
+    bad.write_text('{"model_a": "a", "model_b": "b", "winner": "a"}\n'
+                   '{"model_a": ' + "[" * 5000 + "]" * 5000 + "}\n"
+                   '{"model_a": "a", "model_b": "b", "winner": "a", "reason": "' + "x" * 70_000 + '"}\n')
+    p = run("import-votes", str(bad), "--data-dir", str(data))
+    assert p.returncode == 2 and "Traceback" not in p.stderr, p.stderr
+    assert "line 2" in p.stderr and "nests 5001 levels deep" in p.stderr
+    assert "line 3" in p.stderr and "too large" in p.stderr and "nothing imported" in p.stderr

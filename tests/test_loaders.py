@@ -327,3 +327,23 @@ def test_hf_subfolder_in_echomind_layout_from_the_cache(tmp_path, monkeypatch):
     assert len(b.scripts) == 4 and "1001" in {s.id for s in b.scripts}  # one subset: no id prefix
     with pytest.raises(BenchmarkSpecError, match="no folder 'data_nothing'"):
         load_benchmark("hf:hlt-cuhksz/EchoMind/data_nothing", data_dir=tmp_path / "data")
+
+
+def test_deep_json_gives_a_clear_error_not_a_traceback(tmp_path):
+    """JSON nested 5,000 deep once raised RecursionError out of both loaders; now a one-line error."""
+    deep = "[" * 5000 + "]" * 5000
+    ee = tmp_path / "ee"
+    ee.mkdir()
+    (ee / "deep.json").write_text(deep)
+    with pytest.raises(BenchmarkSpecError, match="nests 5000 levels deep; the limit is 64"):
+        load_benchmark(f"empathyeval:{ee / 'deep.json'}")
+    root = make_echomind(tmp_path / "em")
+    info = root / "data_synthesis" / "script_info_paralinguistic.json"
+    info.write_text('{"cases": ' + deep + "}")
+    with pytest.raises(BenchmarkSpecError, match="script_info_paralinguistic.json: not readable JSON .*nests 5001"):
+        load_benchmark(f"echomind:{root}")
+    folder = tmp_path / "folder"
+    save_benchmark(load_benchmark(f"empathyeval:{make_empathyeval(tmp_path / 'ee2')}"), folder)
+    (folder / "benchmark.json").write_text(deep)
+    with pytest.raises(BenchmarkSpecError, match="nests 5000 levels deep"):
+        load_benchmark(str(folder))

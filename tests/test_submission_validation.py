@@ -18,7 +18,7 @@ from eval_backend.benchmark.dataset import save_benchmark
 from eval_backend.store import Store
 from eval_backend.submissions import SubmissionForm, SubmissionService, SubmissionSettings, Submitter, validate_form
 from eval_backend.submissions.uploads import UploadError, check_upload
-from eval_backend.submissions.validation import LICENCES, normalise_base_url
+from eval_backend.submissions.validation import LICENCES, normalise_base_url, url_syntax
 from fault_server import make_benchmark, tone_pcm
 
 PUBLIC = "https://93.184.216.34/v1"     # a public literal: passes the address policy without DNS
@@ -351,12 +351,41 @@ def test_demo_allowlist_is_only_the_loopback_baselines(tmp_path):
                       "  - {name: ext, base_url: 'http://127.0.0.1:9003/v1', model: e}\n"
                       "  - {name: far, base_url: 'https://api.example.com/v1', model: f, baseline: true}\n")
     assert demo_allowlist(str(models)) == ("127.0.0.1:9001", "[::1]:9002")
-    assert settings_from_env(demo=True).allow[-1] == "127.0.0.1"              # the default: loopback
+    # never all of 127.0.0.1 (the app listens there too): the baselines' ports, or the port bootstrap chose
+    assert "127.0.0.1" not in settings_from_env(demo=True).allow
+    assert settings_from_env(demo=True, models_file=str(models)).allow[-2:] == ("127.0.0.1:9001", "[::1]:9002")
+    assert settings_from_env(demo=True, baseline_port=9555).allow[-1] == "127.0.0.1:9555"
+    assert settings_from_env(demo=False, baseline_port=9555).allow == ()
     s = settings_from_env(demo=True, models_file=str(models), demo_ports_only=True)
     from eval_backend.submissions.netguard import AddressPolicy
     policy = AddressPolicy.from_strings(s.allow)
     assert policy.check_url("http://127.0.0.1:9001/v1") is None
     assert policy.check_url("http://127.0.0.1:7860/v1")                  # the app's own port stays refused
+
+
+@pytest.mark.parametrize("url", ["http://8.8.8.8%25.rebind.test/v1", "http://1.1.1.1%zz/v1",
+                                 "http://[fe80::1%25eth0]:8000/v1", "http://api_x.example.com/v1",
+                                 "http://api.example.com%2f@x/v1"])
+def test_hosts_with_other_characters_are_refused_at_the_form(url):
+    err = url_syntax(url, "endpoint base URL")
+    assert err and err.startswith("The endpoint base URL"), url
+    assert "'%'" in err or "letters, digits" in err or "user name" in err, err
+    form = SubmissionForm(name="Host test", licence="mit", base_url=url, model_id="m")
+    assert "base_url" in validate_form(form)
+
+
+def test_limits_from_the_environment_are_checked(monkeypatch):
+    from eval_backend.submissions.settings import settings_from_env
+    monkeypatch.setenv("EMPATHY_ARENA_MAX_REPLY_BYTES", "65536")
+    monkeypatch.setenv("EMPATHY_ARENA_JOB_DEADLINE_S", "2.5")
+    s = settings_from_env()
+    assert (s.max_reply_bytes, s.job_deadline_s) == (65536, 2.5)
+    limits = s.reply_limits()
+    assert limits.max_body_bytes == 65536 and not limits.show_body
+    for bad in ("0", "-1", "lots", "inf", "nan"):
+        monkeypatch.setenv("EMPATHY_ARENA_JOB_DEADLINE_S", bad)
+        with pytest.raises(ValueError, match="EMPATHY_ARENA_JOB_DEADLINE_S"):
+            settings_from_env()
 
 
 anything = st.one_of(st.none(), st.booleans(), st.integers(), st.floats(allow_nan=True), text, st.binary(max_size=20),

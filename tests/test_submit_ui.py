@@ -77,6 +77,7 @@ def env(tmp_path_factory):
     baseline.start(f"http://127.0.0.1:{bport}/health")
     app = Proc(["-m", "tests.space_app", "--port", str(aport), "--data-dir", str(data)], data / "app.log",
                {"EMPATHY_ARENA_BOOTSTRAP": "0", "EMPATHY_ARENA_BENCHMARK": "demo",
+                "EMPATHY_ARENA_BASELINE_PORT": str(bport),      # the demo allowlists exactly this port
                 "GRADIO_ANALYTICS_ENABLED": "False", "HF_HUB_OFFLINE": "1"})
     app.start(f"http://127.0.0.1:{aport}/api/arena/health")
     worker = Proc(["-m", "eval_backend", "worker", "--data-dir", str(data), "--allow", "127.0.0.1", "--poll", "1",

@@ -24,6 +24,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from .. import safejson
 from ..audio.io import BadAudio, decode_wav_bytes, sha256_bytes
 from .model import (
     MCQ, AudioRef, Benchmark, ContextCase, ContextGroup, Script, SelectionItem, ToneCase, ToneGroup,
@@ -35,6 +36,7 @@ SPLITS = ("scripts", "mcq", "context_groups", "tone_groups", "selection")
 META_FILE = "benchmark.json"
 HF_DIR = "hf"
 CACHE_DIR = "audio_cache"
+MAX_JSON_BYTES = 256 * 2 ** 20    # one JSON file of a foreign release (echomind:, empathyeval:); depth: safejson's
 log = logging.getLogger(__name__)
 
 
@@ -408,8 +410,8 @@ def load_project_folder(folder: str | os.PathLike) -> Benchmark:
     folder = Path(folder)
     meta_path = folder / META_FILE
     try:
-        meta = json.loads(meta_path.read_text())
-    except (OSError, json.JSONDecodeError) as exc:
+        meta = safejson.loads(meta_path.read_text(), max_bytes=MAX_JSON_BYTES, what="the file")
+    except (OSError, ValueError) as exc:     # JSONDecodeError, JSONLimitError (too deep, too large)
         raise ValueError(f"{meta_path}: not a readable benchmark.json ({exc})") from None
     if not isinstance(meta, dict) or not (folder / HF_DIR).is_dir():
         raise ValueError(f"{folder}: not a benchmark folder (needs benchmark.json and hf/)")

@@ -13,12 +13,12 @@ shape: an unreadable part flags its item with a reason instead of stopping the l
 """
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 from typing import Any
 
-from .dataset import audio_ref_from_file, content_hash, flag_bad
+from .. import safejson
+from .dataset import MAX_JSON_BYTES, audio_ref_from_file, content_hash, flag_bad
 from .model import ATTRIBUTES, MCQ, AudioRef, NEUTRAL, OPTION_LETTERS, VARIANTS, Benchmark, Script, Variant
 
 AUDIO_SUFFIXES = (".wav", ".flac", ".mp3", ".ogg")
@@ -212,7 +212,8 @@ def _text(value: Any) -> str:
 
 
 def _read_json(path: Path) -> Any:
-    return json.loads(path.read_text(encoding="utf-8"))
+    """A JSON file of the release, bounded (safejson): too deep or too large is a ValueError naming the file."""
+    return safejson.loads(path.read_text(encoding="utf-8"), max_bytes=MAX_JSON_BYTES, what="the file")   # callers name the file
 
 
 # ---------------------------------------------------------------- subsets

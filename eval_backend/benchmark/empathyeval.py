@@ -18,12 +18,12 @@ Kind of a group ("context" or "tone"), first rule that applies:
 """
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 from typing import Any
 
-from .dataset import audio_ref_from_file, content_hash, flag_bad
+from .. import safejson
+from .dataset import MAX_JSON_BYTES, audio_ref_from_file, content_hash, flag_bad
 from .model import AudioRef, Benchmark, SelectionItem
 
 KIND_KEYS = ("kind", "variation", "variation_type", "type", "setting")
@@ -90,8 +90,8 @@ def load_empathyeval(path: str | Path) -> Benchmark:
     raw: list[tuple[dict, Path]] = []
     for f in _json_files(root):
         try:
-            doc = json.loads(f.read_text(encoding="utf-8"))
-        except (OSError, ValueError) as exc:
+            doc = safejson.loads(f.read_text(encoding="utf-8"), max_bytes=MAX_JSON_BYTES, what="the file")
+        except (OSError, ValueError) as exc:     # JSONLimitError (too deep, too large) is a ValueError
             raise ValueError(f"empathyeval: {f} is not readable JSON ({exc})") from None
         raw += [(it, f.parent) for it in _items(doc) if "options" in it or "question_id" in it]
     if not raw:

@@ -6,7 +6,8 @@ globally routable, or a cloud metadata address — unless the operator allowlist
 (`AddressPolicy.allow`, e.g. 127.0.0.1 for the demo's baselines). Spellings covered:
 IPv6 and IPv4-mapped/-embedded IPv6 (::ffff:, 6to4, Teredo, NAT64), the legacy numeric
 IPv4 forms getaddrinfo accepts (2130706433, 0x7f000001, 0177.1, 127.1), trailing dots,
-upper case, percent-encoding (refused outright). Host names of metadata services, `localhost` and
+upper case; '%' (percent-encoding, IPv6 zone ids) and every character that is not a letter, digit,
+'-' or '.' (':' in IPv6 literals) are refused outright (`host_characters`). Host names of metadata services, `localhost` and
 names under .localhost, .internal and .local are refused without resolving them; the allowlist holds
 addresses (optionally with a port), never names.
 
@@ -69,6 +70,25 @@ def parse_ip(host: str) -> IP | None:
             return ipaddress.IPv4Address(socket.inet_aton(h))
         except (OSError, ValueError):
             return None
+    return None
+
+
+HOST_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789-.")
+IPV6_CHARS = frozenset("0123456789abcdef:.")
+
+
+def host_characters(host: str) -> str | None:
+    """Why `host` (lower case, brackets removed) is not a plain host name or IP literal, else None.
+
+    Only letters, digits, '-' and '.' (and ':' in an IPv6 literal) pass: no '%' (percent-encoding, an IPv6
+    zone id), '_', '@' or anything else a resolver or another URL parser might read differently."""
+    if "%" in host:
+        return "the host may not contain '%' (no percent-encoding, no IPv6 zone id)"
+    allowed = IPV6_CHARS if ":" in host else HOST_CHARS
+    odd = sorted({c for c in host if c not in allowed})
+    if odd:
+        shown = " ".join(repr(c) if c.isprintable() else f"U+{ord(c):04X}" for c in odd[:5])
+        return f"the host may contain only letters, digits, '-' and '.' (found {shown})"
     return None
 
 
@@ -170,8 +190,9 @@ class AddressPolicy:
             h = h[1:-1]
         if not h:
             return "the URL has no host"
-        if "%" in h and parse_ip(h) is None:
-            return "the host name may not contain percent-encoding"
+        bad = host_characters(h)
+        if bad:
+            return bad
         if h in METADATA_NAMES or h == "localhost" or h.endswith((".localhost", ".internal", ".local")):
             literal_ok = False
         else:

@@ -29,7 +29,9 @@ STATES = ("PENDING", "RUNNING", "FINISHED", "FAILED", "CANCELLED")
 ENDED = ("FINISHED", "FAILED", "CANCELLED")
 ACTIVE = ("PENDING", "RUNNING", "FINISHED")     # these block a duplicate submission
 ERROR_CLASSES = ("endpoint_failed", "too_many_failures", "benchmark_error", "predictions_error", "scoring_error",
-                 "worker_lost", "secret_unavailable", "internal_error", "restored_unfinished")
+                 "worker_lost", "secret_unavailable", "internal_error", "restored_unfinished",
+                 "too_large",   # a reply, or the job's stored replies, passed a size cap (settings.py)
+                 "deadline")    # the job's endpoint did not finish within job_deadline_s
 # A job that had not ended when a wiped disk was restored from the Hub cannot resume: its endpoint URL and API
 # key never leave the machine (hub_sync.logs restores it FAILED with this class, so the list says why).
 RESTORED_UNFINISHED = "restored_unfinished"

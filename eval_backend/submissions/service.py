@@ -28,6 +28,7 @@ import asyncio
 import hashlib
 import json
 import shutil
+import threading
 import time
 import uuid
 from dataclasses import dataclass, field
@@ -76,6 +77,8 @@ class SubmissionService:
         self.queue = Queue(store, clock)
         self.clock = clock
         self._benchmarks: dict[str, Benchmark] = {}
+        self._busy: set[str] = set()          # submitters whose preflight is running
+        self._busy_lock = threading.Lock()
 
     # ------------------------------------------------------------------ reads
     def list_jobs(self, submitter: str | None = None) -> list[Job]:
@@ -152,7 +155,7 @@ class SubmissionService:
             conflicts = self._conflicts(self.store.connect(), form.name.strip(), key, who)
             if not conflicts and form.kind == "endpoint":
                 if s.preflight:
-                    reason = self.preflight(form, bench, requests)
+                    reason = self._preflight_once(who, form, bench, requests)
                     if reason:
                         conflicts = {"endpoint": reason}
                 else:
@@ -216,6 +219,19 @@ class SubmissionService:
         return errors
 
     # ------------------------------------------------------------------ preflight
+    def _preflight_once(self, who: Submitter, form: SubmissionForm, bench: Benchmark, requests) -> str | None:
+        """One preflight per submitter at a time: the UI's pool of slots is shared, so one person clicking
+        Check repeatedly must not take every slot."""
+        with self._busy_lock:
+            if who.name in self._busy:
+                return "A check of yours is still running; wait for its result, then try again."
+            self._busy.add(who.name)
+        try:
+            return self.preflight(form, bench, requests)
+        finally:
+            with self._busy_lock:
+                self._busy.discard(who.name)
+
     def preflight(self, form: SubmissionForm, bench: Benchmark, requests) -> str | None:
         """Send `preflight_items` benchmark requests through the real client; None when every reply parses
         (and its audio decodes, when audio output was asked for), else the reason."""
@@ -232,27 +248,37 @@ class SubmissionService:
         if not picked:
             return "The benchmark has no usable request to test the endpoint with."
 
+        limits = self.settings.reply_limits()     # no body excerpt: the message goes back to the submitter
+        deadline = self.settings.check_deadline_s
+
         async def go() -> str | None:
-            async with guarded_session(self.policy, 2) as session:
-                for req in picked:
+            try:
+                async with asyncio.timeout(deadline), guarded_session(self.policy, 2) as session:
+                    return await ask(session)
+            except TimeoutError:
+                return (f"The test calls did not finish within {deadline:g} s (deadline); "
+                        f"the endpoint must answer faster.")
+
+        async def ask(session) -> str | None:
+            for req in picked:
+                try:
+                    inputs = [input_audio_b64(a) for a in req.audios]
+                except BadAudio:
+                    continue
+                try:
+                    answer = await call(session, spec, req, inputs, limits)
+                except CallFailure as exc:
+                    return f"The test call failed ({exc.error_class}): {exc.message}"
+                if form.audio_output and req.wants_audio:
+                    if answer.audio is None:
+                        return ("The endpoint answered without audio although 'audio output' is selected "
+                                "(its reply had no message.audio.data).")
                     try:
-                        inputs = [input_audio_b64(a) for a in req.audios]
-                    except BadAudio:
-                        continue
-                    try:
-                        answer = await call(session, spec, req, inputs)
-                    except CallFailure as exc:
-                        return f"The test call failed ({exc.error_class}): {exc.message}"
-                    if form.audio_output and req.wants_audio:
-                        if answer.audio is None:
-                            return ("The endpoint answered without audio although 'audio output' is selected "
-                                    "(its reply had no message.audio.data).")
-                        try:
-                            decode_wav_bytes(answer.audio)
-                        except BadAudio as exc:
-                            return f"The endpoint's audio does not decode: {exc}"
-                    elif not (answer.text or answer.transcript):
-                        return "The endpoint's reply has no text."
+                        decode_wav_bytes(answer.audio)
+                    except BadAudio as exc:
+                        return f"The endpoint's audio does not decode: {exc}"
+                elif not (answer.text or answer.transcript):
+                    return "The endpoint's reply has no text."
             return None
 
         reason = run_coroutine(go())

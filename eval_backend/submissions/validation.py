@@ -100,6 +100,10 @@ def url_syntax(url: object, what: str = "URL", required: bool = True) -> str | N
         return f"The {what} must start with http:// or https://."
     if not parts.hostname:
         return f"The {what} has no host name."
+    from .netguard import host_characters
+    bad = host_characters(parts.hostname.rstrip("."))
+    if bad:
+        return f"The {what} cannot be used: {bad}."
     if parts.username is not None or parts.password is not None or "@" in parts.netloc:
         return f"The {what} may not contain a user name or password; put an API key in its own field."
     if parts.fragment or u.endswith("#"):

@@ -267,7 +267,7 @@ class Worker:
         return {"results_path": str(results_path), "summary": t.to_dict(), "arena": arena}
 
     def _query(self, job: Job, bench: Benchmark, key: str | None, beat: _Heartbeat) -> str:
-        from ..runner import RetryPolicy, run_model
+        from ..runner import RetryPolicy, run_model, select_requests
         s = self.settings
         spec = secretstore.KeyedModelSpec(name=job.model, base_url=job.base_url, model=job.model_id,
                                           audio_output=job.audio_output, voice=job.voice,
@@ -279,17 +279,31 @@ class Worker:
             beat.on_lost = lambda: loop.call_soon_threadsafe(task.cancel)
             if beat.lost.is_set():
                 raise LeaseLost()
-            async with guarded_session(self.policy, s.concurrency) as session:
-                return await run_model(spec, bench, self.store, s.concurrency, tasks=job.tasks, limit=job.limit_n,
-                                       policy=RetryPolicy(max_attempts=s.max_attempts), progress=False,
-                                       session=session)
+            # the job's deadline: however the endpoint paces its replies (each within the call timeout,
+            # retried), asking it ends here; what was stored stays, and a retry resumes from it
+            async with asyncio.timeout(s.job_deadline_s):
+                async with guarded_session(self.policy, s.concurrency) as session:
+                    return await run_model(spec, bench, self.store, s.concurrency, tasks=job.tasks,
+                                           limit=job.limit_n, policy=RetryPolicy(max_attempts=s.max_attempts),
+                                           progress=False, session=session, limits=s.reply_limits(),
+                                           max_stored_bytes=s.max_job_bytes, stop_on=("too_large",))
 
         try:
             summary = asyncio.run(go())
         except asyncio.CancelledError:
             raise LeaseLost() from None
+        except TimeoutError:
+            if beat.lost.is_set():
+                raise LeaseLost() from None
+            t = tally(self.store, job.model, bench, select_requests(bench, job.tasks, job.limit_n))
+            raise JobFailed("deadline", f"the endpoint did not answer every request within the job deadline of "
+                                        f"{s.job_deadline_s:g} s ({t.ok} ok, {t.failed} failed, {t.missing} not "
+                                        f"answered); a retry resumes from the stored replies") from None
         finally:
             beat.on_lost = None
+        if summary.stopped:
+            raise JobFailed("too_large", f"stopped: a reply passed a size cap ({summary.stopped}); "
+                                         f"{summary.not_asked} request(s) not asked")
         return f"run: {summary.line()}"
 
     def _import(self, job: Job, bench: Benchmark) -> str:
