@@ -116,6 +116,7 @@ def main(argv=None) -> int:
     ap.add_argument("--rounds", type=int, default=1000)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--floor", type=int, default=30, help="vote floor (ArenaSettings.provisional_votes)")
+    ap.add_argument("--seeds", type=int, default=20, help="logs drawn for the summary over seeds")
     args = ap.parse_args(argv)
     rep = report(args.rounds, args.seed, args.floor)
     print(f"synthetic log: {rep['votes']} votes, 8 models; {args.rounds} bootstrap rounds; floor {args.floor}")
@@ -133,7 +134,28 @@ def main(argv=None) -> int:
     print("one vote on an axis:")
     for mod in rep["one_vote_before"]:
         print(f"  {mod:14} before {_fmt(rep['one_vote_before'][mod])}   after {_fmt(rep['one_vote_after'][mod])}")
+    summary(args.seeds, args.rounds, args.floor)
     return 0
+
+
+def summary(seeds: int, rounds: int, floor: int) -> None:
+    """Over `seeds` logs: points outside their interval, the share of the interval above the point, and the
+    largest bound movement when the newcomer's vote is removed, before and after."""
+    outside = {"before": 0, "after": 0}
+    above, moves = {"before": [], "after": []}, {"before": [], "after": []}
+    total = 0
+    for seed in range(seeds):
+        rows = [r for r in report(rounds, seed, floor)["rows"] if r["model"] != NEWCOMER]
+        total += len(rows)
+        for k in ("before", "after"):
+            outside[k] += sum(not r[f"{k}_inside"] for r in rows)
+            above[k] += [(r[k]["high"] - r[k]["bt"]) / (r[k]["high"] - r[k]["low"]) for r in rows]
+            moves[k].append(max(r[f"{k}_shift"] for r in rows))
+    print(f"over {seeds} logs ({total} established model rows):")
+    for k in ("before", "after"):
+        print(f"  {k:6}: score outside its interval {outside[k]}; share of the interval above the score, median "
+              f"{np.median(above[k]):.2f}; largest bound move on removing the newcomer's vote, median "
+              f"{np.median(moves[k]):.1f}, max {max(moves[k]):.1f} points")
 
 
 if __name__ == "__main__":
