@@ -183,7 +183,8 @@ def test_submit_cascade_cue_then_leaderboard_manifest_and_arena(env, page):
     assert "GPT-4o-Audio" not in table and "on its own benchmark" in _text(page, "bench-reported-heading")
     assert "not computed" in table                            # LB3 without a judge says why
     # its model page: manifest with the benchmark hash and scorer version, sample replies
-    page.locator("#bench-table").get_by_text("Cue Submitted", exact=True).first.click()
+    # (now the first row of its table, the name also matches a hidden cell: click the visible one)
+    page.locator("#bench-table").get_by_text("Cue Submitted", exact=True).filter(visible=True).first.click()
     _wait_text(page, "model-page-manifest", "scorer_version")
     bench_hash = _db(env, "SELECT benchmark_hash FROM replies WHERE model='Cue Submitted' LIMIT 1")[0]["benchmark_hash"]
     assert bench_hash[:12] in _text(page, "model-page-head")
