@@ -278,3 +278,6 @@ def test_no_headline_cell_is_filled_from_a_different_metric():
     df, groups = rt.build_table({"old": old_doc})
     for b_name in rt.BOARDS:                                   # no board cell holds another metric's number
         assert not isinstance(df.iloc[0][b_name], float)
+    from leaderboard.model_page import headline_markdown
+    head = headline_markdown({**old_doc, "manifest": {**old_doc["manifest"], "scorer_version": "x"}})
+    assert "**LB2**: not computed: no VES judge configured" in head and "3.100" not in head
