@@ -1,6 +1,7 @@
 """`python -m arena <command>`: the arena's command line.
 
-    ratings [--json] [--rounds N]        replayed TrueSkill + Bradley-Terry (95% bootstrap interval) per model
+    ratings [--json] [--rounds N]        Bradley-Terry (95% interval, interval rank; provisional below the vote
+                                         floor) + replayed TrueSkill per model, in the board's order
     import-votes FILE                    append votes from CSV / JSONL (all or nothing)
     export --format jsonl|csv --out F    the public vote log (no session ids, IP hashes, user names)
     pause MODEL [--reason R] / unpause MODEL
@@ -35,13 +36,16 @@ def cmd_ratings(args) -> int:
     if not rows:
         print("no votes yet")
         return 0
-    print(f"{'model':30} {'mu':>7} {'sigma':>6} {'cons.':>7} {'BT':>7} {'95% interval':>17} {'votes':>7}")
+    print(f"{'rank':>4} {'model':30} {'BT':>7} {'95% interval':>17} {'votes':>7} {'mu':>7} {'sigma':>6} "
+          f"{'cons.':>7}")
 
     def f(x):
         return "   n/a" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:7.1f}"
     for r in rows:
-        print(f"{r['model'][:30]:30} {r['mu']:7.2f} {r['sigma']:6.2f} {r['conservative']:7.2f} {f(r['bt'])} "
-              f"[{f(r['bt_low'])}, {f(r['bt_high'])}] {r['votes']:7d}")
+        rank = "-" if r["bt_rank"] is None else str(r["bt_rank"])
+        interval = "   too few votes " if r["provisional"] else f"[{f(r['bt_low'])}, {f(r['bt_high'])}]"
+        print(f"{rank:>4} {r['model'][:30]:30} {f(r['bt'])} {interval} {r['votes']:7d} {r['mu']:7.2f} "
+              f"{r['sigma']:6.2f} {r['conservative']:7.2f}")
     return 0
 
 

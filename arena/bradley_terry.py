@@ -5,8 +5,20 @@ each side; 'both bad' votes carry no preference and are left out. Battles are
 reduced to counts per unordered pair (i < j): wins of i, wins of j, ties; the fit
 then costs O(pairs) per Newton step whatever the number of battles.
 
-Scale (reported): Elo-like, `1000 + 400 * log10(e) * (s - mean(s))`, so a gap of
-400 points means 10:1 odds and the mean model sits at 1000.
+Vote floor: a model with fewer than `min_votes` rated votes (wins, losses, ties;
+both-bad left out) is *provisional*: it gets no score, no interval and no rank, and
+its battles are left out of the fit of the others. With one or two votes a model's
+strength is unidentified (the weak ridge lets it run to +-1,000 points); kept in,
+it would drag the scale's reference and, resample by resample, everyone's score.
+Left out, adding or removing a newcomer's votes changes nothing for the others.
+
+Scale (reported): Elo-like, `1000 + 400 * log10(e) * (s - mean(s))` with the mean
+over the non-provisional models only, in the full-data fit and in every bootstrap
+round alike: a gap of 400 points means 10:1 odds and the average established model
+sits at 1000. Not the median: with an even count the two middle models define the
+reference and get intervals narrower than the others' (measured on 40,000 simulated
+battles among 8 models: 10 points wide for the middle two, 15-18 for the rest, and
+6 of 8 true strengths covered, against 12-13 points for all and 7 of 8 with the mean).
 
 A weak ridge (`prior`, a Gaussian prior of variance 1/prior on s) keeps the fit
 finite for a model that won or lost all its battles and when the comparison graph
@@ -14,7 +26,11 @@ is disconnected; with a few battles per pair its effect is negligible.
 
 Bootstrap: resampling N battles with replacement is the same as drawing the
 pair-outcome counts from Multinomial(N, counts / N), so each round costs O(pairs).
-All rounds are fitted together by a batched Newton method.
+All rounds are fitted together by a batched Newton method. The point estimate is
+the fit on the full data; the interval is the 2.5-97.5 percentile range of the
+rounds, widened to the point where a skewed resample distribution leaves the point
+outside (an unbeaten record: every round is as lopsided or less), so the reported
+interval always contains the reported score.
 """
 from __future__ import annotations
 
@@ -119,39 +135,83 @@ def fit(counts: PairCounts, prior: float = 1e-4) -> np.ndarray:
 
 
 def to_elo(s: np.ndarray) -> np.ndarray:
+    """Log-strengths (..., m) -> the reported scale, the mean of each row at ELO_BASE. Pass only the
+    non-provisional models: the mean over them is the scale's reference."""
     return ELO_BASE + ELO_SCALE * (s - s.mean(axis=-1, keepdims=True))
+
+
+def model_votes(counts: PairCounts) -> np.ndarray:
+    """Rated votes per model (wins, losses and ties; both-bad votes are not in the counts)."""
+    n = (counts.wins_i + counts.wins_j + counts.ties).astype(np.int64)
+    m = len(counts.models)
+    return np.bincount(counts.i, weights=n, minlength=m).astype(np.int64) + \
+        np.bincount(counts.j, weights=n, minlength=m).astype(np.int64)
+
+
+def restrict(counts: PairCounts, keep: np.ndarray) -> tuple[PairCounts, np.ndarray]:
+    """The battles among the models flagged in `keep` (bool, m), re-indexed in the same model order;
+    also returns the kept models' indices into counts.models."""
+    idx = np.flatnonzero(keep)
+    new = np.full(len(counts.models), -1, dtype=np.int64)
+    new[idx] = np.arange(len(idx))
+    both = keep[counts.i] & keep[counts.j]
+    return PairCounts([counts.models[k] for k in idx], new[counts.i[both]], new[counts.j[both]],
+                      counts.wins_i[both], counts.wins_j[both], counts.ties[both]), idx
 
 
 @dataclass
 class BTResult:
     models: list[str]
-    score: np.ndarray      # Elo-like
-    low: np.ndarray        # 2.5th bootstrap percentile
+    score: np.ndarray      # Elo-like; NaN where not fitted (provisional, or fewer than two models to compare)
+    low: np.ndarray        # 2.5th bootstrap percentile (widened to contain the score); NaN where not fitted
     high: np.ndarray       # 97.5th
     rounds: int
-    battles: int
+    battles: int           # all rated battles, provisional models' included
+    provisional: np.ndarray | None = None   # (m,) bool: fewer rated votes than min_votes
+    votes: np.ndarray | None = None         # (m,) rated votes per model
+    min_votes: int = 0
+
+    def __post_init__(self):
+        m = len(self.models)
+        if self.provisional is None:
+            self.provisional = np.zeros(m, dtype=bool)
+        if self.votes is None:
+            self.votes = np.zeros(m, dtype=np.int64)
 
     def rank(self) -> np.ndarray:
-        """1 + number of models whose lower bound is above my upper bound."""
-        return 1 + (self.low[None, :] > self.high[:, None]).sum(axis=1)
+        """1 + number of ranked models whose lower bound is above my upper bound; 0 for a model that
+        is not ranked (provisional, or without an interval)."""
+        ranked = ~self.provisional & np.isfinite(self.low) & np.isfinite(self.high)
+        above = (self.low[None, :] > self.high[:, None]) & ranked[None, :]
+        return np.where(ranked, 1 + above.sum(axis=1), 0)
 
     def as_dict(self) -> dict[str, dict]:
+        """model -> {bt, bt_low, bt_high (NaN where not fitted), bt_rank (None where not ranked),
+        provisional, bt_votes}."""
         ranks = self.rank()
         return {m: {"bt": float(self.score[k]), "bt_low": float(self.low[k]), "bt_high": float(self.high[k]),
-                    "bt_rank": int(ranks[k])} for k, m in enumerate(self.models)}
+                    "bt_rank": int(ranks[k]) if ranks[k] else None, "provisional": bool(self.provisional[k]),
+                    "bt_votes": int(self.votes[k])}
+                for k, m in enumerate(self.models)}
 
 
 def bootstrap(counts: PairCounts, rounds: int = 1000, seed: int = 0, prior: float = 1e-4,
-              chunk: int = 250) -> BTResult:
-    """Point estimate plus 95% percentile intervals from `rounds` battle resamples."""
+              chunk: int = 250, min_votes: int = 0) -> BTResult:
+    """Point estimate plus 95% percentile intervals from `rounds` battle resamples, for the models with at
+    least `min_votes` rated votes (and at least one); the others are provisional and left out."""
     m = len(counts.models)
-    point = fit(counts, prior)
-    score = to_elo(point)
-    if not len(counts.i) or rounds <= 0:
-        nan = np.full(m, np.nan)
-        return BTResult(counts.models, score, nan, nan, 0, counts.battles)
+    votes = model_votes(counts)
+    provisional = votes < max(int(min_votes), 1)
+    score, low, high = (np.full(m, np.nan) for _ in range(3))
+    sub, idx = restrict(counts, ~provisional)
+    if len(idx) < 2 or not len(sub.i):
+        return BTResult(counts.models, score, low, high, 0, counts.battles, provisional, votes, min_votes)
+    point = fit(sub, prior)
+    score[idx] = to_elo(point)
+    if rounds <= 0:
+        return BTResult(counts.models, score, low, high, 0, counts.battles, provisional, votes, min_votes)
     rng = np.random.default_rng(seed)
-    cells = np.stack([counts.wins_i, counts.wins_j, counts.ties], axis=1).astype(float)  # (P, 3)
+    cells = np.stack([sub.wins_i, sub.wins_j, sub.ties], axis=1).astype(float)  # (P, 3)
     total = cells.sum()
     pvals = (cells / total).ravel()
     out = []
@@ -161,10 +221,12 @@ def bootstrap(counts: PairCounts, rounds: int = 1000, seed: int = 0, prior: floa
         win = draw[:, :, 0] + 0.5 * draw[:, :, 2]
         n = draw.sum(axis=2)
         # 1e-7 logit = 4e-6 Elo points: far below the interval widths
-        out.append(to_elo(_fit_batch(m, counts.i, counts.j, win, n, prior, start=point, tol=1e-7)))
+        out.append(to_elo(_fit_batch(len(idx), sub.i, sub.j, win, n, prior, start=point, tol=1e-7)))
     elo = np.concatenate(out)
-    low, high = np.percentile(elo, [2.5, 97.5], axis=0)
-    return BTResult(counts.models, score, low, high, rounds, counts.battles)
+    lo, hi = np.percentile(elo, [2.5, 97.5], axis=0)
+    low[idx] = np.minimum(lo, score[idx])
+    high[idx] = np.maximum(hi, score[idx])
+    return BTResult(counts.models, score, low, high, rounds, counts.battles, provisional, votes, min_votes)
 
 
 def pairwise(counts: PairCounts) -> tuple[np.ndarray, np.ndarray]:

@@ -41,7 +41,12 @@ class ArenaSettings:
     user_votes_per_day: int = 500           # per HF account, across sessions and addresses
     counted_share_alert: float = 0.5        # integrity health: alert when fewer votes than this are accepted
     # leaderboard
-    provisional_votes: int = 300            # fewer votes than this: "provisional"
+    # Vote floor, per axis: a model with fewer rated votes (wins, losses, ties) than this is "provisional":
+    # no Bradley-Terry score, interval or rank, and left out of the others' fit. 30 is the low end of the
+    # established arenas' floors (30-300): a 95% BT interval from 30 even battles is about +-125 points
+    # (2 * 1.96 / sqrt(30) logits * 173.7), narrow enough to separate a clearly better model, while 300
+    # would leave a young arena (hundreds of votes in all) with no ranked model at all.
+    provisional_votes: int = 30
     bootstrap_rounds: int = 200
     # battles
     spoken_tasks: tuple[str, ...] = ("conversation", "context", "tone")

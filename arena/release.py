@@ -32,7 +32,7 @@ from .storage import AXES, EXPORT_FIELDS, VoteRow
 from .votes_io import format_votes
 
 FORMAT = "empathy-arena-release"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2   # 2: Bradley-Terry vote floor (provisional models), rows carry bt_rank, provisional
 BT_SEED = 0          # ArenaService.bradley_terry's default seed: the live table and the release agree
 BT_PRIOR = 1e-4      # bradley_terry.bootstrap's default prior
 
@@ -43,14 +43,14 @@ class ReleaseError(ValueError):
 
 # ---------------------------------------------------------------- pure core
 def leaderboard(votes: list[VoteRow], params: TrueSkillParams, rounds: int, axis: str = "overall",
-                seed: int = BT_SEED) -> list[dict]:
+                seed: int = BT_SEED, min_votes: int = 0) -> list[dict]:
     """Rows of `python -m arena ratings --json` (ArenaService.replayed_table) computed from votes alone."""
     if axis not in AXES:
         raise ValueError(f"axis {axis!r} is not one of {', '.join(AXES)}")
     rated = [(row, v) for row in votes if (v := row.as_vote(axis)) is not None]
     ts = replay([v for _, v in rated], params)
     counts = bt.counts_from_votes((v.model_a, v.model_b, v.winner) for _, v in rated)
-    fit = bt.bootstrap(counts, rounds, seed).as_dict()
+    fit = bt.bootstrap(counts, rounds, seed, min_votes=min_votes).as_dict()
     n = {m: 0 for m in ts}
     for row, _ in rated:
         n[row.model_a] += 1
@@ -82,10 +82,13 @@ def parse_votes(text: str) -> list[VoteRow]:
     return out
 
 
-def params_dict(params: TrueSkillParams, rounds: int) -> dict:
+def params_dict(params: TrueSkillParams, rounds: int, min_votes: int) -> dict:
     return {"trueskill": dataclasses.asdict(params),
             "bradley_terry": {"bootstrap_rounds": rounds, "seed": BT_SEED, "prior": BT_PRIOR,
-                              "ties": "half a win each", "both_bad": "left out", "interval": "95% percentile"},
+                              "provisional_below_votes": min_votes,
+                              "reference": "mean of the non-provisional models = 1000",
+                              "ties": "half a win each", "both_bad": "left out",
+                              "interval": "95% percentile, widened to contain the full-data fit"},
             "order": "TrueSkill replayed in vote-id order"}
 
 
@@ -121,7 +124,8 @@ def write_release(svc, out_dir: str | Path, rounds: int | None = None) -> dict:
     log_hash = {"sha256": sha256(files["votes.jsonl"]), "votes": len(votes),
                 "last_vote_id": votes[-1].id if votes else None}
     for axis in AXES:
-        files[f"ratings/{axis}.json"] = table_json(leaderboard(votes, svc.settings.trueskill, rounds, axis)).encode()
+        files[f"ratings/{axis}.json"] = table_json(leaderboard(votes, svc.settings.trueskill, rounds, axis,
+                                                               min_votes=svc.settings.provisional_votes)).encode()
     now = time.time()
     manifest = {
         "format": FORMAT, "format_version": FORMAT_VERSION,
@@ -129,7 +133,7 @@ def write_release(svc, out_dir: str | Path, rounds: int | None = None) -> dict:
         "created_at": now,
         "vote_log": log_hash,
         "code_version": code_version(),
-        "parameters": params_dict(svc.settings.trueskill, rounds),
+        "parameters": params_dict(svc.settings.trueskill, rounds, svc.settings.provisional_votes),
         "axes": list(AXES),
         "files": {name: sha256(data) for name, data in sorted(files.items())},
         "private_fields_removed": ["session_id", "ip_hash", "user", "battle_id"],
@@ -178,7 +182,8 @@ def rebuild(release_dir: str | Path, axis: str = "overall") -> tuple[list[dict],
     manifest, votes = load_release(release_dir)
     p = manifest["parameters"]
     params = TrueSkillParams(**p["trueskill"])
-    rows = leaderboard(votes, params, p["bradley_terry"]["bootstrap_rounds"], axis, p["bradley_terry"]["seed"])
+    b = p["bradley_terry"]
+    rows = leaderboard(votes, params, b["bootstrap_rounds"], axis, b["seed"], b["provisional_below_votes"])
     released = (Path(release_dir) / "ratings" / f"{axis}.json").read_text()
     return rows, {"release": manifest["release"], "axis": axis, "votes": len(votes),
                   "identical": table_json(rows) == released}

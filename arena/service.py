@@ -145,16 +145,30 @@ def _attribute(b: Benchmark, task: str, item_id: str, variant: str) -> str | Non
     return None
 
 
+def board_order(row: dict) -> tuple:
+    """The one headline order of every arena table (board, API, `ratings --json`, releases): ranked models by
+    Bradley-Terry interval rank, then score; then models fitted but unranked; then provisional ones, most
+    votes first. Ties broken by name, so the order is a pure function of the rows."""
+    rank, score = row.get("bt_rank"), _num(row.get("bt"))
+    if row.get("provisional"):
+        return (2, 0, -row.get("votes", 0), row["model"])
+    if rank is None:
+        return (1, 0, -(score if score is not None else -math.inf), row["model"])
+    return (0, rank, -score, row["model"])
+
+
 def ratings_rows(ts: dict[str, Rating], fit: dict[str, dict], votes: dict[str, int]) -> list[dict]:
-    """The rows of `python -m arena ratings --json`, best conservative score first. One function for the live
-    table and the release rebuild, so the two cannot drift apart."""
+    """The rows of `python -m arena ratings --json`, in `board_order`. One function for the live table and
+    the release rebuild, so the two cannot drift apart. A model missing from `fit` (only both-bad votes)
+    is provisional."""
     out = []
     for model, r in ts.items():
         b = fit.get(model, {})
         out.append({"model": model, "mu": r.mu, "sigma": r.sigma, "conservative": r.conservative,
                     "bt": _num(b.get("bt")), "bt_low": _num(b.get("bt_low")), "bt_high": _num(b.get("bt_high")),
+                    "bt_rank": b.get("bt_rank"), "provisional": bool(b.get("provisional", True)),
                     "votes": votes[model]})
-    out.sort(key=lambda x: -x["conservative"])
+    out.sort(key=board_order)
     return out
 
 
@@ -488,23 +502,26 @@ class ArenaService:
         key = (axis, rounds, seed, votes[-1].id if votes else 0, len(votes))
         cached = self._bt_cache.get(axis)
         if cached is None or cached[0] != key:       # refit only when the log has grown
-            cached = self._bt_cache[axis] = (key, bt.bootstrap(self.pair_counts(axis, votes), rounds, seed))
+            cached = self._bt_cache[axis] = (key, bt.bootstrap(self.pair_counts(axis, votes), rounds, seed,
+                                                               min_votes=self.settings.provisional_votes))
         return cached[1]
 
     def ratings_table(self, axis: str = "overall", rounds: int | None = None) -> list[dict]:
-        """Leaderboard rows, best conservative TrueSkill first. BT columns are NaN where not fitted."""
+        """Leaderboard rows in `board_order` (Bradley-Terry interval rank, then score; provisional models
+        last). TrueSkill (mu, sigma, conservative) rides along: it is the live rating and drives
+        matchmaking, but it does not order the board. BT columns are NaN and bt_rank None where not fitted."""
         votes = self.votes()
         bt_rows = self.bradley_terry(axis, rounds, votes=votes).as_dict()
         paused = self.paused()
         rows = []
         for model, r in storage.stored_ratings(self.store, axis).items():
-            b = bt_rows.get(model, {"bt": math.nan, "bt_low": math.nan, "bt_high": math.nan, "bt_rank": None})
+            b = bt_rows.get(model, {"bt": math.nan, "bt_low": math.nan, "bt_high": math.nan, "bt_rank": None,
+                                    "provisional": True, "bt_votes": 0})
             rows.append({"model": model, "mu": r["mu"], "sigma": r["sigma"],
                          "conservative": r["mu"] - 3 * r["sigma"], **b,
                          "votes": r["votes"], "wins": r["wins"], "losses": r["losses"], "ties": r["ties"],
-                         "both_bad": r["both_bad"], "provisional": r["votes"] < self.settings.provisional_votes,
-                         "paused": model in paused})
-        rows.sort(key=lambda x: -x["conservative"])
+                         "both_bad": r["both_bad"], "paused": model in paused})
+        rows.sort(key=board_order)
         return rows
 
     def replayed_table(self, rounds: int | None = None, axis: str = "overall") -> list[dict]:

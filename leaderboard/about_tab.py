@@ -23,13 +23,17 @@ uploaded predictions file):
 - **EmpathyEval-style selection**: choose the fitting reply among spoken candidates (final score with a group
   bonus).
 
-**Leaderboard boards.** LB1 = mean of understanding and reasoning accuracy; LB2 = vocal empathy (VES; DNSMOS
-OVRL when no VES judge ran, labelled); LB3 = (C1 + C4) / 2; AEQ metrics are shown apart; Selection = the
-EmpathyEval final score. Every headline carries a 95% bootstrap interval over items. A cell that could not be
-computed (no judge configured, failed replies, a missing model) says why instead of showing a number. Each
-result records its manifest: benchmark hash, scorer version (git commit), judge models and prompt hashes,
-package versions. The EchoMind paper's own figures are shown as rows marked *reported, not reproduced here*,
-converted to our units.
+**Leaderboard boards.** LB1 = mean of understanding and reasoning accuracy; LB2 = vocal empathy (VES, rated by
+an audio-capable judge; without one LB2 is *not computed: no VES judge configured*: DNSMOS OVRL measures speech
+quality, a different quantity, and keeps its own column); LB3 = (C1 + C4) / 2; AEQ metrics are shown apart;
+Selection = the EmpathyEval final score. A board's column only ever holds that board's metric. Every headline
+carries a 95% bootstrap interval over items (LB1 resamples the understanding and the reasoning questions apart;
+LB3 resamples each reply's C1 and C4 together), or says why it has none. A cell that could not be computed (no
+judge configured, failed replies, a missing model) says why instead of showing a number. Models are ranked only
+against models measured on the same benchmark version. Each result records its manifest: benchmark hash, scorer
+version (git commit), judge models and prompt hashes, package versions. The EchoMind paper's own figures
+(*reported, not reproduced here*, converted to our units) were measured on the paper's benchmark, not ours: they
+appear in a section of their own below the table, for context, and are not ranked with the models measured here.
 
 ## How ratings work
 
@@ -37,12 +41,21 @@ In the **arena** you hear the user's clip and two anonymous replies to it (which
 first, is drawn at random; the slot heard first is recorded with the vote), listen to all of them, and vote
 A, B, tie or both bad; the names are revealed after the vote. Optional separate votes for *what was said* and *how it sounded*.
 
-- **TrueSkill** (μ 25, σ 25/3, draw probability 0.10) is updated with every vote; the table is sorted by the
-  conservative μ − 3σ. TrueSkill depends on the order of the votes, so the vote log is append-only and
-  replayed in a fixed order (vote id).
-- **Bradley–Terry** is fitted on all votes at once (order-free; ties count half a win each, both-bad votes are
-  left out) with 95% bootstrap intervals; rank = 1 + the number of models whose lower bound is above this
-  model's upper bound. Models with fewer than 300 votes are marked provisional.
+- **Bradley–Terry** is the headline: fitted on all votes at once (order-free; ties count half a win each,
+  both-bad votes are left out) with 95% bootstrap intervals. The board is ranked and sorted by it: rank = 1 + the
+  number of models whose lower bound is above this model's upper bound, so models whose intervals overlap share a
+  rank. The scale's reference is the mean of the ranked models (= 1000; 400 points = 10:1 odds). The score is the
+  fit on all the ranked models' votes with each other, and its interval always contains it.
+- **Vote floor.** A model with fewer than __FLOOR__ rated votes on an axis (wins, losses, ties) is *provisional*: listed
+  below the ranked models with "too few votes" instead of a score and an interval, and left out of the other
+  models' fit and of the reference, so a newcomer's first votes do not move anyone else's interval. Established
+  arenas use floors of 30 to 300 votes; the default, 30, is the low end, chosen because a young arena has a few hundred votes in
+  all (at 300 nobody would be ranked) and because an interval from 30 even battles (about ±125 points) can already
+  separate a clearly better model.
+- **TrueSkill** (μ 25, σ 25/3, draw probability 0.10) is updated with every vote and picks the next battles
+  (matchmaking). It depends on the order of the votes, so the vote log is append-only and replayed in a fixed
+  order (vote id). Its μ, σ and conservative μ − 3σ are under *All columns* on the board and in the API; they do
+  not order the board.
 - **Position bias**: the share of decisive votes won by the reply heard first, with its interval; if it is
   far from ½, listeners favour a slot rather than a reply.
 - The Benchmark tab compares both worlds: the rank correlation between arena score and a benchmark board,
@@ -68,5 +81,14 @@ Failed evaluations are listed with their reason on the Submit tab; nothing is si
 """
 
 
+def about_text(floor: int | None = None) -> str:
+    """ABOUT with the arena's vote floor (ArenaSettings.provisional_votes) filled in."""
+    if floor is None:
+        from arena.config import ArenaSettings
+        floor = ArenaSettings().provisional_votes
+    return ABOUT.replace("__FLOOR__", str(floor))
+
+
 def build_about_tab(ctx=None) -> None:
-    gr.Markdown(ABOUT, elem_id="about-text")
+    arena = getattr(ctx, "arena", None)
+    gr.Markdown(about_text(arena.settings.provisional_votes if arena is not None else None), elem_id="about-text")

@@ -1,5 +1,9 @@
 """The arena leaderboard tab: ratings table, intervals, pairwise matrices, history, bias, export.
 
+One headline: the table is ranked and sorted by Bradley–Terry (interval rank, then score; the order
+comes from the service), provisional models below with "too few votes"; TrueSkill columns only under
+"All columns".
+
 Thin: numbers come from `ArenaService` (TrueSkill stored ratings, Bradley–Terry
 bootstrap, matrices, history, position bias); figures from `leaderboard.plots`.
 `board_rows` is a pure function so the table's content is testable without Gradio.
@@ -20,8 +24,12 @@ from . import plots
 AXES = [("Overall", "overall"), ("What was said", "said"), ("How it sounded", "sounded"),
         ("User's voice: speaker", "speaker"), ("User's voice: paralinguistic", "paralinguistic"),
         ("User's voice: environment", "environment")]
-COLUMNS = ["rank", "model", "mu", "sigma", "conservative (μ−3σ)", "BT score", "BT 95% interval", "votes",
-           "win rate", "status"]
+# The headline: Bradley-Terry with its interval and interval rank (the board's one order, see
+# arena.service.board_order). TrueSkill is the live rating behind matchmaking; "all columns" shows it.
+COLUMNS = ["rank", "model", "BT score", "BT 95% interval", "votes", "win rate", "status"]
+TRUESKILL_COLUMNS = ["mu", "sigma", "conservative (μ−3σ)"]
+ALL_COLUMNS = COLUMNS[:-1] + TRUESKILL_COLUMNS + COLUMNS[-1:]
+NO_VOTES = "no votes on this axis yet"
 
 
 def _nan(x) -> bool:
@@ -34,29 +42,40 @@ def win_rate(row: dict) -> float | None:
     return (row["wins"] + 0.5 * row["ties"]) / n if n else None
 
 
-def board_rows(rows: list[dict], provisional_votes: int) -> pd.DataFrame:
-    """Service ratings rows -> the displayed table (already sorted by the service)."""
+def board_rows(rows: list[dict], provisional_votes: int, all_columns: bool = False) -> pd.DataFrame:
+    """Service ratings rows (already in the service's board order) -> the displayed table. A provisional
+    model has no rank and no interval ("too few votes"), never a number that looks measured; an axis
+    without votes is one row saying so."""
+    columns = ALL_COLUMNS if all_columns else COLUMNS
+    if not rows:
+        return pd.DataFrame([{c: (NO_VOTES if c == "model" else "") for c in columns}], columns=columns)
     out = []
-    for pos, r in enumerate(rows, start=1):
+    for r in rows:
         wr = win_rate(r)
         status = []
         if r.get("provisional"):
-            status.append(f"provisional (< {provisional_votes} votes)")
+            status.append(f"provisional (< {provisional_votes} rated votes)")
         if r.get("paused"):
             status.append("paused")
+        if r.get("provisional"):
+            score, interval = None, f"too few votes ({r.get('bt_votes', 0)} of {provisional_votes})"
+        else:
+            score = None if _nan(r.get("bt")) else round(r["bt"], 1)
+            interval = ("—" if _nan(r.get("bt_low")) or _nan(r.get("bt_high"))
+                        else f"{r['bt_low']:.0f} – {r['bt_high']:.0f}")
         out.append({
-            "rank": r["bt_rank"] if r.get("bt_rank") is not None else pos,
+            "rank": r["bt_rank"] if r.get("bt_rank") is not None else "—",
             "model": r["model"],
+            "BT score": score,
+            "BT 95% interval": interval,
+            "votes": r["votes"],
+            "win rate": "—" if wr is None else f"{100 * wr:.1f}%",
             "mu": round(r["mu"], 2),
             "sigma": round(r["sigma"], 2),
             "conservative (μ−3σ)": round(r["conservative"], 2),
-            "BT score": None if _nan(r.get("bt")) else round(r["bt"], 1),
-            "BT 95% interval": "—" if _nan(r.get("bt_low")) else f"{r['bt_low']:.0f} – {r['bt_high']:.0f}",
-            "votes": r["votes"],
-            "win rate": "—" if wr is None else f"{100 * wr:.1f}%",
             "status": ", ".join(status) or "listed",
         })
-    return pd.DataFrame(out, columns=COLUMNS)
+    return pd.DataFrame(out, columns=columns)
 
 
 def bias_line(p) -> str:
@@ -111,11 +130,15 @@ def build_arena_leaderboard_tab(service) -> None:
     """Build the leaderboard components inside the current gr.Blocks/gr.Tab context."""
     provisional = service.settings.provisional_votes
     gr.Markdown(
-        "### Arena leaderboard\nTrueSkill from the vote log in order (sorted by μ − 3σ), with an order-free "
-        f"Bradley–Terry score and its 95% bootstrap interval beside it. Models with fewer than {provisional} votes "
-        "are **provisional**. Rank = 1 + the number of models whose interval lies entirely above.")
+        "### Arena leaderboard\nRanked by an order-free **Bradley–Terry** score with its 95% bootstrap "
+        "interval. Rank = 1 + the number of models whose interval lies entirely above this model's, so models "
+        f"whose intervals overlap share a rank. Models with fewer than {provisional} rated votes on this axis "
+        "(wins, losses, ties) are **provisional**: listed below the ranked ones with *too few votes*, and left "
+        "out of the others' fit and of the scale's reference (the mean of the ranked models = 1000). "
+        "TrueSkill, the live rating that picks the next battles, is under *All columns*.")
     with gr.Row():
         axis = gr.Radio(AXES, value="overall", label="Rating axis", elem_id="arena-board-axis")
+        all_cols = gr.Checkbox(value=False, label="All columns (TrueSkill μ, σ, μ − 3σ)", elem_id="arena-board-all")
         refresh = gr.Button("Refresh", size="sm", elem_id="arena-board-refresh")
     table = gr.Dataframe(headers=COLUMNS, interactive=False, show_search="filter", elem_id="arena-board-table",
                          wrap=True)
@@ -133,15 +156,14 @@ def build_arena_leaderboard_tab(service) -> None:
 
     def compute(axis_name: str):
         rows = service.ratings_table(axis_name)
-        fitted = [r for r in rows if not _nan(r.get("bt"))]
+        fitted = [r for r in rows if not r["provisional"] and not _nan(r.get("bt")) and not _nan(r.get("bt_low"))]
         mats = service.pairwise_matrices(axis_name)
         return (
-            board_rows(rows, provisional),
+            rows,
             bias_line(service.position_bias()),
             health_line(service.integrity_health()),
             plots.interval_chart([r["model"] for r in fitted], [r["bt"] for r in fitted],
-                                 [r["bt_low"] for r in fitted], [r["bt_high"] for r in fitted],
-                                 provisional=[r["provisional"] for r in fitted]),
+                                 [r["bt_low"] for r in fitted], [r["bt_high"] for r in fitted]),
             plots.win_rate_heatmap(mats["models"], mats["win_rate"]),
             plots.battle_count_heatmap(mats["models"], mats["battles"]),
             plots.rating_history_chart(history_series(service.rating_history(axis_name))),
@@ -152,8 +174,9 @@ def build_arena_leaderboard_tab(service) -> None:
 
     cache = BoardCache(compute, vote_log_version)
 
-    def load(axis_name: str):
-        return cache.get(axis_name)
+    def load(axis_name: str, all_columns: bool = False):
+        rows, *rest = cache.get(axis_name)
+        return (board_rows(rows, provisional, bool(all_columns)), *rest)
 
     def export(fmt: str) -> str:
         folder = Path(tempfile.mkdtemp(prefix="arena_votes_"))
@@ -162,10 +185,11 @@ def build_arena_leaderboard_tab(service) -> None:
         return str(path)
 
     outputs = [table, bias, health, intervals, win_map, count_map, history]
-    refresh.click(load, [axis], outputs, api_visibility="private")
-    axis.change(load, [axis], outputs, api_visibility="private")
+    refresh.click(load, [axis, all_cols], outputs, api_visibility="private")
+    axis.change(load, [axis, all_cols], outputs, api_visibility="private")
+    all_cols.change(load, [axis, all_cols], outputs, api_visibility="private")
     root = gr.context.Context.root_block
     if root is not None:
-        root.load(load, [axis], outputs, api_visibility="private")
+        root.load(load, [axis, all_cols], outputs, api_visibility="private")
     export_jsonl.click(lambda: export("jsonl"), None, export_file, api_visibility="private")
     export_csv.click(lambda: export("csv"), None, export_file, api_visibility="private")

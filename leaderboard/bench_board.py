@@ -139,9 +139,10 @@ def _ratings(ctx) -> list[dict]:
 def build_bench_tab(ctx):
     reported = rt.load_reported()
     state0 = rt.FilterState()
-    gr.Markdown("## Benchmark leaderboard\nScores of the models evaluated here on the benchmark, beside the "
-                "EchoMind paper's figures. Cells that could not be computed say why. Click a row for its "
-                "model page; the address bar keeps your filters, so the link shares this view.")
+    gr.Markdown("## Benchmark leaderboard\nScores of the models evaluated here, ranked only against models "
+                "measured on the same benchmark version; the EchoMind paper's own figures follow in a section of "
+                "their own. Every board has its 95% interval; cells that could not be computed say why. Click a "
+                "row for its model page; the address bar keeps your filters, so the link shares this view.")
     with gr.Row():
         search = gr.Textbox(label="Search model or organisation (separate terms with ;)", elem_id="bench-search")
         sort = gr.Radio(list(rt.SORT_PRESETS), value=state0.sort, label="Sort by", elem_id="bench-sort")
@@ -155,14 +156,18 @@ def build_bench_tab(ctx):
                                   elem_id="bench-groups")
         ci = gr.Checkbox(value=False, label="Show 95% intervals", elem_id="bench-ci")
     table = gr.Dataframe(interactive=False, elem_id="bench-table", wrap=True, max_height=600)
+    gr.Markdown(f"### {rt.REPORTED_HEADING}", elem_id="bench-reported-heading")
+    reported_table = gr.Dataframe(interactive=False, elem_id="bench-reported", wrap=True, max_height=600)
     with gr.Row():
         csv = gr.DownloadButton("Download CSV (this view)", elem_id="bench-csv")
     gr.Markdown(f"Rows marked **{rt.REPORTED_SOURCE}** are the figures of the EchoMind paper "
                 f"({reported.get('source', '')}). Its percentages are divided by 100 to match our 0–1 columns; "
                 "BLEU stays 0–100, judge scores and MOS 1–5. Its semantic similarity, BERTScore (rescaled "
                 "bert-base) and NISQA have no like-for-like counterpart here and keep their own '(paper)' columns. "
-                "Boards: LB1 = mean of understanding and reasoning accuracy; LB2 = VES (DNSMOS OVRL when no VES "
-                "judge ran); LB3 = (C1 + C4) / 2; Selection = EmpathyEval final.", elem_id="bench-units")
+                "Boards: LB1 = mean of understanding and reasoning accuracy; LB2 = VES, vocal empathy rated by an "
+                "audio judge (not computed without one: DNSMOS OVRL measures speech quality and stays in its own "
+                "column); LB3 = (C1 + C4) / 2; Selection = EmpathyEval final. Board intervals resample items "
+                "(LB1: understanding and reasoning questions apart).", elem_id="bench-units")
     with gr.Row():
         radar = gr.Plot(label="Radar", elem_id="bench-radar")
         scatter = gr.Plot(label="Arena vs benchmark", elem_id="bench-scatter")
@@ -183,14 +188,15 @@ def build_bench_tab(ctx):
         view = rt.apply_filters(df, grp, st)
         path = csv_dir / "benchmark_leaderboard.csv"
         view.to_csv(path, index=False)
+        measured, paper = rt.sections(view)
         board = rt.SORT_PRESETS[st.sort]
         pairs = arena_pairs(_ratings(ctx), df, board)
         rho = agreement.rank_correlation(pairs)
         agree = rho.text(f"Rank correlation (Spearman) between the arena's Bradley–Terry score and {board}")
-        return (rt.display_frame(view), str(path), radar_figure(view), scatter_figure(pairs, board, rho), agree,
-                gr.update(choices=sorted(docs)))
+        return (rt.display_frame(measured), rt.display_frame(paper), str(path), radar_figure(measured),
+                scatter_figure(pairs, board, rho), agree, gr.update(choices=sorted(docs)))
 
-    outputs = [table, csv, radar, scatter, agree_md, model]
+    outputs = [table, reported_table, csv, radar, scatter, agree_md, model]
 
     def on_load(request: gr.Request):
         params = dict(request.query_params) if request is not None else {}

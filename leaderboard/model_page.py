@@ -63,9 +63,14 @@ def headline_markdown(doc: dict) -> str:
     lines = [f"### {man['model']}",
              f"Benchmark **{b.get('name')} v{b.get('version')}** (hash `{str(b.get('hash'))[:12]}`), scorer "
              f"`{man.get('scorer_version')}`, scored {man.get('timestamp')}."]
+    from .results_table import BOARD_SOURCE, board_cell, ci_text
     for name, e in doc.get("boards", {}).items():
-        if e.get("value") is not None:
-            lines.append(f"- **{name}**: {e['value']:.3f} ({e.get('source', '')})")
+        shown = board_cell(name, e) if name in BOARD_SOURCE else e.get("value")
+        if isinstance(shown, (int, float)) and e.get("value") is not None:
+            ci = f" [95%: {ci_text(e['ci95'])[1:-1]}]" if e.get("ci95") else ""
+            lines.append(f"- **{name}**: {e['value']:.3f}{ci} ({e.get('source', '')})")
+        elif isinstance(shown, str):      # not computed, or filled from another metric by an older scorer
+            lines.append(f"- **{name}**: {shown}")
         else:
             lines.append(f"- **{name}**: {e.get('reason') or e.get('note') or 'see the columns'}")
     return "\n".join(lines)

@@ -1,6 +1,9 @@
 """The benchmark leaderboard's table: result JSON documents + the paper's reported rows → a DataFrame.
 
 Pure: no file or network I/O except `load_result_docs` / `load_reported` (plain reads the UI calls).
+Rows measured here are ranked only against rows of the same benchmark version; the paper's rows (its own
+benchmark) come after them as a section of their own. A board's column holds only that board's metric,
+each with its 95% interval beside it.
 A cell holds a number, or the text "not computed: <reason>" (never a zero for a missing score).
 Our scores are on the scorer's scales (accuracies and most text metrics 0-1, BLEU 0-100, judges
 1-5, MOS 1-5); the EchoMind paper's percent figures are divided by 100 into the same columns, and
@@ -20,10 +23,21 @@ REPORTED_PATH = Path(__file__).parent / "data" / "echomind_reported.json"
 REPORTED_SOURCE = "reported, not reproduced here"
 MEASURED_SOURCE = "measured here"
 NOT_MEASURED = "not computed: not measured by the paper"
+# The paper's rows were measured on its own benchmark: they are shown in a section of their own, never
+# ranked with the rows measured here.
+REPORTED_HEADING = ("Reported by the EchoMind paper, on its own benchmark; for context, not ranked with the "
+                    "rows above")
+NOT_RANKED = "not ranked"
 
 BOARDS = ("LB1", "LB2", "LB3", "selection")
 BOARD_LABELS = {"LB1": "LB1 (understanding + reasoning)", "LB2": "LB2 (vocal empathy)",
                 "LB3": "LB3 ((C1+C4)/2)", "selection": "Selection (EmpathyEval final)"}
+BOARD_CI = tuple(f"{b} 95% CI" for b in BOARDS)
+# What a board's `source` must name for its value to fill the board's column: a result whose board was
+# filled from another metric (older scorers put DNSMOS OVRL, speech quality, under LB2 when no VES judge
+# ran) is shown as not computed, the other metric staying in its own column.
+BOARD_SOURCE = {"LB1": ("l1.understanding_acc", "l2.reasoning_acc"), "LB2": ("(VES",),
+                "LB3": ("c1", "c4"), "selection": ("sel.final",)}
 SORT_PRESETS = {"LB1": "LB1", "LB2": "LB2", "LB3": "LB3", "Selection": "selection"}
 # metric family -> column group
 FAMILY_GROUP = {"level1": "Level 1: understanding", "reasoning": "Level 2: reasoning",
@@ -33,6 +47,7 @@ FAMILY_GROUP = {"level1": "Level 1: understanding", "reasoning": "Level 2: reaso
 GROUPS = ("Level 1: understanding", "Level 2: reasoning", "Level 3: conversation (text)",
           "Level 3: conversation (audio)", "AEQ-Bench", "Selection")
 INFO_COLUMNS = ("model", "type", "source", "audio output", "open weights", "organisation", "benchmark")
+RANK = "rank"
 KINDS = ("baseline", "endpoint", "predictions", "reported")
 
 # paper field -> (our column, factor to our scale, our metric's family). A column that is not one of
@@ -135,6 +150,16 @@ def _yes_no(b: bool | None) -> str:
     return "—" if b is None else ("yes" if b else "no")
 
 
+def board_cell(board: str, entry: dict) -> float | str:
+    """A board's cell: its value only when the board was computed from its own metrics (BOARD_SOURCE)."""
+    value, source = entry.get("value"), str(entry.get("source") or "")
+    if _num(value) and not all(part in source for part in BOARD_SOURCE.get(board, ())):
+        if board == "LB2":
+            return "not computed: no VES judge configured (DNSMOS OVRL is in its own column)"
+        return f"not computed: this result filled {board} from another metric ({source}); rescore"
+    return cell(value, entry.get("reason") or f"not computed: board {board} missing from the result")
+
+
 def measured_row(doc: dict, info: ModelInfo) -> tuple[dict, dict[str, str]]:
     """(row, {column: family}) for one results document."""
     man = doc["manifest"]
@@ -142,19 +167,23 @@ def measured_row(doc: dict, info: ModelInfo) -> tuple[dict, dict[str, str]]:
            "audio output": _yes_no(info.audio_output), "open weights": _yes_no(info.open_weights),
            "organisation": info.organisation or "",
            "benchmark": f"{man['benchmark'].get('name')} v{man['benchmark'].get('version')}"}
-    for b in BOARDS:
-        e = doc.get("boards", {}).get(b) or {}
-        row[b] = cell(e.get("value"), e.get("reason") or f"not computed: board {b} missing from the result")
     fams: dict[str, str] = {}
     for name, e in doc["metrics"].items():
         row[name] = cell(e.get("value"), e.get("reason"))
         row[f"{name} 95% CI"] = ci_text(e.get("ci95"))
         fams[name] = e.get("family", "")
-    single = {"LB2": (doc.get("boards", {}).get("LB2") or {}).get("source", ""),
-              "selection": "sel.final"}
-    for b, src in single.items():     # a board that is one metric carries that metric's interval
-        metric = src.split(" ")[0] if src else ""
-        row[f"{b} 95% CI"] = row.get(f"{metric} 95% CI", "—") if metric in doc["metrics"] else "—"
+    for b in BOARDS:
+        e = doc.get("boards", {}).get(b) or {}
+        row[b] = board_cell(b, e)
+        if not _num(row[b]):
+            row[f"{b} 95% CI"] = "—"
+        elif e.get("ci95"):
+            row[f"{b} 95% CI"] = ci_text(e["ci95"])
+        elif b in ("LB2", "selection"):    # a one-metric board carries its metric's interval (older results too)
+            metric = str(e.get("source") or "").split(" ")[0]
+            row[f"{b} 95% CI"] = row.get(f"{metric} 95% CI", "—")
+        else:
+            row[f"{b} 95% CI"] = e.get("ci_note") or "no interval in this result (scored before board intervals: rescore)"
     return row, fams
 
 
@@ -175,6 +204,8 @@ def reported_rows(data: dict) -> tuple[list[dict], dict[str, str]]:
         c1, c4 = row["l3.judge.c1"], row["l3.judge.c4"]
         row["LB3"] = round((c1 + c4) / 2, 4) if _num(c1) and _num(c4) else "not computed: paper lacks C1 or C4"
         row["selection"] = "not computed: EmpathyEval selection is not part of EchoMind"
+        for b in BOARDS:
+            row[f"{b} 95% CI"] = "not reported by the paper"
         rows.append(row)
     return rows, fams
 
@@ -197,7 +228,7 @@ def build_table(docs: Mapping[str, dict], infos: Mapping[str, ModelInfo] | None 
     for col, fam in sorted(fams.items()):
         groups.setdefault(FAMILY_GROUP.get(fam, "Other"), []).append(col)
     metric_cols = [c for g in groups.values() for c in g]
-    ci_cols = [f"{b} 95% CI" for b in ("LB2", "selection")] + [f"{c} 95% CI" for c in metric_cols]
+    ci_cols = list(BOARD_CI) + [f"{c} 95% CI" for c in metric_cols]
     columns = list(INFO_COLUMNS) + list(BOARDS) + metric_cols + ci_cols
     for r in rows:
         for c in metric_cols:
@@ -215,8 +246,28 @@ def _sort_key(series: pd.Series, higher_is_better: bool = True) -> pd.Series:
     return -nums if higher_is_better else nums
 
 
+def _ranks(df: pd.DataFrame, board: str) -> list:
+    """Per row: 1 + the number of rows measured on the same benchmark with a strictly better value on
+    `board`; "—" without a value; NOT_RANKED for the paper's rows (another benchmark)."""
+    nums = pd.to_numeric(df[board], errors="coerce")
+    measured = df["source"] == MEASURED_SOURCE
+    out = []
+    for i in df.index:
+        if not measured[i]:
+            out.append(NOT_RANKED)
+        elif pd.isna(nums[i]):
+            out.append("—")
+        else:
+            peers = measured & (df["benchmark"] == df.at[i, "benchmark"])
+            out.append(1 + int((nums[peers] > nums[i]).sum()))
+    return out
+
+
 def apply_filters(df: pd.DataFrame, groups: Mapping[str, list[str]], state: FilterState) -> pd.DataFrame:
-    """Rows that pass the filters, sorted by the preset (best first, not-computed last), the chosen columns."""
+    """Rows that pass the filters, the chosen columns. Order: the rows measured here (per benchmark version,
+    best first on the preset's board, not-computed last), then the paper's reported rows as a section of
+    their own (sorted among themselves, never interleaved). `rank` counts only rows of the same benchmark;
+    every board shows its interval column."""
     out = df
     if state.search.strip():
         terms = [t.lower() for t in state.search.split(";") if t.strip()]
@@ -233,17 +284,27 @@ def apply_filters(df: pd.DataFrame, groups: Mapping[str, list[str]], state: Filt
         out = out[out["open weights"] == state.open_weights]
     board = SORT_PRESETS.get(state.sort, "LB1")
     if len(out):
-        out = out.assign(_k=_sort_key(out[board])).sort_values(["_k", "model"], na_position="last",
-                                                               kind="stable").drop(columns="_k")
-    cols = list(INFO_COLUMNS[:5]) + list(BOARDS)
-    if state.intervals:
-        cols += [c for c in ("LB2 95% CI", "selection 95% CI") if c in out.columns]
+        section = (out["source"] != MEASURED_SOURCE).astype(int)     # 0: measured here, 1: the paper's rows
+        out = out.assign(_s=section, _k=_sort_key(out[board])).sort_values(
+            ["_s", "benchmark", "_k", "model"], na_position="last", kind="stable").drop(columns=["_s", "_k"])
+        out = out.assign(**{RANK: _ranks(out, board)})
+    else:
+        out = out.assign(**{RANK: []})
+    cols = [RANK] + list(INFO_COLUMNS[:5])
+    for b in BOARDS:
+        cols += [b, f"{b} 95% CI"]
     for g in state.groups:
         for c in groups.get(g, []):
             cols.append(c)
             if state.intervals and f"{c} 95% CI" in out.columns:
                 cols.append(f"{c} 95% CI")
     return out[cols].reset_index(drop=True)
+
+
+def sections(view: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(rows measured here, the paper's reported rows) of an `apply_filters` view, each in its own order."""
+    reported = view["source"] == REPORTED_SOURCE
+    return view[~reported].reset_index(drop=True), view[reported].reset_index(drop=True)
 
 
 def display_frame(df: pd.DataFrame) -> pd.DataFrame:

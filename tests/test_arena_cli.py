@@ -8,6 +8,8 @@ from pathlib import Path
 
 import trueskill
 
+from arena.service import board_order
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -39,7 +41,7 @@ def test_import_ratings_export_round_trip(tmp_path, fresh_database_url):
     assert p.returncode == 0, p.stderr
     table = json.loads(p.stdout)
     assert [set(r) for r in table] == [{"model", "mu", "sigma", "conservative", "bt", "bt_low", "bt_high",
-                                        "votes"}] * 3
+                                        "bt_rank", "provisional", "votes"}] * 3
     by = {r["model"]: r for r in table}
     assert {m: by[m]["votes"] for m in by} == {"m1": 20, "m2": 25, "m3": 15}   # both-bad counted
     # the replayed TrueSkill is the package's, vote by vote in file order
@@ -53,8 +55,9 @@ def test_import_ratings_export_round_trip(tmp_path, fresh_database_url):
     for m, r in by.items():
         assert abs(r["mu"] - ref[m].mu) < 1e-9 and abs(r["sigma"] - ref[m].sigma) < 1e-9
         assert abs(r["conservative"] - (r["mu"] - 3 * r["sigma"])) < 1e-12
-        assert r["bt_low"] <= r["bt"] <= r["bt_high"]
-    assert table == sorted(table, key=lambda r: -r["conservative"])
+        # under 30 rated votes each: provisional, no Bradley-Terry number at all (not a zero-width interval)
+        assert r["provisional"] and r["bt"] is None and r["bt_low"] is None and r["bt_rank"] is None
+    assert table == sorted(table, key=board_order)
 
     # EMPATHY_ARENA_DATA_DIR is honoured when --data-dir is absent
     out = tmp_path / "export.jsonl"

@@ -124,6 +124,26 @@ def test_leaderboard_tab_shows_the_vote(app, page):
     assert "decisive votes" in page.inner_text("#arena-board-bias")
 
 
+
+@pytest.mark.browser
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+def test_leaderboard_all_columns_toggle_and_an_axis_without_votes(app, page):
+    """The headline columns are Bradley–Terry's; TrueSkill appears under 'All columns'; an axis nobody voted on
+    says so instead of showing bare headers. (Runs after the vote above: two provisional models.)"""
+    page.goto(app.url + "/")
+    page.get_by_role("tab", name="Arena leaderboard").click()
+    page.wait_for_function("() => document.querySelector('#arena-board-table')?.innerText.includes('too few votes')")
+    table = page.inner_text("#arena-board-table")
+    assert "BT 95% interval" in table and "μ−3σ" not in table
+    page.locator("#arena-board-all label").click()
+    page.wait_for_function("() => document.querySelector('#arena-board-table')?.innerText.includes('μ−3σ')")
+    page.locator("#arena-board-axis label", has_text="User's voice: environment").click()
+    page.wait_for_function("() => document.querySelector('#arena-board-table')?.innerText"
+                           ".includes('no votes on this axis yet')")
+    for m in MODELS:
+        assert m not in page.inner_text("#arena-board-table")
+
 # ---------------------------------------------------------------- the board's pure parts (no browser)
 def _row(model, mu, sigma, wins, losses, ties, votes, bt=None, lo=None, hi=None, rank=None, provisional=True):
     nan = float("nan")
@@ -136,14 +156,14 @@ def _row(model, mu, sigma, wins, losses, ties, votes, bt=None, lo=None, hi=None,
 def test_board_rows_win_rate_interval_and_provisional():
     from leaderboard.arena_board import board_rows
 
-    df = board_rows([_row("x", 27.0, 2.0, 6, 2, 2, 10, 1040.0, 1010.0, 1070.0, 1),
+    df = board_rows([_row("x", 27.0, 2.0, 6, 2, 2, 10, 1040.0, 1010.0, 1070.0, 1, provisional=False),
                      _row("y", 23.0, 2.0, 0, 0, 0, 3)], provisional_votes=300)
     x, y = df.iloc[0], df.iloc[1]
     assert x["win rate"] == "70.0%"                   # (6 + 1) / 10
     assert x["BT 95% interval"] == "1010 – 1070" and x["rank"] == 1
-    assert x["status"].startswith("provisional (< 300")
-    assert y["win rate"] == "—" and y["BT 95% interval"] == "—"   # nothing measured: no number, no zero
-    assert y["rank"] == 2
+    assert y["status"].startswith("provisional (< 300")
+    assert y["win rate"] == "—" and y["BT 95% interval"].startswith("too few votes")   # no number, no zero
+    assert y["rank"] == "—"
 
 
 def test_plots_keep_missing_cells_missing():

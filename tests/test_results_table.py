@@ -96,8 +96,10 @@ def test_filters_sort_presets_and_columns(scored):
     df, groups = rt.build_table(docs, infos, rt.load_reported())
     st = rt.FilterState()
     out = rt.apply_filters(df, groups, st)
-    lb1 = [v for v in out["LB1"] if isinstance(v, float)]
-    assert lb1 == sorted(lb1, reverse=True) and out.iloc[0]["model"] == "good"
+    for part in rt.sections(out):                    # each section sorted on its own, never interleaved
+        lb1 = [v for v in part["LB1"] if isinstance(v, float)]
+        assert lb1 == sorted(lb1, reverse=True)
+    assert out.iloc[0]["model"] == "good"
     assert "l1.understanding_acc" in out.columns and "sel.final" not in out.columns
     out = rt.apply_filters(df, groups, rt.FilterState(kinds=("baseline", "endpoint"), sort="LB3"))
     assert list(out["model"]) == ["good", "half"]           # both LB3 not computed: last, by name
@@ -203,3 +205,79 @@ def test_model_page_frames_and_board_figures(scored):
     rho = agreement.rank_correlation(pairs)
     fig = scatter_figure(pairs, "LB1", rho)
     assert "not computed" in fig.layout.title.text and list(fig.data[0].text) == ["good", "half"]
+
+
+# ---------------------------------------------------------------- one headline per board
+def test_reported_rows_form_their_own_section_and_are_never_ranked_with_measured_ones(scored):
+    _, docs = scored
+    reported = rt.load_reported()
+    df, groups = rt.build_table(docs, {}, reported)
+    for sort in rt.SORT_PRESETS:
+        out = rt.apply_filters(df, groups, rt.FilterState(sort=sort))
+        src = list(out["source"])
+        first_reported = src.index(rt.REPORTED_SOURCE)
+        assert set(src[:first_reported]) == {rt.MEASURED_SOURCE}        # a band, not interleaved
+        assert set(src[first_reported:]) == {rt.REPORTED_SOURCE}
+        assert set(out["rank"][first_reported:]) == {rt.NOT_RANKED}
+        measured, paper = rt.sections(out)
+        assert list(measured["model"]) == list(out["model"][:first_reported]) and len(paper) == len(reported["rows"])
+    # ranks count only rows measured here: 'good' (LB1 1.0) is 1, 'half' 2, whatever the paper reports
+    # (its templated cascade would otherwise sit among GPT-4o-Audio and the rest)
+    out = rt.apply_filters(df, groups, rt.FilterState(sort="LB1"))
+    ranks = dict(zip(out["model"], out["rank"]))
+    assert ranks["good"] == 1 and ranks["half"] == 2
+    assert any(isinstance(v, float) and v > 0.5 for v in rt.sections(out)[1]["LB1"])   # a paper row above 'half'
+    # the heading the UI puts above the paper's section says what it is
+    assert "on its own benchmark" in rt.REPORTED_HEADING and "not ranked" in rt.REPORTED_HEADING
+
+
+def test_every_board_has_its_interval_and_the_interval_contains_the_value(scored):
+    _, docs = scored
+    df, groups = rt.build_table(docs, {})
+    out = rt.apply_filters(df, groups, rt.FilterState())
+    for b in rt.BOARDS:
+        assert f"{b} 95% CI" in out.columns                  # shown by default, beside the board
+    half = out.set_index("model").loc["half"]
+    lo, hi = (float(x) for x in half["LB1 95% CI"].strip("[]").split(","))
+    assert lo <= half["LB1"] <= hi and lo < hi
+    doc = docs["half"]
+    assert doc["boards"]["LB1"]["ci95"] == [0.0, 1.0]
+    # one selection group: sel.final has no interval; the results JSON says why (ci_note), the table as for the metric
+    assert doc["boards"]["selection"]["ci_note"] == "no interval: sel.final has none"
+    assert half["selection 95% CI"] == df.set_index("model").loc["half", "sel.final 95% CI"] == "—"
+
+
+def test_no_headline_cell_is_filled_from_a_different_metric():
+    """LB2 without a VES judge is 'not computed', whatever DNSMOS OVRL says; an older result that put
+    DNSMOS under LB2 is not shown as LB2 either; DNSMOS keeps its own column."""
+    from eval_backend.scoring.results import boards
+
+    def entry(family, value, per_item=None, reason=None):
+        return {"family": family, "value": value, "reason": reason, "ci95": [value - 0.1, value + 0.1] if value else None,
+                "per_item": per_item or {}}
+    metrics = {"audio.dnsmos_ovrl": entry("audio", 3.1),
+               "l3.ves": entry("judge_audio", None, reason="not computed: no audio-capable judge configured"),
+               "l1.understanding_acc": entry("level1", 0.5, {"u1": 1.0, "u2": 0.0}),
+               "l2.reasoning_acc": entry("reasoning", 1.0, {"r1": 1.0, "r2": 1.0, "r3": 1.0}),
+               "l3.judge.c1": entry("judge_text", 4.0, {"c/a/x": 5.0, "c/b/x": 3.0}),
+               "l3.judge.c4": entry("judge_text", 3.0, {"c/a/x": 3.0, "c/b/x": 3.0})}
+    b = boards(metrics)
+    assert b["LB2"] == {"value": None, "reason": "not computed: no VES judge configured"}
+    assert b["LB1"]["value"] == 0.75 and b["LB1"]["ci95"][0] <= 0.75 <= b["LB1"]["ci95"][1]
+    assert b["LB3"]["value"] == 3.5 and b["LB3"]["ci95"][0] <= 3.5 <= b["LB3"]["ci95"][1]
+    metrics["l3.ves"] = entry("judge_audio", 3.8, {"c/a/x": 3.6, "c/b/x": 4.0})
+    assert boards(metrics)["LB2"]["value"] == 3.8 and boards(metrics)["LB2"]["ci95"] == metrics["l3.ves"]["ci95"]
+
+    old_doc = {"manifest": {"model": "old", "benchmark": {"name": "demo", "version": "1", "hash": "h"}},
+               "metrics": {"audio.dnsmos_ovrl": entry("audio", 3.1)},
+               "boards": {"LB2": {"value": 3.1, "source": "audio.dnsmos_ovrl (DNSMOS OVRL: no VES judge result)"},
+                          "LB1": {"value": 0.9, "source": "audio.dnsmos_ovrl"}}}
+    row, _ = rt.measured_row(old_doc, rt.ModelInfo())
+    assert row["LB2"].startswith("not computed: no VES judge configured") and row["LB2 95% CI"] == "—"
+    assert row["LB1"].startswith("not computed") and row["audio.dnsmos_ovrl"] == 3.1
+    df, groups = rt.build_table({"old": old_doc})
+    for b_name in rt.BOARDS:                                   # no board cell holds another metric's number
+        assert not isinstance(df.iloc[0][b_name], float)
+    from leaderboard.model_page import headline_markdown
+    head = headline_markdown({**old_doc, "manifest": {**old_doc["manifest"], "scorer_version": "x"}})
+    assert "**LB2**: not computed: no VES judge configured" in head and "3.100" not in head

@@ -2,7 +2,8 @@
 
 Items are resampled with replacement; a statistic other than the mean (corpus
 BLEU, EmpathyEval's group-bonus Final) resamples whole units (sentences, groups)
-and recomputes from summed sufficient statistics.
+and recomputes from summed sufficient statistics; an average of metrics measured on
+different items resamples each metric's items apart (`mean_of_means_ci`).
 """
 from __future__ import annotations
 
@@ -40,3 +41,18 @@ def units_ci(units: Sequence[Sequence[float]], statistic: Callable[[np.ndarray],
     idx = rng.integers(0, rows.shape[0], size=(n_resamples, rows.shape[0]))
     sums = rows[idx].sum(axis=1)          # (n_resamples, n_stats)
     return _interval(np.array([statistic(s) for s in sums]))
+
+
+def mean_of_means_ci(groups: Sequence[Sequence[float]], *, seed: int = SEED, n_resamples: int = N_RESAMPLES
+                     ) -> tuple[float, float] | None:
+    """95% CI of the average of several group means (a board averaging metrics measured on different items,
+    like LB1 = mean(understanding, reasoning)): each group's items are resampled on their own (a stratified
+    bootstrap), every round averages the group means. None when a group has fewer than 2 values."""
+    xs = [np.asarray([v for v in g if v is not None], dtype=float) for g in groups]
+    if not xs or any(x.size < 2 for x in xs):
+        return None
+    rng = np.random.default_rng(seed)
+    total = np.zeros(n_resamples)
+    for x in xs:
+        total += x[rng.integers(0, x.size, size=(n_resamples, x.size))].mean(axis=1)
+    return _interval(total / len(xs))

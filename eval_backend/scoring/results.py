@@ -8,7 +8,8 @@ manifest.timestamp. `write_results()` is the only function here that writes.
 Per metric: value (or "not computed: reason"), n, failures, a 95% bootstrap interval
 for headline metrics (items resampled, fixed seed), breakdowns per attribute /
 dimension / variant (means of the per-item scores), per-item scores and raw outputs.
-Boards: LB1, LB2, LB3 (EchoMind), AEQ, selection (EmpathyEval).
+Boards: LB1, LB2, LB3 (EchoMind), AEQ, selection (EmpathyEval); each from its own metrics only (no
+stand-in), with its 95% interval.
 """
 from __future__ import annotations
 
@@ -28,7 +29,7 @@ from typing import Any, Iterable
 
 from ..benchmark.model import VARIANTS, Benchmark, dimension_of
 from ..store import Reply, Store, safe_name
-from .bootstrap import SEED, mean_ci
+from .bootstrap import SEED, mean_ci, mean_of_means_ci
 from .registry import METRICS, Metric, MetricResult, ScoringContext
 
 RESULTS_FORMAT = 1
@@ -236,29 +237,65 @@ def _find(metrics: dict, family: str, pattern: str) -> str | None:
     return sorted(names)[0] if names else None
 
 
-def boards(metrics: dict[str, dict]) -> dict[str, dict]:
+def _items(metrics: dict, name: str, value: float) -> dict[str, float] | None:
+    """The metric's per-item scores when the headline is their mean (then an interval can be resampled)."""
+    e = metrics.get(name) or {}
+    per = {k: float(v) for k, v in (e.get("per_item") or {}).items() if v is not None}
+    if len(per) < 2 or abs(sum(per.values()) / len(per) - value) > 1e-9:
+        return None
+    return per
+
+
+def _average_ci(metrics: dict, names: tuple[str, str], value: float, seed: int) -> dict:
+    """{"ci95": [lo, hi]} for a board that averages two metrics, else {"ci_note": why}. Paired (items
+    resampled together) when both metrics score the same items, stratified when they score different ones
+    (LB1: understanding and reasoning are different questions)."""
+    a, b = (_items(metrics, n, v) for n, v in zip(names, (metrics[names[0]]["value"], metrics[names[1]]["value"])))
+    if a is None or b is None:
+        return {"ci_note": "no interval: a component's headline is not the mean of its per-item scores"}
+    if set(a) == set(b):
+        pair = [(a[k] + b[k]) / 2 for k in sorted(a)]
+        ci = mean_ci(pair, seed=seed) if abs(sum(pair) / len(pair) - value) < 1e-9 else None
+    else:
+        ci = mean_of_means_ci([list(a.values()), list(b.values())], seed=seed)
+    return {"ci95": [ci[0], ci[1]]} if ci else {"ci_note": "no interval: too few items"}
+
+
+def _copied_ci(metrics: dict, name: str) -> dict:
+    """A board that is one metric carries that metric's interval."""
+    ci = (metrics.get(name) or {}).get("ci95")
+    return {"ci95": list(ci)} if ci else {"ci_note": f"no interval: {name} has none"}
+
+
+def boards(metrics: dict[str, dict], seed: int = SEED) -> dict[str, dict]:
+    """The headline boards, each from the metric(s) it is named after and nothing else: a board whose
+    metric is missing is "not computed: why", never filled from another metric. Every computed board
+    carries its 95% interval (`ci95`, items resampled with `seed`) or a `ci_note` saying why not."""
     out: dict[str, dict] = {}
     u, ru = _value(metrics, "l1.understanding_acc")
     r, rr = _value(metrics, "l2.reasoning_acc")
-    out["LB1"] = ({"value": (u + r) / 2, "source": "mean(l1.understanding_acc, l2.reasoning_acc)"}
+    out["LB1"] = ({"value": (u + r) / 2, "source": "mean(l1.understanding_acc, l2.reasoning_acc)",
+                   **_average_ci(metrics, ("l1.understanding_acc", "l2.reasoning_acc"), (u + r) / 2, seed)}
                   if u is not None and r is not None else
                   {"value": None, "reason": "not computed: " + "; ".join(x for x in (ru, rr) if x)})
 
+    # LB2 is vocal empathy (VES, an audio judge). DNSMOS OVRL measures speech quality, another quantity:
+    # it keeps its own column (audio.dnsmos_ovrl) and never stands in for VES here.
     ves = _find(metrics, "judge_audio", r"(^|[._])ves($|[._])") or "l3.ves"
-    dns = _find(metrics, "audio", r"dnsmos.*ovrl|ovrl.*dnsmos")
     v, rv = _value(metrics, ves)
     if v is not None:
-        out["LB2"] = {"value": v, "source": f"{ves} (VES, judge)"}
+        out["LB2"] = {"value": v, "source": f"{ves} (VES, judge)", **_copied_ci(metrics, ves)}
     else:
-        d, rd = _value(metrics, dns) if dns else (None, "no DNSMOS OVRL metric registered")
-        out["LB2"] = ({"value": d, "source": f"{dns} (DNSMOS OVRL: no VES judge result)", "ves_reason": rv}
-                      if d is not None else {"value": None, "reason": f"not computed: {rv}; {rd}"})
+        why = "no VES judge configured" if re.search(r"judge configured", rv) else rv
+        out["LB2"] = {"value": None, "reason": f"not computed: {why}"}
 
     c1n = _find(metrics, "judge_text", r"(^|[._])c1$") or "l3.judge.c1"
     c4n = _find(metrics, "judge_text", r"(^|[._])c4$") or "l3.judge.c4"
     c1, r1 = _value(metrics, c1n)
     c4, r4 = _value(metrics, c4n)
-    out["LB3"] = ({"value": (c1 + c4) / 2, "source": f"({c1n} + {c4n}) / 2"} if c1 is not None and c4 is not None
+    out["LB3"] = ({"value": (c1 + c4) / 2, "source": f"({c1n} + {c4n}) / 2",
+                   **_average_ci(metrics, (c1n, c4n), (c1 + c4) / 2, seed)}
+                  if c1 is not None and c4 is not None
                   else {"value": None, "reason": "not computed: " + "; ".join(x for x in (r1, r4) if x)})
 
     aeq = {n: e for n, e in sorted(metrics.items()) if e["family"] == "aeq"}
@@ -274,7 +311,8 @@ def boards(metrics: dict[str, dict]) -> dict[str, dict]:
     for n in ("sel.context_final", "sel.tone_final", "sel.accuracy"):
         val, why = _value(metrics, n)
         sel_cols[n] = val if val is not None else why
-    out["selection"] = ({"value": f, "source": "sel.final", "columns": sel_cols} if f is not None
+    out["selection"] = ({"value": f, "source": "sel.final", "columns": sel_cols, **_copied_ci(metrics, "sel.final")}
+                        if f is not None
                         else {"value": None, "reason": f"not computed: {rf}", "columns": sel_cols})
     return out
 
@@ -330,7 +368,7 @@ def score(benchmark: Benchmark, replies: Iterable[Reply], model: str, store: Sto
             "replies": dict(sorted(statuses.items())),
             "timestamp": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         },
-        "boards": boards(entries),
+        "boards": boards(entries, seed),
         "metrics": entries,
     }
     return ScoreRun(clean(doc), cpu)
@@ -352,7 +390,7 @@ def merge_partial(old: dict, new: dict) -> dict:
     merged["metrics"] = dict(sorted(metrics.items()))
     merged["manifest"]["metric_manifests"] = {**old["manifest"].get("metric_manifests", {}),
                                               **new["manifest"]["metric_manifests"]}
-    merged["boards"] = boards(merged["metrics"])
+    merged["boards"] = boards(merged["metrics"], int(merged["manifest"].get("bootstrap", {}).get("seed", SEED)))
     merged["manifest"]["metrics_selected"] = "all" if was == "all" else sorted(set(was) | set(now))
     return merged
 
