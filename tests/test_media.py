@@ -373,6 +373,9 @@ def test_browse_tab_plays_audio_from_token_urls(space):
             page.get_by_role("tab", name="Browse benchmark").click()
             ready = "(sel) => { const a = document.querySelector(sel); return a && a.currentSrc && a.duration > 0; }"
             page.wait_for_function(ready, arg="#browse-clip-0 audio")
+            request = page.get_by_label("Request (task/item/variant)")     # the first one is an ASR request
+            request.click()
+            page.get_by_role("option", name="conversation/s0/target").click()
             page.wait_for_function(ready, arg="#browse-reply-audio audio")
             srcs = page.evaluate("() => [...document.querySelectorAll('audio')].map(a => a.getAttribute('src'))"
                                  ".filter(Boolean)")
@@ -417,6 +420,14 @@ def test_download_attempts_then_crash_lose_no_acknowledged_vote(tmp_path):
                              capture_output=True, text=True, timeout=300)
         assert cli.returncode == 0, cli.stderr
         assert sum(r["votes"] for r in json.loads(cli.stdout)) == 2 * 5
+        # any other process that opens and closes the database (an operator's sqlite3 shell, a backup):
+        # were the app's locks gone, its close would checkpoint and delete the WAL under the running app
+        peek = ("import sqlite3, sys; c = sqlite3.connect(sys.argv[1]); "
+                "print(c.execute('SELECT COUNT(*) FROM arena_votes').fetchone()[0]); c.close()")
+        if Store(data).dialect == "sqlite":
+            out = subprocess.run([sys.executable, "-c", peek, f"{data}/store.sqlite3"], capture_output=True,
+                                 text=True, timeout=120)
+            assert out.returncode == 0 and out.stdout.strip() == "5", out.stderr
         acked += _cast_votes(app.url, 5)
         app.kill9()
         app = SpaceProcess(cwd).start()
