@@ -373,6 +373,8 @@ def test_browse_tab_plays_audio_from_token_urls(space):
             page.get_by_role("tab", name="Browse benchmark").click()
             ready = "(sel) => { const a = document.querySelector(sel); return a && a.currentSrc && a.duration > 0; }"
             page.wait_for_function(ready, arg="#browse-clip-0 audio")
+            page.get_by_label("Model", exact=True).click()                 # not another test's evil-model
+            page.get_by_role("option", name=MODELS[0]).click()
             request = page.get_by_label("Request (task/item/variant)")     # the first one is an ASR request
             request.click()
             page.get_by_role("option", name="conversation/s0/target").click()
