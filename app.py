@@ -24,10 +24,12 @@ from fastapi import FastAPI  # noqa: E402
 
 from arena.config import settings_from_env  # noqa: E402
 from arena.http_api import mount_http_api  # noqa: E402
+from arena.media import MediaTokens, mount_media  # noqa: E402
 from arena.service import ArenaService  # noqa: E402
 from arena.ui import build_arena_tab  # noqa: E402
 from eval_backend import config  # noqa: E402
 from eval_backend.bootstrap import Bootstrap  # noqa: E402
+from eval_backend.signing import Signer  # noqa: E402
 from eval_backend.store import Store  # noqa: E402
 from leaderboard.about_tab import build_about_tab  # noqa: E402
 from leaderboard.arena_board import build_arena_leaderboard_tab  # noqa: E402
@@ -61,6 +63,7 @@ class SpaceContext:
         self.submissions = submission_settings(demo=demo,
                                                baseline_port=self.bootstrap.baseline_port if demo else None)
         self.hub = HubSync(self.store, append_votes=self.arena.append_votes)
+        self.media = MediaTokens(Signer.for_data_dir(self.data_dir))   # audio URLs for Browse and model pages
         self.worker = None
 
     def status_line(self) -> str:
@@ -96,10 +99,16 @@ def build_blocks(ctx: SpaceContext) -> gr.Blocks:
 
 
 def build_app(ctx: SpaceContext) -> FastAPI:
-    """The JSON API (/api/arena/...) beside the Gradio UI mounted at /."""
+    """The JSON API (/api/arena/...) and the media routes beside the Gradio UI mounted at /.
+
+    Gradio serves no file of the data dir: audio goes through arena/media.py's token routes, and the data dir
+    is in Gradio's blocked_paths, so neither its file routes nor a component's output can reach the database,
+    the salt, the signing key, submissions or results (reading the database file here would also drop
+    SQLite's locks and could lose acknowledged votes)."""
     app = FastAPI(title="Empathy Arena")
     mount_http_api(app, ctx.arena)
-    return gr.mount_gradio_app(app, build_blocks(ctx), path="/", allowed_paths=[str(ctx.data_dir)],
+    mount_media(app, ctx.arena, ctx.media, lambda: ctx.benchmark)
+    return gr.mount_gradio_app(app, build_blocks(ctx), path="/", blocked_paths=[str(ctx.data_dir)],
                                footer_links=["gradio", "settings"])
 
 

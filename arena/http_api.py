@@ -4,6 +4,7 @@
     POST /api/arena/vote    {"battle_id", "session", "overall", "said"?, "sounded"?, "reason"?}
                                                         -> 200 reveal, or 4xx {"error": code, "message"}
     GET  /api/arena/audio/{battle_id}/{clip}            -> the wav of clip user | A | B of a served battle
+                                                           (arena/media.py: mounted beside this API)
     GET  /api/arena/ratings?axis=overall                -> leaderboard rows
     GET  /api/arena/health                              -> {"ok": true}
 
@@ -18,21 +19,19 @@ The session is a token the server issues with the first battle when the client
 sends none; the client never picks a model. A vote's 200 comes only after the
 service committed it (SQLite, synchronous=FULL), so an acknowledged vote
 survives a crash. The service's blocking calls run in the thread pool.
-Audio is served through battle-scoped URLs, so no file path (which holds the
-model name) reaches the client.
+Audio is served through battle-scoped URLs (arena/media.py), so no file path
+(which holds the model name) reaches the client.
 """
 from __future__ import annotations
 
 import asyncio
 import math
 import secrets
-import threading
 import time
-from collections import OrderedDict
 from concurrent.futures import ThreadPoolExecutor
 
 from fastapi import APIRouter, FastAPI, Request, Response
-from fastapi.responses import FileResponse, JSONResponse
+from fastapi.responses import JSONResponse
 from starlette.concurrency import run_in_threadpool
 
 PREFIX = "/api/arena"
@@ -53,25 +52,6 @@ def run_write(fn, *args, **kwargs):
 
 def _error(status: int, code: str, message: str) -> JSONResponse:
     return JSONResponse({"error": code, "message": message}, status_code=status)
-
-
-class _AudioIndex:
-    """battle id -> its three clip paths, for battles this process served (bounded, most recent kept)."""
-
-    def __init__(self, capacity: int = 100_000):
-        self.capacity = capacity
-        self._items: OrderedDict[str, dict[str, str]] = OrderedDict()
-        self._lock = threading.Lock()
-
-    def put(self, battle_id: str, clips: dict[str, str]) -> None:
-        with self._lock:
-            self._items[battle_id] = clips
-            while len(self._items) > self.capacity:
-                self._items.popitem(last=False)
-
-    def get(self, battle_id: str) -> dict[str, str] | None:
-        with self._lock:
-            return self._items.get(battle_id)
 
 
 async def _json_body(request: Request) -> dict | JSONResponse:
@@ -100,7 +80,6 @@ def build_router(service) -> APIRouter:
     from .service import NoBattleAvailable, VoteRefused
 
     router = APIRouter(prefix=PREFIX)
-    audio = _AudioIndex()
 
     async def write(response: Response | None, fn, *args, **kwargs):
         def timed():
@@ -132,11 +111,9 @@ def build_router(service) -> APIRouter:
             return _error(503, "no_battle", str(exc))
         except ValueError as exc:
             return _error(422, "bad_value", str(exc))
-        audio.put(view.battle_id, {"user": view.user_audio, "A": view.audio_a, "B": view.audio_b})
-        base = f"{PREFIX}/audio/{view.battle_id}"
         _timing(response, t0)
         return {"session": session, "battle_id": view.battle_id, "context_text": view.context_text,
-                "audio": {clip: f"{base}/{clip}" for clip in ("user", "A", "B")},
+                "audio": {"user": view.user_audio, "A": view.audio_a, "B": view.audio_b},
                 "min_listen_s": view.min_listen_s, "first_heard": view.first_heard,
                 "expires_at": view.expires_at}
 
@@ -164,13 +141,6 @@ def build_router(service) -> APIRouter:
                           "sigma": side.rating.sigma, "votes": side.votes}
                    for slot, side in (("A", result.a), ("B", result.b))}}
 
-    @router.get("/audio/{battle_id}/{clip}")
-    async def clip_audio(battle_id: str, clip: str):
-        clips = audio.get(battle_id)
-        if clips is None or clip not in clips:
-            return _error(404, "unknown_clip", "no such clip: serve a battle first (clips are user, A, B)")
-        return FileResponse(clips[clip], media_type="audio/wav", filename=f"{clip}.wav")
-
     @router.get("/ratings")
     async def ratings(axis: str = "overall"):
         try:
@@ -184,5 +154,6 @@ def build_router(service) -> APIRouter:
 
 def mount_http_api(app: FastAPI, service) -> None:
     """Add the arena routes to `app`: either a FastAPI app before `gr.mount_gradio_app(app, demo, path="/")`
-    (the first matching route wins), or `demo.app` after `demo.launch(prevent_thread_lock=True)` (both tested)."""
+    (the first matching route wins), or `demo.app` after `demo.launch(prevent_thread_lock=True)` (both tested).
+    The clips' audio route is arena/media.py's `mount_media`, mounted beside it."""
     app.include_router(build_router(service))

@@ -1,7 +1,8 @@
 """The arena's API (plain Python; the Gradio UI and the HTTP load test call it).
 
     svc = ArenaService(Store(data_dir))                 # settings: arena.config.ArenaSettings
-    view = svc.serve_battle(session_id, ip)            # BattleView: audio paths only, no names
+    view = svc.serve_battle(session_id, ip)            # BattleView: audio URLs only, no names, no paths
+    svc.battle_clip(view.battle_id, "A")               # the file behind a clip URL (arena/media.py serves it)
     result = svc.submit_vote(view.battle_id, session_id, ip, "A", said="B", sounded="A")
     # -> VoteResult (names, transcripts, new ratings) or raises VoteRefused(reason_code, message)
 
@@ -25,11 +26,9 @@ from __future__ import annotations
 
 import hashlib
 import math
-import os
 import random
 import re
 import secrets
-import shutil
 import threading
 import time
 from dataclasses import dataclass, field
@@ -44,6 +43,7 @@ from eval_backend.tasks import build_requests
 
 from . import bradley_terry as bt
 from . import storage, votes_io
+from .media import battle_clip_url
 from .config import ArenaSettings
 from .matchmaking import MatchParams, choose_pair
 from .ratings import BOTH_BAD, TIE, Rating, apply_vote, replay
@@ -68,7 +68,7 @@ class BattleView:
     """What the voter may see before voting: no model names, no transcripts."""
     battle_id: str
     context_text: str | None
-    user_audio: str            # absolute paths
+    user_audio: str            # URLs of the battle's clips (arena/media.py): the battle id, no path, no name
     audio_a: str
     audio_b: str
     min_listen_s: dict         # {"user": s, "A": s, "B": s}: min(settings.min_listen_s, clip length)
@@ -188,6 +188,7 @@ class ArenaService:
         self._index: list[_Candidate] | None = None
         self._index_key: tuple | None = None
         self._durations: dict[str, float] = {}
+        self._user_audio: dict[tuple[str, str], str] = {}   # (benchmark hash, request id) -> user clip
         self._pairs: set[tuple[str, str]] = set()      # model pairs sharing a servable request
         self._votes_lock = threading.RLock()
         self._votes_seen: list[VoteRow] = []
@@ -223,21 +224,6 @@ class ArenaService:
             self._durations[path] = float(sf.info(path).duration)
         return self._durations[path]
 
-    def _public_clip(self, rel: str) -> str:
-        """The reply clip under a name that does not reveal the model: stored reply paths contain the
-        model's name (replies/<model>/...) and a served path reaches the browser."""
-        name = hashlib.sha256(f"{self.settings.salt}|{rel}".encode()).hexdigest()[:32] + ".wav"
-        dest = self.store.root / "cache" / "arena_clips" / name
-        if not dest.exists():
-            dest.parent.mkdir(parents=True, exist_ok=True)
-            tmp = dest.with_suffix(f".tmp{threading.get_ident()}")
-            try:
-                os.link(self.store.abspath(rel), tmp)
-            except OSError:                   # another filesystem: copy instead
-                shutil.copyfile(self.store.abspath(rel), tmp)
-            tmp.replace(dest)
-        return str(dest)
-
     def _candidates(self) -> tuple[list[_Candidate], set[tuple[str, str]]]:
         """Servable requests and the model pairs they offer, rebuilt when the replies table changes."""
         key = tuple(self.store.query("SELECT COUNT(*), MAX(created_at) FROM replies")[0])
@@ -247,6 +233,7 @@ class ArenaService:
             benchmarks = self._load_benchmarks()
             screen = IdentityScreen(self.settings.identity_patterns, self.store.models_with_replies())
             index: list[_Candidate] = []
+            user_audio: dict[tuple[str, str], str] = {}
             for b in benchmarks:
                 by_id = {}
                 for req in build_requests(b, self.settings.spoken_tasks):
@@ -263,11 +250,13 @@ class ArenaService:
                             continue
                         cand.replies[r.model] = r
                 index += [c for c in by_id.values() if len(c.replies) >= 2]
+                user_audio.update(((b.hash, c.request_id), c.user_audio) for c in by_id.values())
             pairs = set()
             for c in index:
                 models = sorted(c.replies)
                 pairs.update((models[x], models[y]) for x in range(len(models)) for y in range(x + 1, len(models)))
             self._index, self._pairs, self._index_key = index, pairs, key
+            self._user_audio = user_audio
             return index, pairs
 
     # ------------------------------------------------------------------ battles
@@ -292,8 +281,8 @@ class ArenaService:
         shared = [c for c in candidates if pair[0] in c.replies and pair[1] in c.replies]
         cand = self.rng.choice(shared)
         model_a, model_b = pair if self.rng.random() < 0.5 else (pair[1], pair[0])
-        audio_a = self._public_clip(cand.replies[model_a].audio_path)
-        audio_b = self._public_clip(cand.replies[model_b].audio_path)
+        audio_a = str(self.store.abspath(cand.replies[model_a].audio_path))
+        audio_b = str(self.store.abspath(cand.replies[model_b].audio_path))
         floor = self.settings.min_listen_s
         listen = {"user": min(floor, self._duration(cand.user_audio)),
                   "A": min(floor, self._duration(audio_a)), "B": min(floor, self._duration(audio_b))}
@@ -308,8 +297,29 @@ class ArenaService:
                 (battle_id, session_id, user, self.ip_hash(ip), cand.benchmark_hash, cand.request_id, cand.task,
                  cand.item_id, cand.variant, attribute, dimension_of(attribute) if attribute else None,
                  model_a, model_b, "A", sum(listen.values()), now, now + self.settings.battle_ttl_s))
-        return BattleView(battle_id, cand.context_text, cand.user_audio, audio_a, audio_b, listen, "A",
-                          now + self.settings.battle_ttl_s)
+        urls = [battle_clip_url(battle_id, clip) for clip in ("user", "A", "B")]
+        return BattleView(battle_id, cand.context_text, *urls, listen, "A", now + self.settings.battle_ttl_s)
+
+    def battle_clip(self, battle_id: str, clip: str) -> Path | None:
+        """The file behind clip user | A | B of a served, unexpired battle, from the battle's row (so any
+        replica on the database can answer); None for anything else."""
+        if not isinstance(battle_id, str) or clip not in ("user", "A", "B"):
+            return None
+        rows = self.store.query("SELECT benchmark_hash, request_id, model_a, model_b, expires_at "
+                                "FROM arena_battles WHERE id=?", (battle_id,))
+        if not rows or self.clock() > rows[0]["expires_at"]:
+            return None
+        battle = rows[0]
+        if clip == "user":
+            key = (battle["benchmark_hash"], battle["request_id"])
+            if key not in self._user_audio:
+                self._candidates()              # a replica that has not served yet builds its index first
+            path = self._user_audio.get(key)
+            return Path(path) if path else None
+        model = battle["model_a"] if clip == "A" else battle["model_b"]
+        rows = self.store.query("SELECT audio_path FROM replies WHERE model=? AND benchmark_hash=? AND request_id=? "
+                                "AND status='ok'", (model, battle["benchmark_hash"], battle["request_id"]))
+        return self.store.abspath(rows[0][0]) if rows and rows[0][0] else None
 
     # ------------------------------------------------------------------ votes
     def submit_vote(self, battle_id: str, session_id: str, ip: str | None, overall: str,

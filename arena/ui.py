@@ -6,6 +6,9 @@ belongs to `ArenaService`; this module only wires events to it.
 - The session is Gradio's `session_hash`, the user the HF OAuth profile (None
   locally), the IP `request.client.host` (the service salts and hashes it). The
   browser never holds a model name before the vote.
+- Audio: plain <audio> elements whose `src` is the battle's clip route
+  (arena/media.py: battle id + clip, never a file path), so Gradio is never
+  handed a file from the data dir.
 - Listening is tracked in the browser from each <audio> element's `played`
   ranges (seconds of the clip actually played). The vote buttons unlock once
   every clip has played for its minimum; the service re-checks on its side
@@ -19,7 +22,10 @@ import html
 import json
 import gradio as gr
 
+from .media import audio_html
+
 AUDIO_IDS = {"user": "arena-audio-user", "a": "arena-audio-a", "b": "arena-audio-b"}
+AUDIO_LABELS = {"user": "The user says", "a": "Reply A", "b": "Reply B"}
 VOTE_IDS = {"A": "arena-vote-a", "B": "arena-vote-b", "tie": "arena-vote-tie", "both_bad": "arena-vote-bad"}
 VOTE_LABELS = {"A": "👈 A is better (1)", "B": "👉 B is better (2)", "tie": "🤝 Tie (3)", "both_bad": "👎 Both bad (4)"}
 SUB_CHOICES = [("A", "A"), ("B", "B"), ("Tie", "tie")]
@@ -103,6 +109,11 @@ PLAY_ALL_JS = r"""
 """
 
 
+def clip_html(label: str, url: str | None) -> str:
+    """A clip's player; preloaded, so the meter knows each clip's length at once."""
+    return audio_html(label, url, preload="auto")
+
+
 def _meter_html(battle_id: str | None, need: dict[str, float] | None, text: str = "") -> str:
     if not battle_id:
         return f'<div class="arena-meter"><span class="arena-meter-status">{html.escape(text)}</span></div>'
@@ -143,14 +154,14 @@ def build_arena_tab(service) -> None:
     state = gr.State({})     # {"battle_id", "voted"}: per browser session, server-side only
     gr.Markdown(HELP)
     context_md = gr.Markdown(visible=False, elem_id="arena-context")
+    def player(key: str) -> gr.HTML:
+        return gr.HTML(clip_html(AUDIO_LABELS[key], None), elem_id=AUDIO_IDS[key], js_on_load=None,
+                       container=True, padding=True)
+
     with gr.Row():
-        audio_user = gr.Audio(label="The user says", interactive=False, elem_id=AUDIO_IDS["user"],
-                              waveform_options=gr.WaveformOptions(show_recording_waveform=False), buttons=[])
+        audio_user = player("user")
     with gr.Row():
-        audio_a = gr.Audio(label="Reply A", interactive=False, elem_id=AUDIO_IDS["a"],
-                           waveform_options=gr.WaveformOptions(show_recording_waveform=False), buttons=[])
-        audio_b = gr.Audio(label="Reply B", interactive=False, elem_id=AUDIO_IDS["b"],
-                           waveform_options=gr.WaveformOptions(show_recording_waveform=False), buttons=[])
+        audio_a, audio_b = player("a"), player("b")
     meter = gr.HTML(_meter_html(None, None, "Press “Start a battle”."), js_on_load=METER_JS,
                     elem_id="arena-meter")
     play_all = gr.Button("▶ Play all in order (p)", elem_id="arena-play-all", size="sm")
@@ -176,14 +187,16 @@ def build_arena_tab(service) -> None:
             view = run_write(service.serve_battle, session, ip, user=user)
         except (NoBattleAvailable, ValueError) as exc:   # the service says why (e.g. no two models yet)
             msg = str(exc)
-            return ({}, gr.update(visible=False), None, None, None, _meter_html(None, None, ""), *locked,
+            empty = [clip_html(AUDIO_LABELS[k], None) for k in ("user", "a", "b")]
+            return ({}, gr.update(visible=False), *empty, _meter_html(None, None, ""), *locked,
                     gr.update(), gr.update(), gr.update(), f"⚠️ {msg}", gr.update(visible=False),
                     gr.update(visible=True, value="Try again (n)"))
         ctx = view.context_text
         return (
             {"battle_id": view.battle_id, "voted": False},
             gr.update(visible=bool(ctx), value=ctx or ""),
-            view.user_audio, view.audio_a, view.audio_b,
+            clip_html(AUDIO_LABELS["user"], view.user_audio), clip_html(AUDIO_LABELS["a"], view.audio_a),
+            clip_html(AUDIO_LABELS["b"], view.audio_b),
             _meter_html(view.battle_id, need_seconds(view)),
             *locked,
             gr.update(value=None, interactive=True), gr.update(value=None, interactive=True),

@@ -1,15 +1,19 @@
-"""Gradio wiring for the Browse tab: items, their audio, each model's replies."""
+"""Gradio wiring for the Browse tab: items, their audio, each model's replies.
+
+Audio plays from arena/media.py's token routes (a signed benchmark-clip or reply key), never from a file path
+handed to Gradio."""
 from __future__ import annotations
 
 import gradio as gr
 
 from . import browse
+from arena.media import audio_html
 
 NO_BENCHMARK = "_The benchmark is still being prepared (see the status line above)._"
 
 
 def build_browse_tab(ctx) -> None:
-    """ctx: an object with `.benchmark` (or None while preparing) and `.store`."""
+    """ctx: an object with `.benchmark` (or None while preparing), `.store` and `.media` (arena.media.MediaTokens)."""
     with gr.Row():
         collection = gr.Radio([(v, k) for k, v in browse.COLLECTIONS.items()], value="scripts",
                               label="Collection")
@@ -17,14 +21,15 @@ def build_browse_tab(ctx) -> None:
     item = gr.Dropdown(label="Item", choices=[], interactive=True)
     detail = gr.Markdown(NO_BENCHMARK)
     with gr.Row():
-        clips = [gr.Audio(type="filepath", label=f"clip {i + 1}", interactive=False, visible=False,
-                          buttons=["download"]) for i in range(browse.MAX_CLIPS)]
+        clips = [gr.HTML(audio_html(f"clip {i + 1}", None), visible=False, js_on_load=None, container=True,
+                         padding=True, elem_id=f"browse-clip-{i}") for i in range(browse.MAX_CLIPS)]
     gr.Markdown("#### Replies")
     with gr.Row():
         model = gr.Dropdown(label="Model", choices=[], interactive=True)
         request = gr.Dropdown(label="Request (task/item/variant)", choices=[], interactive=True)
     reply_text = gr.Markdown()
-    reply_audio = gr.Audio(type="filepath", label="reply audio", interactive=False, buttons=["download"])
+    reply_audio = gr.HTML(audio_html("reply audio", None), js_on_load=None, container=True, padding=True,
+                          elem_id="browse-reply-audio")
 
     def list_items(coll):
         b = ctx.benchmark
@@ -44,19 +49,21 @@ def build_browse_tab(ctx) -> None:
         for i in range(browse.MAX_CLIPS):
             if i < len(view.clips):
                 label, path = view.clips[i]
-                audio_updates.append(gr.update(value=path, label=label, visible=True))
+                url = ctx.media.clip_url(b.hash, coll, item_id, i) if path else None
+                audio_updates.append(gr.update(value=audio_html(label, url), visible=True))
             else:
-                audio_updates.append(gr.update(value=None, visible=False))
+                audio_updates.append(gr.update(value=audio_html(f"clip {i + 1}", None), visible=False))
         req = view.request_ids[0] if view.request_ids else None
         return [view.markdown, gr.update(choices=view.request_ids, value=req)] + audio_updates
 
     def show_reply(model_name, request_id):
         b = ctx.benchmark
         if b is None or not model_name or not request_id:
-            return "", None
+            return "", audio_html("reply audio", None)
         reply = browse.find_reply(ctx.store, b.hash, model_name, request_id)
-        path = str(ctx.store.abspath(reply.audio_path)) if reply and reply.audio_path else None
-        return browse.reply_markdown(reply), path
+        ok = reply is not None and reply.status == "ok" and reply.audio_path
+        url = ctx.media.reply_url(reply.model, reply.benchmark_hash, reply.request_id) if ok else None
+        return browse.reply_markdown(reply), audio_html("reply audio", url)
 
     for trigger in (collection.change, refresh.click):
         trigger(list_items, [collection], [item, model])

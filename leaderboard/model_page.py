@@ -1,12 +1,15 @@
 """A model's page on the benchmark leaderboard: breakdowns per attribute / variant / dimension, sample
 replies with their audio, and the result's manifest. `breakdown_frame` and `sample_replies` are plain
-functions; `build_model_page` wires them into Gradio inside the Benchmark leaderboard tab."""
+functions; `build_model_page` wires them into Gradio inside the Benchmark leaderboard tab. Sample audio plays
+from a signed per-reply URL (arena/media.py), never a file path."""
 from __future__ import annotations
 
 import math
 
 import gradio as gr
 import pandas as pd
+
+from arena.media import audio_html
 
 SPOKEN = ("conversation", "context", "tone")
 N_SAMPLES = 3
@@ -46,15 +49,17 @@ def other_breakdowns(doc: dict) -> pd.DataFrame:
     return out[["breakdown", "label"] + [c for c in out.columns if c not in ("breakdown", "label")]]
 
 
-def sample_replies(store, model: str, benchmark_hash: str, n: int = N_SAMPLES) -> list[dict]:
-    """Up to n ok spoken replies with audio on disk (stable order), else text replies."""
+def sample_replies(store, model: str, benchmark_hash: str, n: int = N_SAMPLES, media=None) -> list[dict]:
+    """Up to n ok spoken replies with audio on disk (stable order), else text replies. "audio": the reply's
+    media URL (`media`: arena.media.MediaTokens), or None without audio (or without `media`)."""
     rows = [r for t in SPOKEN for r in store.replies(model=model, benchmark_hash=benchmark_hash, task=t, status="ok")]
     rows.sort(key=lambda r: r.request_id)
     with_audio = [r for r in rows if r.audio_path and store.abspath(r.audio_path).is_file()]
     picked = (with_audio or rows)[:n]
+    audible = {r.request_id for r in with_audio} if media is not None else set()
     return [{"request_id": r.request_id, "text": r.text or r.transcript or "",
-             "audio": str(store.abspath(r.audio_path)) if r.audio_path and store.abspath(r.audio_path).is_file()
-             else None} for r in picked]
+             "audio": media.reply_url(r.model, r.benchmark_hash, r.request_id) if r.request_id in audible else None}
+            for r in picked]
 
 
 def headline_markdown(doc: dict) -> str:
@@ -92,8 +97,8 @@ def build_model_page(ctx, docs_fn):
         for i in range(N_SAMPLES):
             with gr.Column():
                 sample_md.append(gr.Markdown(elem_id=f"model-page-sample-{i}"))
-                sample_audio.append(gr.Audio(type="filepath", interactive=False, label=f"reply {i + 1}",
-                                             visible=False, elem_id=f"model-page-audio-{i}"))
+                sample_audio.append(gr.HTML(audio_html(f"reply {i + 1}", None), visible=False, js_on_load=None,
+                                            container=True, padding=True, elem_id=f"model-page-audio-{i}"))
     manifest = gr.JSON(label="Result manifest (how this score was made)", elem_id="model-page-manifest")
 
     def show(name):
@@ -101,11 +106,12 @@ def build_model_page(ctx, docs_fn):
         if doc is None:
             empty = pd.DataFrame()
             return ["_Choose a model._", empty, empty, empty, *[""] * N_SAMPLES,
-                    *[gr.update(value=None, visible=False)] * N_SAMPLES, None]
-        samples = sample_replies(ctx.store, name, doc["manifest"]["benchmark"]["hash"])
+                    *[gr.update(visible=False)] * N_SAMPLES, None]
+        samples = sample_replies(ctx.store, name, doc["manifest"]["benchmark"]["hash"], media=ctx.media)
         mds = [f"`{s['request_id']}`\n\n> {s['text']}" for s in samples] + [""] * (N_SAMPLES - len(samples))
-        audios = [gr.update(value=s["audio"], visible=bool(s["audio"])) for s in samples]
-        audios += [gr.update(value=None, visible=False)] * (N_SAMPLES - len(samples))
+        audios = [gr.update(value=audio_html(f"reply {i + 1}", s["audio"]), visible=bool(s["audio"]))
+                  for i, s in enumerate(samples)]
+        audios += [gr.update(visible=False)] * (N_SAMPLES - len(samples))
         if not samples:
             mds[0] = "_No ok spoken reply stored for this model._"
         return [headline_markdown(doc), breakdown_frame(doc, "attribute"), breakdown_frame(doc, "variant"),

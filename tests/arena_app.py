@@ -25,6 +25,7 @@ def build(data_dir=None):
 
     from arena.config import settings_from_env
     from arena.http_api import mount_http_api
+    from arena.media import mount_media
     from arena.service import ArenaService
     from arena.ui import build_arena_tab
     from eval_backend.store import Store
@@ -40,7 +41,8 @@ def build(data_dir=None):
             build_arena_leaderboard_tab(service)
     app = FastAPI()
     mount_http_api(app, service)
-    app = gr.mount_gradio_app(app, demo, path="/", allowed_paths=[str(store.root)], footer_links=[])
+    mount_media(app, service)          # the clips' route: Gradio itself serves no file of the data dir
+    app = gr.mount_gradio_app(app, demo, path="/", blocked_paths=[str(store.root)], footer_links=[])
     return app, service
 
 

@@ -60,8 +60,8 @@ def test_battle_view_is_blind_and_sets_listening_floor(make):
                                        view.audio_b))
     assert not any(m in public for m in MODELS)
     assert "sounds like a lot" not in public            # no transcript either
-    for key, path in (("user", view.user_audio), ("A", view.audio_a), ("B", view.audio_b)):
-        assert view.min_listen_s[key] == min(3.0, sf.info(path).duration)
+    for key in ("user", "A", "B"):
+        assert view.min_listen_s[key] == min(3.0, sf.info(svc.battle_clip(view.battle_id, key)).duration)
     row = svc.store.query("SELECT * FROM arena_battles WHERE id=?", (view.battle_id,))[0]
     assert row["model_a"] in MODELS and row["model_b"] in MODELS and row["model_a"] != row["model_b"]
     assert row["ip_hash"] != "10.0.0.1" and "10.0.0.1" not in row["ip_hash"] and len(row["ip_hash"]) == 64

@@ -1,0 +1,188 @@
+"""The only way audio reaches a browser: routes that map an opaque token to one file, never a path.
+
+    GET /api/arena/audio/{battle_id}/{clip}   clip user | A | B of a served, unexpired battle
+    GET /media/reply/{token}                  one stored reply's audio (Browse tab, model page)
+    GET /media/clip/{token}                   one clip of the served benchmark (Browse tab)
+
+Why: handing Gradio a path means letting it serve a folder (`allowed_paths`), and the data dir holds the
+database (model names of unvoted battles, sessions, IP hashes), `arena_salt`, `signing_key`, submissions and
+results in progress. Reading the SQLite file from the app process also drops SQLite's POSIX locks, so another
+process could then delete the WAL under the running app and lose acknowledged votes. Here a token resolves to
+one file the server chose, so there is no path for a stranger to spell.
+
+- A battle id is the battle's unguessable token (arena_battles.id); the route looks the battle up in the
+  database (models, request), so any replica sharing the database serves it. Expired battles serve nothing.
+- Reply and benchmark-clip tokens are signed with the server key (`eval_backend.signing.Signer`, purposes
+  "reply-audio" and "bench-clip"): the signed value names a database row or a benchmark item, not a file, and
+  a client cannot make one up. Replicas must share the signing key (see signing.py).
+- Every resolved file is also checked on its own: an audio suffix, a regular file, and inside the data dir
+  only under replies/ (replies) or benchmarks/ and cache/hub/ (benchmark clips): a tampered row or
+  benchmark.json pointing at ../store.sqlite3 gets a 404, not the database.
+"""
+from __future__ import annotations
+
+import base64
+import html
+import json
+from pathlib import Path
+from typing import Callable
+
+from fastapi import APIRouter, FastAPI
+from fastapi.responses import FileResponse, JSONResponse
+from starlette.concurrency import run_in_threadpool
+
+BATTLE_PREFIX = "/api/arena/audio"
+REPLY_PREFIX = "/media/reply"
+CLIP_PREFIX = "/media/clip"
+BATTLE_CLIPS = ("user", "A", "B")
+REPLY_PURPOSE = "reply-audio"
+CLIP_PURPOSE = "bench-clip"
+AUDIO_TYPES = {".wav": "audio/wav", ".flac": "audio/flac", ".mp3": "audio/mpeg", ".ogg": "audio/ogg"}
+# Where under the data dir a served file may live (outside it: the benchmark's own folder, chosen by the operator).
+REPLY_DIRS = ("replies",)
+CLIP_DIRS = ("benchmarks", "cache/hub")
+MAX_TOKEN_CHARS = 512
+
+
+def battle_clip_url(battle_id: str, clip: str) -> str:
+    return f"{BATTLE_PREFIX}/{battle_id}/{clip}"
+
+
+def audio_html(label: str, url: str | None, preload: str = "metadata") -> str:
+    """A labelled <audio> player for one of these routes' URLs, for a gr.HTML (an empty player without a URL)."""
+    src = f' src="{html.escape(url)}"' if url else ""
+    return (f'<div class="media-clip"><div class="media-clip-label"><strong>{html.escape(label)}</strong></div>'
+            f'<audio controls preload="{preload if url else "none"}"{src}></audio></div>')
+
+
+def _pack(values: list) -> str:
+    raw = json.dumps(values, separators=(",", ":"), ensure_ascii=False).encode()
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def _unpack(value: str, n: int) -> list | None:
+    try:
+        out = json.loads(base64.urlsafe_b64decode(value + "=" * (-len(value) % 4)))
+    except ValueError:
+        return None
+    return out if isinstance(out, list) and len(out) == n else None
+
+
+class MediaTokens:
+    """Mints and reads the signed reply / benchmark-clip tokens (the URLs the Browse tab and model page show)."""
+
+    def __init__(self, signer):
+        self.signer = signer
+
+    def reply_url(self, model: str, benchmark_hash: str, request_id: str) -> str:
+        return f"{REPLY_PREFIX}/{self.signer.sign(REPLY_PURPOSE, _pack([model, benchmark_hash, request_id]))}"
+
+    def clip_url(self, benchmark_hash: str, collection: str, item_id: str, index: int) -> str:
+        value = _pack([benchmark_hash, collection, item_id, int(index)])
+        return f"{CLIP_PREFIX}/{self.signer.sign(CLIP_PURPOSE, value)}"
+
+    def reply_key(self, token: str) -> tuple[str, str, str] | None:
+        value = self.signer.unsign(REPLY_PURPOSE, token)
+        key = _unpack(value, 3) if value else None
+        return tuple(key) if key and all(isinstance(x, str) for x in key) else None
+
+    def clip_key(self, token: str) -> tuple[str, str, str, int] | None:
+        value = self.signer.unsign(CLIP_PURPOSE, token)
+        key = _unpack(value, 4) if value else None
+        if not key or not all(isinstance(x, str) for x in key[:3]) or type(key[3]) is not int:
+            return None
+        return key[0], key[1], key[2], key[3]
+
+
+def servable(path: str | Path | None, data_dir: Path, inside: tuple[str, ...]) -> Path | None:
+    """`path` resolved, if it is an audio file the media routes may send; else None."""
+    if not path:
+        return None
+    p = Path(path).resolve()
+    if p.suffix.lower() not in AUDIO_TYPES or not p.is_file():
+        return None
+    root = Path(data_dir).resolve()
+    if p.is_relative_to(root) and not any(p.is_relative_to(root / d) for d in inside):
+        return None
+    return p
+
+
+def reply_file(store, model: str, benchmark_hash: str, request_id: str) -> Path | None:
+    """The audio of one ok reply, from its database row."""
+    rows = store.query("SELECT audio_path FROM replies WHERE model=? AND benchmark_hash=? AND request_id=? "
+                       "AND status='ok'", (model, benchmark_hash, request_id))
+    if not rows or not rows[0][0]:
+        return None
+    p = store.abspath(rows[0][0])
+    return p if p.resolve().is_relative_to(store.root.resolve() / "replies") else None
+
+
+def bench_clip_file(benchmark, benchmark_hash: str, collection: str, item_id: str, index: int) -> str | None:
+    """The path of clip `index` of a Browse item of the served benchmark (the one the token was minted for)."""
+    from leaderboard import browse
+
+    if benchmark is None or benchmark.hash != benchmark_hash or collection not in browse.COLLECTIONS:
+        return None
+    try:
+        clips = browse.item_view(benchmark, collection, item_id).clips
+    except KeyError:
+        return None
+    return clips[index][1] if 0 <= index < len(clips) else None
+
+
+def _audio(path: Path, name: str, cache: str) -> FileResponse:
+    # A generic file name: the stored one may contain a model name. Range requests are served by FileResponse.
+    return FileResponse(path, media_type=AUDIO_TYPES[path.suffix.lower()], filename=name,
+                        content_disposition_type="inline",
+                        headers={"Cache-Control": cache, "X-Content-Type-Options": "nosniff"})
+
+
+def _not_found(what: str) -> JSONResponse:
+    return JSONResponse({"error": "not_found", "message": f"no such {what}"}, status_code=404)
+
+
+def build_media_router(service, tokens: MediaTokens | None = None,
+                       benchmark: Callable[[], object] = lambda: None) -> APIRouter:
+    """`service`: the ArenaService (its store and battles); `benchmark()`: the benchmark Browse shows, or None."""
+    router = APIRouter()
+    store = service.store
+
+    @router.get(BATTLE_PREFIX + "/{battle_id}/{clip}")
+    async def battle_clip(battle_id: str, clip: str):
+        if clip not in BATTLE_CLIPS or len(battle_id) > MAX_TOKEN_CHARS:
+            return _not_found("clip: serve a battle first (clips are user, A, B)")
+        path = await run_in_threadpool(service.battle_clip, battle_id, clip)
+        path = servable(path, store.root, REPLY_DIRS + CLIP_DIRS) if path else None
+        if path is None:
+            return _not_found("clip: serve a battle first (clips are user, A, B); expired battles have none")
+        return _audio(path, f"{clip}.wav" if path.suffix.lower() == ".wav" else f"{clip}{path.suffix}",
+                      "private, no-store")
+
+    if tokens is None:
+        return router
+
+    @router.get(REPLY_PREFIX + "/{token}")
+    async def reply_audio(token: str):
+        key = tokens.reply_key(token)
+        path = await run_in_threadpool(reply_file, store, *key) if key else None
+        path = servable(path, store.root, REPLY_DIRS)
+        if path is None:
+            return _not_found("reply audio")
+        return _audio(path, f"reply{path.suffix.lower()}", "private, max-age=3600")
+
+    @router.get(CLIP_PREFIX + "/{token}")
+    async def bench_clip(token: str):
+        key = tokens.clip_key(token)
+        path = await run_in_threadpool(bench_clip_file, benchmark(), *key) if key else None
+        path = servable(path, store.root, CLIP_DIRS)
+        if path is None:
+            return _not_found("benchmark clip")
+        return _audio(path, f"clip{path.suffix.lower()}", "private, max-age=3600")
+
+    return router
+
+
+def mount_media(app: FastAPI, service, tokens: MediaTokens | None = None,
+                benchmark: Callable[[], object] = lambda: None) -> None:
+    """Add the media routes to `app` before Gradio is mounted at "/" (the first matching route wins)."""
+    app.include_router(build_media_router(service, tokens, benchmark))
