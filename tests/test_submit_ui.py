@@ -298,7 +298,7 @@ with gr.Blocks() as demo:
 assert st.on_spaces() and demo.expects_oauth
 fn = [f for f in demo.fns.values() if getattr(f.fn, '__name__', '') == 'submit_fn'][0].fn
 args, *_ = helpers.special_args(fn, ['x'] * 12, None)      # Gradio injects the profile (signed out: None)
-assert len(args) == 13 and args[-1] is None
+assert len(args) == 14 and args[-1] is None      # the request and the profile (signed out: None)
 assert 'Sign in' in fn(*args)[-2]
 print('OK')
 """
