@@ -218,7 +218,7 @@ class GuestCookieMiddleware:
 
 
 PAGE = """<!doctype html><html><head><meta charset="utf-8"><title>Operator sign-in · Empathy Arena</title>
-<meta name="referrer" content="no-referrer"></head><body style="font-family:sans-serif;max-width:32em;margin:3em auto">
+<meta name="referrer" content="same-origin"></head><body style="font-family:sans-serif;max-width:32em;margin:3em auto">
 <h1>Operator sign-in</h1><p id="operator-status">{status}</p>{body}
 <p><a href="/">Back to Empathy Arena</a></p>
 <script>
