@@ -39,7 +39,7 @@ from eval_backend.submissions import settings_from_env as submission_settings  #
 from eval_backend.submissions.worker import start_worker_thread  # noqa: E402
 from leaderboard.browse_tab import build_browse_tab  # noqa: E402
 from leaderboard.health_tab import build_health_tab  # noqa: E402
-from leaderboard.submit_tab import build_submit_tab  # noqa: E402
+from leaderboard.submit_tab import build_submit_tab, identity_for  # noqa: E402
 
 log = logging.getLogger("empathy_arena")
 
@@ -108,6 +108,7 @@ def build_app(ctx: SpaceContext) -> FastAPI:
     app = FastAPI(title="Empathy Arena")
     mount_http_api(app, ctx.arena)
     mount_media(app, ctx.arena, ctx.media, lambda: ctx.benchmark)
+    identity_for(ctx).mount(app)        # /operator sign-in and the guest cookie (leaderboard/identity.py)
     return gr.mount_gradio_app(app, build_blocks(ctx), path="/", blocked_paths=[str(ctx.data_dir)],
                                footer_links=["gradio", "settings"])
 

@@ -2,8 +2,9 @@
 
 Thin: validation, the queue and the worker live in eval_backend.submissions; this module turns the form
 into a `SubmissionForm`, shows `SubmitOutcome.errors` under their fields and lists `list_jobs()`.
-Who submits: the HF user signed in with `gr.LoginButton` on Spaces; locally the operator
-named by EMPATHY_ARENA_LOCAL_OPERATOR (else the first of EMPATHY_ARENA_OPERATORS, else "operator").
+Who submits, and who sees a job's endpoint and may retry or cancel it: `leaderboard/identity.py` (signed-in Hub
+users on Spaces, a guest per browser session locally, the operator only by Hub sign-in or the operator token);
+what each viewer sees of a job: `SubmissionService.jobs_for` / `job_for` / `events_for`.
 The API key box is a password field, cleared after every submit, and its value is never shown or logged.
 """
 from __future__ import annotations
@@ -15,30 +16,14 @@ import gradio as gr
 import pandas as pd
 
 from eval_backend.submissions import (LICENCES, JobError, SubmissionForm, SubmissionService, SubmissionSettings,
-                                      Submitter, settings_from_env)
+                                      settings_from_env)
+from eval_backend.submissions.service import HIDDEN
+from leaderboard.identity import Identity, on_spaces  # noqa: F401  (on_spaces: the tests' Spaces probe)
 
-LOCAL_OPERATOR_ENV = "EMPATHY_ARENA_LOCAL_OPERATOR"
 FIELDS = ("name", "organisation", "link", "licence", "open_weights", "kind", "base_url", "model_id",
           "audio_output", "voice", "api_key", "predictions")
 GENERAL = ("endpoint", "duplicate", "quota", "benchmark")     # errors that belong to no single field
 JOB_COLUMNS = ["#", "model", "state", "submitter", "submitted", "updated", "reason or result"]
-
-
-def on_spaces() -> bool:
-    """Gradio's own test (SYSTEM=spaces + SPACE_ID), so the login button and OAuth routes agree with it."""
-    from gradio.utils import get_space
-    return get_space() is not None
-
-
-def local_submitter(settings) -> Submitter:
-    name = os.environ.get(LOCAL_OPERATOR_ENV) or (settings.operators[0] if settings.operators else "operator")
-    return Submitter(name, is_operator=True)
-
-
-def submitter_from_profile(profile, settings) -> Submitter | None:
-    """An HF OAuth profile → a Submitter (operator when listed in the settings); None when not signed in."""
-    name = getattr(profile, "username", None) if profile is not None else None
-    return Submitter(name, settings.is_operator(name)) if name else None
 
 
 def _when(t: float | None) -> str:
@@ -53,7 +38,7 @@ def job_result(job) -> str:
         arena = "in the arena" if a.get("servable") else f"not in the arena: {a.get('why') or 'unknown'}"
         return f"{s.get('ok', '?')} ok, {s.get('failed', '?')} failed of {s.get('requests', '?')}; {arena}"
     if job.state == "RUNNING":
-        return f"running on {job.lease_owner} (claim {job.claims})"
+        return f"running on {job.lease_owner} (claim {job.claims})" if job.lease_owner else "running"
     return ""
 
 
@@ -69,6 +54,8 @@ def job_markdown(job, events: list[dict]) -> str:
     if job.reason:
         lines.append(f"**Why:** {job.reason}")
     target = job.base_url and f"endpoint `{job.base_url}` model `{job.model_id}`" or "predictions upload"
+    if job.base_url == HIDDEN:
+        target = "endpoint and model id shown to its submitter and the operator only"
     lines.append(f"{target}; audio output: {'yes' if job.audio_output else 'no'}; benchmark `{job.benchmark}`"
                  + ("; an API key was given (stored encrypted until the job ends)" if job.has_api_key else ""))
     if job.results_path:
@@ -114,10 +101,20 @@ def service_for(ctx) -> SubmissionService:
     return svc
 
 
+def identity_for(ctx) -> Identity:
+    """Who is asking, made once per context (app.py mounts its routes before Gradio's)."""
+    ident = getattr(ctx, "identity", None)
+    if ident is None:
+        ident = Identity.from_env(service_for(ctx).settings.operators, ctx.store.root)
+        ctx.identity = ident
+    return ident
+
+
 def build_submit_tab(ctx) -> None:
     svc = service_for(ctx)
     settings = svc.settings
-    spaces = on_spaces()
+    ident = identity_for(ctx)
+    spaces = ident.cfg.spaces
     gr.Markdown("## Submit a model\nAn OpenAI-compatible chat-completions endpoint is queried with every benchmark "
                 "request, or you upload your predictions. The queue below shows every request and, when one "
                 "fails, why. See the About tab for what is stored.")
@@ -125,8 +122,9 @@ def build_submit_tab(ctx) -> None:
         gr.LoginButton()
         gr.Markdown("Sign in with Hugging Face to submit (quota: "
                     f"{settings.quota_per_window} per {settings.quota_window_s / 86400:g} days).")
-    else:
-        gr.Markdown(f"Local mode: submitting as operator **{local_submitter(settings).name}**.")
+    whoami = gr.Markdown(elem_id="submit-identity")
+    if ident.token_sign_in:
+        gr.Markdown("Operator: [sign in with the operator token](/operator).", elem_id="submit-operator-link")
     errs: dict[str, gr.Markdown] = {}
 
     def err(field: str) -> None:
@@ -179,9 +177,9 @@ def build_submit_tab(ctx) -> None:
         refresh = gr.Button("Refresh", scale=0, elem_id="jobs-refresh")
         job_pick = gr.Dropdown(label="Request", choices=[], interactive=True, elem_id="jobs-pick")
         retry_key = gr.Textbox(label="API key for a retry (when the job had one)", type="password",
-                               elem_id="jobs-retry-key")
-        retry = gr.Button("Retry", elem_id="jobs-retry")
-        cancel = gr.Button("Cancel", variant="stop", elem_id="jobs-cancel")
+                               elem_id="jobs-retry-key", visible=False)
+        retry = gr.Button("Retry", elem_id="jobs-retry", visible=False)          # the operator's
+        cancel = gr.Button("Cancel", variant="stop", elem_id="jobs-cancel", visible=False)   # signed-in people
     action_md = gr.Markdown(elem_id="jobs-action")
     table = gr.Dataframe(jobs_frame([]), interactive=False, elem_id="jobs-table", wrap=True)
     detail = gr.Markdown(elem_id="jobs-detail")
@@ -190,14 +188,13 @@ def build_submit_tab(ctx) -> None:
                     api_key, predictions]
     err_outputs = [errs[f] for f in FIELDS]
 
-    def who(profile) -> Submitter | None:
-        return submitter_from_profile(profile, settings) if spaces else local_submitter(settings)
-
-    def do_submit(dry_run: bool, profile, *values):
-        person = who(profile)
+    def do_submit(dry_run: bool, request, profile, *values):
+        person = ident.who(request, profile)
         clear_key = gr.update(value="")
         if person is None:
-            return [*error_updates({}), "⚠️ Sign in with Hugging Face first.", clear_key]
+            first = "Sign in with Hugging Face first." if spaces else "Reload the page first (it gives you a guest id)."
+            return [*error_updates({}), f"⚠️ {first}" if spaces or ident.cfg.guests
+                    else "⚠️ Anonymous submissions are off here.", clear_key]
         form = form_from_inputs(*values)
         try:
             out = svc.submit(form, person, dry_run=dry_run)
@@ -214,73 +211,69 @@ def build_submit_tab(ctx) -> None:
             msg = "⚠️ Not queued. Fix the marked fields." + ("\n" + "\n".join(general) if general else "") + notes
         return [*error_updates(out.errors), msg, clear_key]
 
-    def listing(picked=None):
-        jobs = svc.list_jobs()
+    def listing_for(person, picked=None):
+        """The list as `person` sees it, who they are, and the actions they have."""
+        jobs = svc.jobs_for(person)
         ids = [(f"#{j.id} {j.model} ({j.state})", j.id) for j in jobs]
         keep = picked if picked in [j.id for j in jobs] else (jobs[0].id if jobs else None)
-        return jobs_frame(jobs), gr.update(choices=ids, value=keep)
+        operator = person is not None and person.is_operator
+        return (jobs_frame(jobs), gr.update(choices=ids, value=keep), ident.describe(person),
+                gr.update(visible=operator), gr.update(visible=operator), gr.update(visible=person is not None))
 
-    def show(job_id):
+    def listing(picked, request: gr.Request, profile: gr.OAuthProfile | None):
+        return listing_for(ident.who(request, profile), picked)
+
+    def show(job_id, request: gr.Request, profile: gr.OAuthProfile | None):
         if job_id is None:
             return ""
+        person = ident.who(request, profile)
         try:
-            return job_markdown(svc.job(int(job_id)), svc.events(int(job_id)))
+            return job_markdown(svc.job_for(int(job_id), person), svc.events_for(int(job_id), person))
         except JobError as exc:
             return f"⚠️ {exc}"
 
-    def act(action, profile, job_id, key):
-        person = who(profile)
+    def act(action, request, profile, job_id, key):
+        person = ident.who(request, profile)
         if person is None:
-            return "⚠️ Sign in first.", gr.update(value=""), *listing(job_id)
+            return "⚠️ Sign in first.", gr.update(value=""), *listing_for(person, job_id)
         if job_id is None:
-            return "⚠️ Choose a request first.", gr.update(value=""), *listing(job_id)
+            return "⚠️ Choose a request first.", gr.update(value=""), *listing_for(person, job_id)
         try:
             job = svc.retry(int(job_id), person, key or None) if action == "retry" else svc.cancel(int(job_id), person)
             msg = f"✅ #{job.id} is now {job.state}."
         except JobError as exc:
             msg = f"⚠️ {exc}"
-        return msg, gr.update(value=""), *listing(job_id)
+        return msg, gr.update(value=""), *listing_for(person, job_id)
 
-    # Explicit positional parameters: Gradio injects the OAuth profile only into positional ones (None when
-    # nobody is signed in). Locally no handler asks for it: a profile parameter would make Gradio mount its
-    # mocked login, which looks up the machine's HF token.
-    if spaces:
-        def submit_fn(n, o, li, lic, ow, k, u, m, a, v, key, p, profile: gr.OAuthProfile | None):
-            return do_submit(False, profile, n, o, li, lic, ow, k, u, m, a, v, key, p)
+    # Explicit positional parameters: Gradio injects the request and the OAuth profile only into positional
+    # ones (the profile is None when nobody is signed in, and always off Spaces, where no session exists).
+    def submit_fn(n, o, li, lic, ow, k, u, m, a, v, key, p, request: gr.Request, profile: gr.OAuthProfile | None):
+        return do_submit(False, request, profile, n, o, li, lic, ow, k, u, m, a, v, key, p)
 
-        def check_fn(n, o, li, lic, ow, k, u, m, a, v, key, p, profile: gr.OAuthProfile | None):
-            return do_submit(True, profile, n, o, li, lic, ow, k, u, m, a, v, key, p)
+    def check_fn(n, o, li, lic, ow, k, u, m, a, v, key, p, request: gr.Request, profile: gr.OAuthProfile | None):
+        return do_submit(True, request, profile, n, o, li, lic, ow, k, u, m, a, v, key, p)
 
-        def retry_fn(job_id, key, profile: gr.OAuthProfile | None):
-            return act("retry", profile, job_id, key)
+    def retry_fn(job_id, key, request: gr.Request, profile: gr.OAuthProfile | None):
+        return act("retry", request, profile, job_id, key)
 
-        def cancel_fn(job_id, key, profile: gr.OAuthProfile | None):
-            return act("cancel", profile, job_id, key)
-    else:
-        def submit_fn(n, o, li, lic, ow, k, u, m, a, v, key, p):
-            return do_submit(False, None, n, o, li, lic, ow, k, u, m, a, v, key, p)
-
-        def check_fn(n, o, li, lic, ow, k, u, m, a, v, key, p):
-            return do_submit(True, None, n, o, li, lic, ow, k, u, m, a, v, key, p)
-
-        def retry_fn(job_id, key):
-            return act("retry", None, job_id, key)
-
-        def cancel_fn(job_id, key):
-            return act("cancel", None, job_id, key)
+    def cancel_fn(job_id, key, request: gr.Request, profile: gr.OAuthProfile | None):
+        return act("cancel", request, profile, job_id, key)
 
     kind.change(lambda k: (gr.update(visible=k == "endpoint"), gr.update(visible=k == "predictions")),
                 [kind], [endpoint_box, predictions_box])
     # Check and Submit call the endpoint (the preflight): they share a pool of `check_concurrency` slots, so
     # one slow endpoint does not make everyone else wait, and each click has its own deadline (service.py)
     pool = dict(concurrency_limit=settings.check_concurrency, concurrency_id="submit-preflight")
-    submit.click(submit_fn, field_inputs, [*err_outputs, outcome, api_key], **pool).then(
-        listing, [job_pick], [table, job_pick])
+    listed = [table, job_pick, whoami, retry, retry_key, cancel]
+    submit.click(submit_fn, field_inputs, [*err_outputs, outcome, api_key], **pool).then(listing, [job_pick], listed)
     check.click(check_fn, field_inputs, [*err_outputs, outcome, api_key], **pool)
-    retry.click(retry_fn, [job_pick, retry_key], [action_md, retry_key, table, job_pick])
-    cancel.click(cancel_fn, [job_pick, retry_key], [action_md, retry_key, table, job_pick])
-    refresh.click(listing, [job_pick], [table, job_pick])
+    retry.click(retry_fn, [job_pick, retry_key], [action_md, retry_key, *listed])
+    cancel.click(cancel_fn, [job_pick, retry_key], [action_md, retry_key, *listed])
+    refresh.click(listing, [job_pick], listed)
     job_pick.change(show, [job_pick], [detail])
     timer = gr.Timer(3.0)
-    timer.tick(listing, [job_pick], [table, job_pick]).then(show, [job_pick], [detail])
-    return listing, [table, job_pick]
+    timer.tick(listing, [job_pick], listed).then(show, [job_pick], [detail])
+    from gradio.context import Context
+    if Context.root_block is not None:          # who you are and what you may do, as soon as the page opens
+        Context.root_block.load(listing, [job_pick], listed)
+    return listing, listed

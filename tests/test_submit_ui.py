@@ -34,6 +34,7 @@ CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic"
                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 METRICS = "l1.understanding_acc,l2.*,sel.*,l3.judge.*,l3.bleu4"     # quick metrics; judges: "not computed"
 SECRET = "sk-test-NEVER-SHOWN-1234"
+OPERATOR = "operator-token-for-the-ui-test-0123456789"    # only the operator retries (leaderboard/identity.py)
 
 
 def _wait_http(url: str, proc: subprocess.Popen, timeout: float, log: Path) -> None:
@@ -78,7 +79,7 @@ def env(tmp_path_factory):
     app = Proc(["-m", "tests.space_app", "--port", str(aport), "--data-dir", str(data)], data / "app.log",
                {"EMPATHY_ARENA_BOOTSTRAP": "0", "EMPATHY_ARENA_BENCHMARK": "demo",
                 "EMPATHY_ARENA_BASELINE_PORT": str(bport),      # the demo allowlists exactly this port
-                "GRADIO_ANALYTICS_ENABLED": "False", "HF_HUB_OFFLINE": "1"})
+                "GRADIO_ANALYTICS_ENABLED": "False", "HF_HUB_OFFLINE": "1", "EMPATHY_ARENA_OPERATOR_TOKEN": OPERATOR})
     app.start(f"http://127.0.0.1:{aport}/api/arena/health")
     worker = Proc(["-m", "eval_backend", "worker", "--data-dir", str(data), "--allow", "127.0.0.1", "--poll", "1",
                    "--metrics", METRICS, "--max-attempts", "1", "--timeout", "60", "--concurrency", "2",
@@ -242,6 +243,15 @@ def test_failed_job_shows_reason_then_retry_finishes(env, page):
     assert "endpoint_failed" in _text(page, "jobs-detail")
 
     env["baseline"].start(f"http://127.0.0.1:{env['bport']}/health")    # the endpoint is back
+    page.goto(env["url"] + "/operator")                      # retrying is the operator's: sign in with the token
+    page.fill("#operator-token", OPERATOR)
+    page.click("#operator-submit")
+    page.wait_for_url(env["url"] + "/")
+    page.get_by_role("tab", name="Submit").click()
+    _wait_text(page, "submit-identity", "operator")
+    page.locator("#jobs-pick input").click()
+    page.get_by_role("option", name=f"#{job_id} Cue Retry (FAILED)").click()
+    _wait_text(page, "jobs-detail", "Why:")
     page.click("#jobs-retry")
     _wait_text(page, "jobs-action", f"#{job_id} is now PENDING")
     _wait_text(page, "jobs-detail", "Cue Retry: FINISHED", timeout=600_000)
@@ -302,7 +312,7 @@ with gr.Blocks() as demo:
 assert st.on_spaces() and demo.expects_oauth
 fn = [f for f in demo.fns.values() if getattr(f.fn, '__name__', '') == 'submit_fn'][0].fn
 args, *_ = helpers.special_args(fn, ['x'] * 12, None)      # Gradio injects the profile (signed out: None)
-assert len(args) == 13 and args[-1] is None
+assert len(args) == 14 and args[-1] is None      # the request and the profile (signed out: None)
 assert 'Sign in' in fn(*args)[-2]
 print('OK')
 """

@@ -12,6 +12,11 @@
     svc.job(job_id), svc.events(job_id)         # one job and its history (claimed, lease expired, failed...)
     svc.model_info()                            # {model: organisation, licence, open_weights, results_path...}
     svc.cancel(job_id, Submitter), svc.retry(job_id, Submitter, api_key=None)   # JobError when not allowed
+    svc.jobs_for(viewer), svc.job_for(job_id, viewer), svc.events_for(job_id, viewer)   # what `viewer` may see
+
+Who sees what (`viewer` is a Submitter, or None when signed out): a job's endpoint URL, model id, voice,
+submitter, worker, log excerpt and event details are shown to its submitter and the operator only; everyone
+else sees its name, state, reason (with the endpoint's address and model id blanked), times and event names.
 
 Error keys: the form's fields (name, organisation, link, licence, open_weights, kind, base_url,
 model_id, audio_output, voice, api_key, predictions) plus `endpoint` (the preflight call failed),
@@ -25,6 +30,7 @@ job, so two app processes submitting the same model at once cannot both be accep
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import hashlib
 import json
 import shutil
@@ -32,6 +38,7 @@ import threading
 import time
 import uuid
 from dataclasses import dataclass, field
+from urllib.parse import urlsplit
 
 from ..audio.io import BadAudio, decode_wav_bytes
 from ..benchmark.model import Benchmark
@@ -112,6 +119,26 @@ class SubmissionService:
 
     def _operator(self, who: Submitter) -> bool:
         return who.is_operator or self.settings.is_operator(who.name)
+
+    # ------------------------------------------------------------------ who sees what
+    def may_see_target(self, job: Job, viewer: Submitter | None) -> bool:
+        """The endpoint, model id and run details of a job: its submitter and the operator only."""
+        return viewer is not None and (self._operator(viewer) or viewer.name == job.submitter)
+
+    def job_view(self, job: Job, viewer: Submitter | None) -> Job:
+        return job if self.may_see_target(job, viewer) else public_view(job)
+
+    def jobs_for(self, viewer: Submitter | None) -> list[Job]:
+        return [self.job_view(j, viewer) for j in self.queue.list()]
+
+    def job_for(self, job_id: int, viewer: Submitter | None) -> Job:
+        return self.job_view(self.queue.get(job_id), viewer)
+
+    def events_for(self, job_id: int, viewer: Submitter | None) -> list[dict]:
+        events = self.queue.events(job_id)
+        if self.may_see_target(self.queue.get(job_id), viewer):
+            return events
+        return [{**e, "actor": None, "detail": None} for e in events]
 
     # ------------------------------------------------------------------ submit
     def benchmark(self, spec: str | None = None) -> Benchmark:
@@ -283,6 +310,30 @@ class SubmissionService:
 
         reason = run_coroutine(go())
         return redact(reason, [form.api_key]) if reason else None
+
+
+HIDDEN = "[hidden]"
+
+
+def public_view(job: Job) -> Job:
+    """The job as a stranger may see it: no endpoint, model id, voice, submitter, worker, log, paths or hashes (a
+    hash of the endpoint confirms a guess); the reason with the endpoint's address and the model id blanked (a
+    connection error names the host it could not reach)."""
+    secrets_ = []
+    if job.base_url:
+        parts = urlsplit(job.base_url.strip())
+        secrets_ += [job.base_url.strip(), job.base_url.strip().rstrip("/"), parts.netloc, parts.hostname or ""]
+    if job.model_id:
+        secrets_.append(job.model_id.strip())
+    message = job.error_message
+    for s in sorted({s for s in secrets_ if len(s) >= 3}, key=len, reverse=True):
+        message = message.replace(s, HIDDEN) if message else message
+    if message and job.submitter:
+        message = message.replace(f"cancelled by {job.submitter}", "cancelled by its submitter")
+    return dataclasses.replace(job, base_url=HIDDEN if job.base_url else None,
+                               model_id=HIDDEN if job.model_id else None, voice=None, submitter="",
+                               lease_owner=None, log_excerpt=None, predictions_dir=None, predictions_jsonl=None,
+                               dedup_key="", predictions_hash=None, error_message=message)
 
 
 def run_coroutine(coro):

@@ -44,7 +44,8 @@ LIMIT_ENV = {
 
 @dataclass(frozen=True)
 class Submitter:
-    """Who submits: an HF user on Spaces, the configured operator locally."""
+    """Who submits: an HF user on Spaces, a guest per browser session locally, or the operator
+    (leaderboard/identity.py decides which from the request)."""
     name: str
     is_operator: bool = False
 
