@@ -26,7 +26,6 @@ from pathlib import Path
 from typing import Iterable, Mapping
 
 AXES = ("overall", "said", "sounded")
-MIN_N = 1
 
 
 @dataclass(frozen=True)
@@ -181,6 +180,3 @@ def main(args) -> int:
         print(f"{r.axis:8} {r.metric:40} {r.agree:6.2f} [{r.low:.2f}, {r.high:.2f}] {r.n:6d} {r.ties:5d}")
     return 0
 
-
-if __name__ == "__main__":
-    sys.exit(main(None))
