@@ -4,7 +4,8 @@ Serves at once; the embedded default (demo benchmark, SQLite, local baselines)
 is prepared in the background with its progress shown at the top of the page.
 Settings: EMPATHY_ARENA_DATA_DIR (./data), EMPATHY_ARENA_BENCHMARK (demo),
 EMPATHY_ARENA_BOOTSTRAP (1: build the demo and run the baselines if needed),
-EMPATHY_ARENA_WORKER (1: run an evaluation worker in-process), Hub sync (README),
+EMPATHY_ARENA_WORKER (1: run an evaluation worker in-process), its judges (EMPATHY_ARENA_JUDGE_* and
+EMPATHY_ARENA_AUDIO_JUDGE_*, see eval_backend/scoring/judge_env.py), Hub sync (README),
 GRADIO_SERVER_NAME / GRADIO_SERVER_PORT (127.0.0.1:7860; Spaces sets 0.0.0.0).
 """
 from __future__ import annotations
@@ -37,6 +38,7 @@ from leaderboard.bench_board import build_bench_tab  # noqa: E402
 from eval_backend.hub_sync import HubSync  # noqa: E402
 from eval_backend.submissions import settings_from_env as submission_settings  # noqa: E402
 from eval_backend.submissions.worker import start_worker_thread  # noqa: E402
+from eval_backend.scoring.judge_env import space_judge_config  # noqa: E402
 from leaderboard.browse_tab import build_browse_tab  # noqa: E402
 from leaderboard.health_tab import build_health_tab  # noqa: E402
 from leaderboard.submit_tab import build_submit_tab, identity_for  # noqa: E402
@@ -62,6 +64,15 @@ class SpaceContext:
         demo = spec == "demo" and os.environ.get("EMPATHY_ARENA_DEMO_LOOPBACK", "1") != "0"
         self.submissions = submission_settings(demo=demo,
                                                baseline_port=self.bootstrap.baseline_port if demo else None)
+        # the in-process worker's judges, from EMPATHY_ARENA_*JUDGE_* (eval_backend/scoring/judge_env.py)
+        self.judge_error = None
+        try:
+            judge_config = space_judge_config(self.data_dir)
+        except (ValueError, OSError) as exc:
+            judge_config, self.judge_error = None, str(exc)
+            log.error("judge settings ignored, scoring without a judge: %s", exc)
+        if judge_config:
+            self.submissions = self.submissions.with_(judge_config=judge_config)
         self.hub = HubSync(self.store, append_votes=self.arena.append_votes)
         self.media = MediaTokens(Signer.for_data_dir(self.data_dir))   # audio URLs for Browse and model pages
         self.worker = None

@@ -49,6 +49,7 @@ def main() -> int:
     from eval_backend.scoring.audio_metrics import dnsmos, transcriber, word_error_rate
     from eval_backend.scoring.judge_prompts import ECHOMIND_TEXT
     from eval_backend.scoring.judges import parse_answer, render
+    from eval_backend.scoring.delivery_shift import change, measures_of, pair_agreement
     from eval_backend.scoring.prosody_fit import Prosody, prosody_fit
 
     clips = [(s, espeak(s, voice="en-us")) for s in SENTENCES]
@@ -66,6 +67,15 @@ def main() -> int:
         return prosody_fit("sad", Prosody.from_features(extract(x, 16000)), Prosody.from_features(extract(r, 16000)),
                            ("rate", "range"))
 
+    base_m, base_plain = measures_of(extract(ref, 16000)), measures_of(extract(espeak(SENTENCES[0], voice="en-us",
+                                                                                        rate=175), 16000))
+    ref_change = change(measures_of(extract(espeak(SENTENCES[1], voice="en+f3", rate=130, pitch=35, amplitude=60),
+                                            16000)), base_m)
+
+    def delivery_item(text, x):   # per model reply: its measures + espeak-ng's plain reading of its words + the pair
+        plain = measures_of(extract(espeak(text, voice="en-us", rate=175), 16000))
+        return pair_agreement(change(measures_of(extract(x, 16000)), base_m, plain, base_plain), ref_change)
+
     answer = '{"c1": {"score": 4, "reason": "r"}, "c2": {"score": 4, "reason": "r"}, ' \
              '"c3": {"score": 3, "reason": "r"}, "c4": {"score": 2, "reason": "r"}}'
 
@@ -79,6 +89,8 @@ def main() -> int:
         "prosody (features.extract)": lambda i, text, x: extract(x, 16000),
         "prosody_fit vs neutral reply (2 extracts + fit)": lambda i, text, x: fit_neutral(x),
         "prosody_fit vs espeak-ng (synth + 2 extracts + fit)": lambda i, text, x: fit_espeak(text, x),
+        "delivery_shift_agreement (reply extract + plain reading: synth + extract + pair)":
+            lambda i, text, x: delivery_item(text, x),
         "judge, local side (render + parse)": lambda i, text, x: judge_local(text),
     }
     print(f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores, Python "

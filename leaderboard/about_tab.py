@@ -59,8 +59,9 @@ A, B, tie or both bad; the names are revealed after the vote. Optional separate 
 - **Position bias**: the share of decisive votes won by the reply heard first, with its interval; if it is
   far from ½, listeners favour a slot rather than a reply.
 - The Benchmark tab compares both worlds: the rank correlation between arena score and a benchmark board,
-  and how often the scorer's pairwise judge (asked in both orders) agrees with the human vote on the same
-  battles.
+  and which automatic measures prefer the reply people voted for (per axis, from stored scores). How often
+  the scorer's pairwise judge (asked in both orders) agrees with the human vote costs judge calls, so only
+  the operator computes it (`python -m eval_backend agreement --judge-config FILE`).
 
 ## Data policy
 
@@ -89,6 +90,70 @@ def about_text(floor: int | None = None) -> str:
     return ABOUT.replace("__FLOOR__", str(floor))
 
 
+JUDGE_COLUMNS = ["model", "benchmark", "text judge", "audio judge", "judge failures", "stopped by the budget"]
+
+
+def judge_rows(store) -> list[list]:
+    """Which judge scored which rows: per model, its newest results document's judge and judge failures."""
+    from .results_table import load_result_docs
+    docs = load_result_docs(store.root / "results")
+    newest: dict[tuple, dict] = {}
+    for d in docs:
+        man = d["manifest"]
+        key = (man.get("model"), (man.get("benchmark") or {}).get("hash"))
+        if key not in newest or man.get("timestamp", "") > newest[key]["manifest"].get("timestamp", ""):
+            newest[key] = d
+    out = []
+    for (model, h), d in sorted(newest.items(), key=lambda kv: (str(kv[0][0]), str(kv[0][1]))):
+        judge = d["manifest"].get("judge") or {}
+        names = [(judge.get(k) or {}).get("model") if isinstance(judge.get(k), dict) else None
+                 for k in ("text_judge", "audio_judge")]
+        fails = budget = 0
+        for e in d["metrics"].values():
+            if e.get("family") in ("judge_text", "judge_audio", "aeq"):
+                fails += int((e.get("failures") or {}).get("judge_failure", 0))
+                budget += int((e.get("failures") or {}).get("judge_budget", 0))
+        out.append([str(model), str(h)[:12], names[0] or "none", names[1] or "none", fails, budget])
+    return out
+
+
+def judge_status(ctx) -> str:
+    """The Space's judges and today's budget use (a visible note when the budget stops calls)."""
+    from eval_backend.scoring.judge_env import describe
+    from eval_backend.scoring.judges import JudgeCache, judge_settings
+    error = getattr(ctx, "judge_error", None)
+    if error:
+        return f"⚠️ The judge settings were rejected at start-up, so nothing is judged: {error}"
+    cfg = getattr(getattr(ctx, "submissions", None), "judge_config", None)
+    lines = [describe(cfg)]
+    if cfg:
+        cache_path = ctx.store.root / "cache" / "judge_cache.sqlite3"
+        try:
+            text, audio = judge_settings({"judge_config": cfg})
+            cache = JudgeCache(cache_path) if cache_path.exists() else None
+        except (OSError, ValueError):
+            text = audio = cache = None
+        for js in (text, audio):
+            if js is None or not js.calls_per_day:
+                continue
+            used = cache.calls_today(js.model) if cache else 0
+            note = (" — **the budget is reached: judge calls are stopped until 00:00 UTC**; judge metrics of rows "
+                    "scored meanwhile count `judge_budget` failures" if used >= js.calls_per_day else "")
+            lines.append(f"Judge `{js.model}`: {used} of {js.calls_per_day} calls used today (UTC){note}.")
+    return "\n\n".join(lines)
+
+
 def build_about_tab(ctx=None) -> None:
     arena = getattr(ctx, "arena", None)
     gr.Markdown(about_text(arena.settings.provisional_votes if arena is not None else None), elem_id="about-text")
+    if ctx is None or getattr(ctx, "store", None) is None:
+        return
+    gr.Markdown("## Judges", elem_id="about-judges-head")
+    status = gr.Markdown(elem_id="about-judges")
+    table = gr.Dataframe(headers=JUDGE_COLUMNS, interactive=False, elem_id="about-judge-rows", wrap=True)
+
+    def render():
+        return judge_status(ctx), judge_rows(ctx.store) or [["—", "—", "no results yet", "—", 0, 0]]
+    root = gr.context.Context.root_block
+    if root is not None:
+        root.load(render, None, [status, table])

@@ -101,6 +101,31 @@ def scatter_figure(pairs: dict[str, tuple[float, float]], board: str, rho: agree
     return fig
 
 
+METRIC_AGREEMENT_NOTE = (
+    "For every arena vote and every automatic metric that scored both replies, does the metric prefer the reply "
+    "the person chose? Per axis (overall; said = the words; sounded = the voice), over decisive votes only "
+    "(ties and 'both bad' left out); a metric that scores both replies the same counts as not agreeing (ties). "
+    "50% is chance. Wilson 95% interval. Also `python -m eval_backend agreement --json`.")
+METRIC_AGREEMENT_COLUMNS = ["axis", "metric", "agrees with people", "95% CI", "decisive votes", "metric ties"]
+
+
+def metric_agreement_frame(ctx, docs: dict[str, dict]) -> pd.DataFrame:
+    """The metric-human agreement rows for the models on the board (stored scores only, no judge)."""
+    from eval_backend.scoring.human_agreement import agreement_rows, scores_from_docs
+    arena = getattr(ctx, "arena", None)
+    try:
+        votes = arena.votes() if arena is not None else []
+    except Exception:      # an arena problem must not take the benchmark board down
+        votes = []
+    scores, direction = scores_from_docs(docs.values())
+    rows = agreement_rows(votes, scores, direction)
+    if not rows:
+        return pd.DataFrame([["—", "not computed: no decisive arena vote on replies an automatic metric scored",
+                              "—", "—", 0, 0]], columns=METRIC_AGREEMENT_COLUMNS)
+    return pd.DataFrame([[r.axis, r.metric, round(r.agree, 3), f"[{r.low:.2f}, {r.high:.2f}]", r.n, r.ties]
+                         for r in rows], columns=METRIC_AGREEMENT_COLUMNS)
+
+
 def model_infos(ctx) -> dict[str, rt.ModelInfo]:
     """Model facts from the submissions queue (newest finished job per model) and the baseline list."""
     infos: dict[str, rt.ModelInfo] = {}
@@ -172,9 +197,12 @@ def build_bench_tab(ctx):
         radar = gr.Plot(label="Radar", elem_id="bench-radar")
         scatter = gr.Plot(label="Arena vs benchmark", elem_id="bench-scatter")
     agree_md = gr.Markdown(elem_id="bench-agreement")
-    judge_btn = gr.Button("Compute the judge–human agreement on arena battles (asks the scorer's judge; cached)",
-                          elem_id="bench-judge")
-    judge_md = gr.Markdown(elem_id="bench-judge-result")
+    # Which automatic measures agree with people: stored per-reply scores against arena votes, no judge asked.
+    # (The pairwise judge-human agreement asks a paid judge, so no visitor's click may start it: the operator
+    # runs it from the command line.)
+    gr.Markdown("### Which automatic measures agree with people\n" + METRIC_AGREEMENT_NOTE,
+                elem_id="bench-metric-agreement-note")
+    metric_agree = gr.Dataframe(interactive=False, elem_id="bench-metric-agreement", wrap=True, max_height=400)
     model = build_model_page(ctx, lambda: current_docs(ctx))
     controls = [search, kinds, audio, open_w, groups, sort, ci]
     csv_dir = Path(tempfile.mkdtemp(prefix="bench_csv_"))
@@ -194,28 +222,16 @@ def build_bench_tab(ctx):
         rho = agreement.rank_correlation(pairs)
         agree = rho.text(f"Rank correlation (Spearman) between the arena's Bradley–Terry score and {board}")
         return (rt.display_frame(measured), rt.display_frame(paper), str(path), radar_figure(measured),
-                scatter_figure(pairs, board, rho), agree, gr.update(choices=sorted(docs)))
+                scatter_figure(pairs, board, rho), agree, gr.update(choices=sorted(docs)),
+                metric_agreement_frame(ctx, docs))
 
-    outputs = [table, reported_table, csv, radar, scatter, agree_md, model]
+    outputs = [table, reported_table, csv, radar, scatter, agree_md, model, metric_agree]
 
     def on_load(request: gr.Request):
         params = dict(request.query_params) if request is not None else {}
         st = rt.state_from_query(params)
         vals = [st.search, list(st.kinds), st.audio, st.open_weights, list(st.groups), st.sort, st.intervals]
         return [*vals, *render(*vals)]
-
-    def judge_rate():
-        docs = current_docs(ctx)
-        settings = {}
-        for d in docs.values():      # the scorer's judge, as recorded in the newest result that names one
-            jc = (d["manifest"].get("settings") or {}).get("judge_config")
-            if jc:
-                settings = {"judge_config": jc}
-        arena = getattr(ctx, "arena", None)
-        votes = arena.votes() if arena is not None else []
-        st = agreement.judge_agreement(ctx.store, getattr(ctx, "benchmark", None), votes, settings)
-        extra = "".join(f"; {k}: {v}" for k, v in st.excluded.items())
-        return st.text("Pairwise judge–human agreement (same battles; ties count when both say tie)") + extra
 
     def pick_row(view: pd.DataFrame, evt: gr.SelectData):
         try:
@@ -232,7 +248,6 @@ def build_bench_tab(ctx):
         ev(render, controls, outputs)
         ev(None, controls, None, js=URL_JS)
     refresh.click(render, controls, outputs)
-    judge_btn.click(judge_rate, None, judge_md)
     table.select(pick_row, [table], [model])
     root = gr.context.Context.root_block
     if root is not None:

@@ -31,13 +31,15 @@ class DemoRun:
     database_url: str | None = None   # PostgreSQL runs: the run's own database (tests using it switch to it)
 
 
-def run_demo_pipeline(root: Path, database_url: str | None = None) -> DemoRun:
+def run_demo_pipeline(root: Path, database_url: str | None = None, demo_args: tuple[str, ...] = (),
+                      tasks: str | None = None) -> DemoRun:
+    """`demo_args` go to `demo build` (e.g. a second seed with --vary); `tasks` limits the runs to some tasks."""
     data = root / "data"
     env = {k: v for k, v in os.environ.items() if k != "DATABASE_URL"}
     if database_url:
         env["DATABASE_URL"] = database_url
     t0 = time.perf_counter()
-    subprocess.run([sys.executable, "-m", "eval_backend", "demo", "build", "--data-dir", str(data)],
+    subprocess.run([sys.executable, "-m", "eval_backend", "demo", "build", "--data-dir", str(data), *demo_args],
                    cwd=ROOT, check=True, capture_output=True, timeout=900, env=env)
     build_s = time.perf_counter() - t0
     with BaselineServer() as server:
@@ -48,7 +50,8 @@ def run_demo_pipeline(root: Path, database_url: str | None = None) -> DemoRun:
         t1 = time.perf_counter()
         runs = [subprocess.Popen([sys.executable, "-m", "eval_backend", "run", "--model", m, "--benchmark", "demo",
                                   "--models-file", str(models_file), "--data-dir", str(data), "--no-progress",
-                                  "--concurrency", "4", "--max-attempts", "1"],
+                                  "--concurrency", "4", "--max-attempts", "1",
+                                  *(("--tasks", tasks) if tasks else ())],
                                  cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env)
                 for m in MODELS]
         outputs = [p.communicate(timeout=3000)[0].decode(errors="replace") for p in runs]

@@ -45,6 +45,9 @@ class Features:
     noise_centroid_hz: float | None       # quietest frames (wind low, rain high); None for digital silence
     noise_flatness: float | None          # quietest frames: tonal (beeps) low, broadband high
     pause_fraction: float                 # 1 - speech_s / duration_s
+    # pauses inside the utterance: non-active share of the span from the first to the last active frame
+    # (leading and trailing silence are a recording's framing, not a choice of delivery)
+    inner_pause_fraction: float = 0.0
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -154,6 +157,14 @@ def _am_depth(frame_pow: np.ndarray, active: np.ndarray) -> float:
     return float(np.sqrt(2 * np.mean(band ** 2)))
 
 
+def _inner_pauses(active: np.ndarray) -> float:
+    idx = np.flatnonzero(active)
+    if len(idx) < 2:
+        return 0.0
+    span = active[idx[0]: idx[-1] + 1]
+    return float(1.0 - span.mean())
+
+
 def extract(samples: np.ndarray, sr: int) -> Features:
     """Features of a mono clip (float samples in [-1, 1]); raises ValueError on unusable input."""
     x = np.asarray(samples, dtype=np.float64)
@@ -236,4 +247,5 @@ def extract(samples: np.ndarray, sr: int) -> Features:
         noise_centroid_hz=_centroid(spec_quiet, freqs) if noise_pow > 10 ** (FLOOR_DB / 10) else None,
         noise_flatness=_flatness(spec_quiet) if noise_pow > 10 ** (FLOOR_DB / 10) else None,
         pause_fraction=float(max(0.0, 1.0 - speech_s / duration)),
+        inner_pause_fraction=_inner_pauses(active),
     )

@@ -83,6 +83,8 @@ def complete_audio(b: Benchmark) -> Benchmark:
     for s in b.scripts:
         for v in s.variants.values():
             v.audio = fix(v.audio, s.flags)
+            if v.reference_audio is not None:
+                v.reference_audio = fix(v.reference_audio, s.flags)
     for item in (*b.mcqs, *b.context_groups):
         item.audio = fix(item.audio, item.flags)
     for g in b.tone_groups:
@@ -99,14 +101,19 @@ def _audio_key(ref: AudioRef) -> str | None:
     return ref.sha256
 
 
+def _variant_canonical(v: Variant) -> dict:
+    out = {"attribute": v.attribute, "audio": _audio_key(v.audio), "reference_reply": v.reference_reply}
+    if v.reference_audio is not None:      # only when present: benchmarks without it keep their hash
+        out["reference_audio"] = _audio_key(v.reference_audio)
+    return out
+
+
 def _canonical(b: Benchmark) -> dict:
     """Everything that defines the benchmark's content; audio by sha256, no paths, no flags."""
     return {
         "scripts": [
             {"id": s.id, "text": s.text, "attribute": s.attribute, "topic": s.topic,
-             "variants": {k: {"attribute": v.attribute, "audio": _audio_key(v.audio),
-                              "reference_reply": v.reference_reply}
-                          for k, v in sorted(s.variants.items())}}
+             "variants": {k: _variant_canonical(v) for k, v in sorted(s.variants.items())}}
             for s in b.scripts],
         "mcq": [
             {"id": m.id, "level": m.level, "type": m.type, "audio": _audio_key(m.audio), "question": m.question,
@@ -144,10 +151,12 @@ def _features():
     s = Value("string")
     # audio_file: the clip's path relative to the benchmark folder (datasets keeps only a basename in `audio`).
     audio = {"audio": Audio(decode=False), "audio_file": s, "audio_error": s}
+    # a variant's reference reply, spoken (optional: null cells when the benchmark has none)
+    ref_audio = {"reference_audio": Audio(decode=False), "reference_audio_file": s, "reference_audio_error": s}
     return {
         "scripts": Features({
             "id": s, "text": s, "attribute": s, "topic": s, "flags": List(s),
-            "variants": List({"name": s, "attribute": s, "reference_reply": s, **audio}),
+            "variants": List({"name": s, "attribute": s, "reference_reply": s, **audio, **ref_audio}),
         }),
         "mcq": Features({
             "id": s, "level": s, "type": s, "question": s, "options": List(s), "answer": s,
@@ -195,12 +204,20 @@ def _audio_cell(ref: AudioRef, root: Path | None) -> dict:
     return {"audio": cell, "audio_file": name, "audio_error": error}
 
 
+def _reference_cells(ref: AudioRef | None, root: Path | None) -> dict:
+    """The reference reply's audio cell under its own keys; all null when the variant has none."""
+    if ref is None:
+        return {"reference_audio": None, "reference_audio_file": None, "reference_audio_error": None}
+    return {f"reference_{k}": v for k, v in _audio_cell(ref, root).items()}
+
+
 def _rows(b: Benchmark, root: Path | None) -> dict[str, list[dict]]:
     a = lambda ref: _audio_cell(ref, root)  # noqa: E731
     return {
         "scripts": [
             {"id": s.id, "text": s.text, "attribute": s.attribute, "topic": s.topic, "flags": list(s.flags),
-             "variants": [{"name": k, "attribute": v.attribute, "reference_reply": v.reference_reply, **a(v.audio)}
+             "variants": [{"name": k, "attribute": v.attribute, "reference_reply": v.reference_reply, **a(v.audio),
+                           **_reference_cells(v.reference_audio, root)}
                           for k, v in s.variants.items()]}
             for s in b.scripts],
         "mcq": [
@@ -323,7 +340,12 @@ def from_dataset_dict(dd, audio_dir: str | os.PathLike, root: str | os.PathLike 
         flags = list(r.get("flags") or [])
         for v in r.get("variants") or []:
             ref = mat(v)
-            variants[v["name"]] = Variant(v["name"], v.get("attribute") or "", ref, v.get("reference_reply"))
+            spoken = None
+            if v.get("reference_audio") or v.get("reference_audio_error"):
+                spoken = mat({"audio": v.get("reference_audio"), "audio_file": v.get("reference_audio_file"),
+                              "audio_error": v.get("reference_audio_error")})
+                flag_bad(flags, spoken)
+            variants[v["name"]] = Variant(v["name"], v.get("attribute") or "", ref, v.get("reference_reply"), spoken)
             flag_bad(flags, ref)
         b.scripts.append(Script(r["id"], r.get("text") or "", r.get("attribute") or "", r.get("topic") or "",
                                 variants, flags))

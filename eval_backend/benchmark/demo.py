@@ -37,13 +37,45 @@ NEUTRAL_RECIPE = Recipe()
 # a recipe that names its own voice (female, child, whisper...) keeps it
 BASE_VOICES = ("en-us", "en-gb", "en-gb-x-rp", "en-us+m3")
 
+# `vary` (held-apart speakers): cascade-cue's cue thresholds were read off the recipes spoken by en-us at
+# their nominal rate, pitch and SNR (benchmarks/calibrate_cues.py). A varied build speaks every script
+# and group with another accent's voice (also under the recipes' own voice variants: en+f3 becomes
+# en-029+f3), its own tempo and pitch, and moves each clip's SNR, all drawn from the seed: clips the
+# detector was not tuned on, for the known-groups test.
+VARIED_VOICES = ("en-gb-scotland", "en-029", "en-us-nyc", "en-gb-x-gbclan")
+VARY_RATE = (0.85, 1.18)        # factor on a recipe's words per minute, per speaker (script / group)
+VARY_PITCH = (-10, 10)          # espeak-ng pitch steps (0-99), per speaker
+VARY_SNR_DB = (-3.0, 3.0)       # added to a recipe's SNR, per clip
 
-def _voiced(recipe: Recipe, base: str) -> Recipe:
-    return dataclasses.replace(recipe, voice=base) if recipe.voice == NEUTRAL_RECIPE.voice else recipe
+
+@dataclasses.dataclass(frozen=True)
+class Speaker:
+    voice: str
+    rate: float = 1.0
+    pitch: int = 0
+    varied: bool = False
 
 
-def _base_voice(seed: int, item_id: str) -> str:
-    return BASE_VOICES[int(rng_for(seed, f"{item_id}/voice").integers(len(BASE_VOICES)))]
+def _speaker(seed: int, item_id: str, vary: bool = False) -> Speaker:
+    if not vary:
+        return Speaker(BASE_VOICES[int(rng_for(seed, f"{item_id}/voice").integers(len(BASE_VOICES)))])
+    r = rng_for(seed, f"{item_id}/speaker")
+    return Speaker(VARIED_VOICES[int(r.integers(len(VARIED_VOICES)))], float(r.uniform(*VARY_RATE)),
+                   int(r.integers(VARY_PITCH[0], VARY_PITCH[1] + 1)), True)
+
+
+def _voiced(recipe: Recipe, who: Speaker, key: str = "", seed: int = 0) -> Recipe:
+    """`recipe` spoken by `who` (the plain voice replaced; with a varied speaker also tempo, pitch, SNR)."""
+    if recipe.voice == NEUTRAL_RECIPE.voice:
+        recipe = dataclasses.replace(recipe, voice=who.voice)
+    elif who.varied and recipe.voice.startswith("en+"):
+        recipe = dataclasses.replace(recipe, voice=who.voice + recipe.voice[2:])
+    if not who.varied:
+        return recipe
+    snr = recipe.snr_db + float(rng_for(seed, f"{key}/snr").uniform(*VARY_SNR_DB)) if recipe.background \
+        else recipe.snr_db
+    return dataclasses.replace(recipe, rate=int(round(recipe.rate * who.rate)),
+                               pitch=int(min(99, max(0, recipe.pitch + who.pitch))), snr_db=snr)
 
 
 def _bg(name: str, snr: float = 6.0) -> Recipe:
@@ -113,7 +145,15 @@ REPLY_STYLES: dict[str, Recipe] = {
     "plain": Recipe(voice="en+f3", rate=165, pitch=55, lead_s=0.2, tail_s=0.2),
     "flat": Recipe(voice="en+f3", rate=115, pitch=22, amplitude=70, lead_s=0.2, tail_s=0.2,
                    effects=(("dark", {"cutoff": 1800.0}),)),
+    "clear": Recipe(voice="en+f3", rate=135, pitch=55, amplitude=165, word_gap=2, lead_s=0.2, tail_s=0.2),
 }
+
+
+def reference_style(attribute: str) -> str:
+    """The REPLY_STYLES key the demo's reference reply to a variant with this attribute is spoken in."""
+    if attribute in ATTRIBUTES and ATTRIBUTES[attribute][0] == "environment":
+        return C.REFERENCE_STYLE_NOISY
+    return C.REFERENCE_STYLE.get(attribute, "plain")
 
 # understanding MCQs: question per type, and the labels an option can name
 CATEGORY_TYPE = {"gender": "gender", "age": "age group", "physiological": "voice style", "volume": "voice style",
@@ -247,20 +287,23 @@ def _reply(attribute: str, plain: str) -> str:
     return f"{C.OPENERS.get(attribute, '')} {plain}".strip()
 
 
-def _scripts(clips: _Clips, seed: int) -> tuple[list[Script], list[MCQ]]:
+def _scripts(clips: _Clips, seed: int, vary: bool = False) -> tuple[list[Script], list[MCQ]]:
     rng = rng_for(seed, "assign")
     attrs = [list(RECIPES)[i] for i in rng.permutation(len(RECIPES))]
     scripts, mcqs = [], []
     for i, (topic, text, plain) in enumerate(C.SCRIPTS):
         attr, sid = attrs[i % len(attrs)], f"demo-{i:03d}"
-        alt, base = ALTERNATIVE[attr], _base_voice(seed, sid)
-        plan = {"target": (attr, _voiced(RECIPES[attr], base)), "neutral": ("neutral", _voiced(NEUTRAL_RECIPE, base)),
-                "alternative": (alt, _voiced(RECIPES[alt], base))}
+        alt, who = ALTERNATIVE[attr], _speaker(seed, sid, vary)
+        plan = {"target": (attr, RECIPES[attr]), "neutral": ("neutral", NEUTRAL_RECIPE),
+                "alternative": (alt, RECIPES[alt])}
         variants = {}
         for name, (label, recipe) in plan.items():
-            audio = clips.get(f"{sid}_{_slug(label)}_{name}", text, recipe)
+            key = f"{sid}_{_slug(label)}_{name}"
+            audio = clips.get(key, text, _voiced(recipe, who, key, seed))
             reply = plain if name == "neutral" else _reply(label, plain)
-            variants[name] = Variant(name, label, audio, reply)
+            # the reference reply, spoken in the delivery the demo's design gives it
+            spoken = clips.get(f"{sid}_{name}_reference", reply, REPLY_STYLES[reference_style(label)])
+            variants[name] = Variant(name, label, audio, reply, spoken)
         scripts.append(Script(sid, text, attr, topic, variants))
 
         qtype = understanding_type(attr)
@@ -291,22 +334,20 @@ def _scripts(clips: _Clips, seed: int) -> tuple[list[Script], list[MCQ]]:
     return scripts, mcqs
 
 
-def _tone_recipe(tone: str, base: str) -> Recipe:
-    return _voiced(NEUTRAL_RECIPE if tone == "neutral" else RECIPES[tone], base)
-
-
-def _groups(clips: _Clips, seed: int) -> tuple[list[ContextGroup], list[ToneGroup]]:
+def _groups(clips: _Clips, seed: int, vary: bool = False) -> tuple[list[ContextGroup], list[ToneGroup]]:
     ctx = []
     for i, g in enumerate(C.CONTEXT_GROUPS):
         gid = f"ctx-{i:02d}"
         cases = [ContextCase(f"c{k + 1}", context, reply) for k, (context, _style, reply) in enumerate(g["cases"])]
-        recipe = _voiced(NEUTRAL_RECIPE, _base_voice(seed, gid))
+        recipe = _voiced(NEUTRAL_RECIPE, _speaker(seed, gid, vary), gid, seed)
         ctx.append(ContextGroup(gid, g["text"], clips.get(gid, g["text"], recipe), cases))
     tones = []
     for i, g in enumerate(C.TONE_GROUPS):
         gid = f"tone-{i:02d}"
-        base = _base_voice(seed, gid)
-        cases = [ToneCase(t, t, clips.get(f"{gid}_{_slug(t)}", g["text"], _tone_recipe(t, base)),
+        who = _speaker(seed, gid, vary)
+        keys = {t: f"{gid}_{_slug(t)}" for t in g["tones"]}
+        cases = [ToneCase(t, t, clips.get(keys[t], g["text"], _voiced(NEUTRAL_RECIPE if t == "neutral" else RECIPES[t],
+                                                                       who, keys[t], seed)),
                           C.TONE_REPLIES[t].format(thing=g["thing"])) for t in g["tones"]]
         tones.append(ToneGroup(gid, g["text"], g["context"], cases))
     return ctx, tones
@@ -377,20 +418,21 @@ def _balance_answers(mcqs: list[MCQ], items: list[SelectionItem], seed: int) -> 
         it.answer = OPTION_LETTERS[pos]
 
 
-def build_demo(out_dir: str | Path, seed: int = 0, save: bool = True) -> Benchmark:
-    """Synthesise the demo under `out_dir` and return it; saved in the project format when `save`."""
+def build_demo(out_dir: str | Path, seed: int = 0, save: bool = True, vary: bool = False) -> Benchmark:
+    """Synthesise the demo under `out_dir` and return it; saved in the project format when `save`.
+    `vary`: held-apart speakers (other voices, tempi, pitches and SNRs drawn from the seed; see VARIED_VOICES)."""
     check_espeak()                       # fail before touching out_dir
     out = Path(out_dir)
     clips = _Clips(out, seed)
     for _ in range(2):                   # plan, render, then build with the real refs
-        scripts, mcqs = _scripts(clips, seed)
-        ctx, tones = _groups(clips, seed)
+        scripts, mcqs = _scripts(clips, seed, vary)
+        ctx, tones = _groups(clips, seed, vary)
         selection = _selection(clips, seed, ctx, tones)
         clips.render_all()
     clips.prune()
     _balance_answers(mcqs, selection, seed)
-    bench = Benchmark("demo", f"{DEMO_VERSION}+seed{seed}", scripts, mcqs, ctx, tones, selection,
-                      source=f"demo:seed={seed}")
+    bench = Benchmark("demo", f"{DEMO_VERSION}+seed{seed}" + ("+varied" if vary else ""), scripts, mcqs, ctx,
+                      tones, selection, source=f"demo:seed={seed}" + (",varied" if vary else ""))
     if save:
         from .dataset import save_benchmark   # lazy: pulls in `datasets`
         save_benchmark(bench, out)
@@ -404,6 +446,9 @@ def add_arguments(parser) -> None:
     b.add_argument("--seed", type=int, default=0, help="random seed (same seed, same benchmark hash)")
     b.add_argument("--data-dir", default=None, help="data directory (default: $EMPATHY_ARENA_DATA_DIR or ./data)")
     b.add_argument("--out", default=None, help="output folder (default: <data_dir>/benchmarks/demo)")
+    b.add_argument("--vary", action="store_true",
+                   help="held-apart speakers: other voices, tempi, pitches and SNRs drawn from the seed (clips "
+                        "cascade-cue's detector was not tuned on)")
 
 
 def main(args) -> int:
@@ -415,7 +460,7 @@ def main(args) -> int:
     out = Path(args.out) if args.out else data_dir(args.data_dir) / "benchmarks" / "demo"
     start = time.perf_counter()
     try:
-        bench = build_demo(out, seed=args.seed)
+        bench = build_demo(out, seed=args.seed, vary=args.vary)
     except SynthError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -396,3 +396,18 @@ TONE_REPLIES: dict[str, str] = {
 TONE_STYLE = {"happy": "cheerful", "sad": "gentle", "sobbing": "gentle", "whisper": "gentle",
               "angry": "calm", "shout": "calm", "neutral": "plain"}
 MISMATCH_STYLE = {"gentle": "cheerful", "cheerful": "flat", "calm": "cheerful", "plain": "cheerful"}
+
+# How the demo's reference reply to each script variant is spoken (a style of demo.REPLY_STYLES): our
+# design of a considerate speaker, written down here as benchmark data, like EchoMind's recorded replies.
+# Softer and slower for a user in distress or short of voice, brighter for a cheerful one, calm and even
+# for an agitated one, clearer and louder over noise or for an older listener; plain when nothing calls
+# for a change. audio.delivery_shift_agreement compares models with these recordings, never with this table.
+REFERENCE_STYLE: dict[str, str] = {
+    **{k: "gentle" for k in ("sad", "sobbing", "fear", "sigh", "yawn", "cough", "hoarse", "vocal fatigue",
+                             "breathless", "whisper", "moan")},
+    **{k: "cheerful" for k in ("happy", "surprise", "laughter", "child")},
+    **{k: "calm" for k in ("angry", "shout", "disgust", "fast", "slow")},
+    "elderly": "clear",
+    **{k: "plain" for k in ("neutral", "male", "female", "adult")},
+}
+REFERENCE_STYLE_NOISY = "clear"      # every environment attribute

@@ -160,8 +160,22 @@ def _audio_file_name(info: Any) -> str | None:
     for k, v in info.items():
         if str(k).endswith("_input_audio_file") and isinstance(v, str) and v:
             return v
-    for v in info.values():  # any path-looking value
-        if isinstance(v, str) and v.lower().endswith(AUDIO_SUFFIXES):
+    for k, v in info.items():  # any path-looking value that is not the reference reply's audio
+        if isinstance(v, str) and v.lower().endswith(AUDIO_SUFFIXES) and not _REPLY_AUDIO_KEY.search(str(k)):
+            return v
+    return None
+
+
+# The spoken reference reply of a variant: a key naming a reply/response whose value is an audio path,
+# in the variant's info dict or on the case as `{variant}_...` (the published key names are not known).
+_REPLY_AUDIO_KEY = re.compile(r"respon|repl|answer|output", re.IGNORECASE)
+
+
+def _reference_audio_name(case: dict, info: Any, variant: str) -> str | None:
+    places = [(k, v) for k, v in info.items()] if isinstance(info, dict) else []
+    places += [(k[len(variant) + 1:], v) for k, v in case.items() if str(k).startswith(f"{variant}_")]
+    for k, v in places:
+        if isinstance(v, str) and v.lower().endswith(AUDIO_SUFFIXES) and _REPLY_AUDIO_KEY.search(str(k)):
             return v
     return None
 
@@ -259,7 +273,16 @@ def _load_scripts(folder: Path, index: AudioIndex, prefix: str, b: Benchmark, au
                 flag_bad(flags, ref)
                 reply = (_first(info, REPLY_KEYS) if isinstance(info, dict) else None) or \
                     _first(case, tuple(f"{vname}_{k}" for k in REPLY_KEYS))
-                variants[vname] = Variant(vname, "", ref, str(reply) if reply is not None else None)
+                if isinstance(reply, str) and reply.strip().lower().endswith(AUDIO_SUFFIXES):
+                    reply = None          # a path: the spoken reference reply, read below, not its words
+                spoken = None
+                ref_name = _reference_audio_name(case, info, vname)
+                if ref_name:
+                    ref_path = index.resolve(ref_name)
+                    spoken = audio_ref_from_file(ref_path, f"{vname} reference reply audio") if ref_path else \
+                        AudioRef(None, None, f"{vname} reference reply audio: file not found: {ref_name}")
+                    flag_bad(flags, spoken)
+                variants[vname] = Variant(vname, "", ref, str(reply) if reply is not None else None, spoken)
                 audio_map.setdefault(Path(fname).name, (sid, vname))
             target = attrs.get("target")
             if target is None and _case_attribute(case, "target"):

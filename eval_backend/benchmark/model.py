@@ -88,6 +88,9 @@ class Variant:
     attribute: str                 # the attribute this variant realises ("neutral" for plain speech)
     audio: AudioRef
     reference_reply: str | None = None
+    # the reference reply spoken (EchoMind ships one per variant; the demo synthesises one): what the
+    # reference-anchored delivery metric compares a model's change of delivery with. None = not given.
+    reference_audio: AudioRef | None = None
 
 
 @dataclass
@@ -187,6 +190,7 @@ class Benchmark:
         refs: list[AudioRef] = []
         for s in self.scripts:
             refs += [v.audio for v in s.variants.values()]
+            refs += [v.reference_audio for v in s.variants.values() if v.reference_audio is not None]
         refs += [m.audio for m in self.mcqs]
         refs += [g.audio for g in self.context_groups]
         for g in self.tone_groups:

@@ -316,8 +316,11 @@ def _fit(ctx: ScoringContext, reply, info) -> dict | Failure:
     return {"fit": fit.score, "reference": kind, "checks": fit.checks, "skipped": fit.skipped}
 
 
-@metric("audio.prosody_fit", "audio",
-        note="OUR OWN metric, not EmoAlign: share of the delivery changes the user's attribute calls for "
+@metric("audio.prosody_fit", "audio", headline=False,
+        note="SECONDARY (scores against our own hand-written table of expected directions; on the demo "
+             "that table and cascade-cue's styles share their authors, and on human recordings it did not "
+             "separate the baselines: see audio.delivery_shift_agreement). "
+             "OUR OWN metric, not EmoAlign: share of the delivery changes the user's attribute calls for "
              "(rate / pitch / pitch range / loudness vs the model's reply to the neutral variant, else vs "
              "espeak-ng's default reading on rate and range only) that the reply makes; 0-1")
 def prosody_fit_metric(ctx: ScoringContext) -> MetricResult:
@@ -338,6 +341,127 @@ def prosody_fit_metric(ctx: ScoringContext) -> MetricResult:
         if skipped - no_exp:
             res.failures["not_measurable"] = skipped - no_exp
     return res
+
+
+# ---------------------------------------------------------------- delivery_shift_agreement
+PLAIN_VOICE, PLAIN_WPM, PLAIN_SR = "en-us", 175, 16_000     # the word control: espeak-ng's neutral reading
+
+
+def file_features(ctx: ScoringContext, path: str):
+    """Features of a benchmark clip (an absolute path, e.g. a reference reply), memoised per run."""
+    from ..audio.features import extract
+    memo = ctx.cache.setdefault("audio:file_features", {})
+    if path not in memo:
+        memo[path] = extract(*read_wav(path))
+    return memo[path]
+
+
+def plain_reading(ctx: ScoringContext, text: str) -> dict:
+    """Delivery measures of espeak-ng reading `text` plainly (memoised per run)."""
+    from ..audio.features import extract
+    from ..audio.synth import espeak
+    from .delivery_shift import measures_of
+    memo = ctx.cache.setdefault("audio:plain_reading", {})
+    if text not in memo:
+        memo[text] = measures_of(extract(espeak(text, voice=PLAIN_VOICE, rate=PLAIN_WPM, sr=PLAIN_SR), PLAIN_SR))
+    return memo[text]
+
+
+def _delivery_pair(ctx: ScoringContext, script, base: str, other: str) -> dict | Failure | None:
+    """One (base -> other) pair of a script: the model's change against the reference's; None = not an item
+    (the model was not asked, or replied without audio)."""
+    from ..audio.synth import SynthError
+    from .delivery_shift import change, measures_of, pair_agreement
+    rb = ctx.replies.get(f"conversation/{script.id}/{base}")
+    ro = ctx.replies.get(f"conversation/{script.id}/{other}")
+    if rb is None or ro is None:
+        return None
+    if rb.status != "ok" or ro.status != "ok":
+        return Failure("reply_failed", rb.error_class or ro.error_class or "")
+    if not rb.audio_path or not ro.audio_path:
+        return None
+    vb, vo = script.variants[base], script.variants[other]
+    try:
+        ref_b, ref_o = (measures_of(file_features(ctx, v.reference_audio.path)) for v in (vb, vo))
+    except (BadAudio, ValueError) as exc:
+        return Failure("bad_reference_audio", str(exc))
+    try:
+        mod_b, mod_o = (measures_of(features_of(ctx, r.audio_path)) for r in (rb, ro))
+    except (BadAudio, ValueError) as exc:
+        return Failure("bad_audio", str(exc))
+    words = {"model": (reply_text(rb), reply_text(ro)), "reference": (vb.reference_reply, vo.reference_reply)}
+    plain = {}
+    try:
+        for side, (tb, to) in words.items():
+            plain[side] = (plain_reading(ctx, to), plain_reading(ctx, tb)) if tb and to and tb.strip() and \
+                to.strip() else (None, None)
+    except SynthError as exc:
+        return Failure("no_plain_reading", str(exc))
+    pair = pair_agreement(change(mod_o, mod_b, *plain["model"]), change(ref_o, ref_b, *plain["reference"]))
+    return {"pair": pair, "base": base,
+            "words_control": {side: plain[side][0] is not None for side in plain}}
+
+
+def _delivery_items(ctx: ScoringContext):
+    """(script, base, other) for pairs whose two variants both carry usable reference reply audio."""
+    from .delivery_shift import pairs_for
+    for s in ctx.benchmark.scripts:
+        spoken = [n for n, v in s.variants.items() if v.reference_audio is not None and v.reference_audio.ok]
+        for base, other in pairs_for(spoken):
+            yield s, base, other
+
+
+@metric("audio.delivery_shift_agreement", "audio",
+        note="OUR OWN metric, anchored on the benchmark's spoken reference replies (no expectation table): per "
+             "script, the cosine between how the model's delivery changes from its neutral-variant reply to its "
+             "target/alternative reply and how the reference reply's delivery changes (rate, pitch, pitch range, "
+             "loudness, inner pauses, HNR, in units of an audible change, beyond what the words alone change); "
+             "0 when the model does not change, -1..1; 95% interval over scripts")
+def delivery_shift_agreement(ctx: ScoringContext) -> MetricResult:
+    from .bootstrap import SEED, mean_ci
+    items = list(_delivery_items(ctx))
+    if not items:
+        return MetricResult.not_computed("the benchmark has no spoken reference replies on two variants of a script")
+    per_item: dict[str, float | None] = {}
+    failures: dict[str, int] = defaultdict(int)
+    raw: dict[str, Any] = {}
+    by_script: dict[str, list[float]] = defaultdict(list)
+    signs: dict[str, list[bool]] = defaultdict(list)
+    unchanged = 0
+    for script, base, other in items:
+        rid = f"conversation/{script.id}/{other}"
+        v = _delivery_pair(ctx, script, base, other)
+        if v is None:
+            continue
+        if isinstance(v, Failure):
+            failures[v.kind] += 1
+            per_item[rid], raw[rid] = None, {"failure": v.kind, "detail": v.detail}
+            continue
+        pair = v["pair"]
+        raw[rid] = {"base": base, "score": pair.score, "why": pair.why, "measures": list(pair.measures),
+                    "model_change": pair.model, "reference_change": pair.reference, "signs": pair.signs,
+                    "words_control": v["words_control"]}
+        per_item[rid] = pair.score
+        if pair.score is None:
+            failures[pair.why] += 1
+            continue
+        by_script[script.id].append(pair.score)
+        unchanged += pair.why == "model_unchanged"
+        for k, ok in pair.signs.items():
+            signs[k].append(ok)
+    if not by_script:
+        res = MetricResult.not_computed("no pair of conversation replies with audio could be compared with the "
+                                        "reference replies")
+        res.failures, res.per_item, res.raw = dict(failures), per_item, raw
+        return res
+    script_means = [mean(v) for v in by_script.values()]
+    n_pairs = sum(len(v) for v in by_script.values())
+    return MetricResult(
+        value=mean(script_means), per_item=per_item,
+        ci95=mean_ci(script_means, seed=int(ctx.settings.get("seed", SEED))), n=n_pairs,
+        failures=dict(failures), raw=raw,
+        breakdown={"sign_agreement": {k: mean(v) for k, v in sorted(signs.items())},
+                   "pairs": {"scripts": float(len(script_means)), "model_unchanged": unchanged / n_pairs}})
 
 
 # ---------------------------------------------------------------- EmoAlign (optional plugin)

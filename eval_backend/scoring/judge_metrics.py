@@ -4,7 +4,7 @@ modality reliance, discrimination), one `@metric` entry each.
 Metrics that share a prompt share its judgments through `ctx.cache` (C1-C4 come from one call per reply).
 Without a judge every metric here is "not computed: no judge configured", never 0. A reply the judge could
 not rate after its retries counts under `failures["judge_failure"]` (`judge_not_cached` in a cache-only
-rescore) and has no item score. Per-item judge output, with injection flags, is in `raw["items"]`.
+rescore, `judge_budget` when the daily call budget stopped it) and has no item score. Per-item judge output, with injection flags, is in `raw["items"]`.
 """
 from __future__ import annotations
 
@@ -22,6 +22,13 @@ from .registry import MetricResult, ScoringContext, metric
 
 AEQ_TASKS = ("context", "tone")
 NO_JUDGE = "no judge configured"
+
+
+def failure_kind(j: Judgment) -> str:
+    """How a judged item failed: not in the cache (cache-only rescore), stopped by the daily budget, or failed."""
+    if j.error == NOT_CACHED:
+        return "judge_not_cached"
+    return "judge_budget" if j.error and "judge budget reached" in j.error else "judge_failure"
 NO_AUDIO_JUDGE = "no audio-capable judge configured"
 
 
@@ -129,7 +136,7 @@ def _result(memo: dict, value_of: Callable[[dict[str, float]], float], scale: st
         raw[rid] = j.raw()
         flagged += bool(j.flags)
         if not j.ok:
-            failures["judge_not_cached" if j.error == NOT_CACHED else "judge_failure"] += 1
+            failures[failure_kind(j)] += 1
             per_item[rid] = None
             continue
         v = value_of(j.values)
@@ -138,7 +145,10 @@ def _result(memo: dict, value_of: Callable[[dict[str, float]], float], scale: st
             groups[dim][key].append(v)
     scored = [v for v in per_item.values() if v is not None]
     if not scored:
-        why = "judge failed on every item" if failures.get("judge_failure") else "no judgeable replies"
+        why = ("the daily judge budget stopped every judge call (see the judge's calls_per_day)"
+               if failures.get("judge_budget") and not failures.get("judge_failure")
+               else "judge failed on every item" if failures.get("judge_failure") or failures.get("judge_budget")
+               else "no judgeable replies")
         res = MetricResult.not_computed(why)
         res.failures, res.per_item = dict(failures), per_item
         res.raw = {"scale": scale, "injection_flagged": flagged, "items": raw}
@@ -300,7 +310,7 @@ def discrimination(ctx: ScoringContext) -> MetricResult:
     for key, j in judged.items():
         raw[key] = j.raw()
         if not j.ok:
-            key_ = "judge_not_cached" if j.error == NOT_CACHED else "judge_failure"
+            key_ = failure_kind(j)
             failures[key_] = failures.get(key_, 0) + 1
             per_item[f"{key}/*"] = None
             continue

@@ -25,6 +25,7 @@ A judge config (`--judge-config judges.yaml`; every key but base_url and model o
       max_retries: 2
       timeout_s: 60
       concurrency: 4
+      calls_per_day: 1000        # budget: HTTP calls per UTC day to this judge model, per data dir
     audio_judge:                 # optional, must accept input_audio parts: VES, AEQ delivery
       base_url: http://127.0.0.1:8000/v1
       model: Qwen/Qwen2.5-Omni-7B
@@ -53,6 +54,10 @@ from .judge_prompts import PAIRWISE, PAIRWISE_AUDIO, PROMPTS, JudgePrompt, Scale
 
 
 # ---------------------------------------------------------------- settings
+DEFAULT_CALLS_PER_DAY = 1000
+BUDGET_REACHED = "judge budget reached: {limit} calls per UTC day to {model}; no further call until 00:00 UTC"
+
+
 @dataclass(frozen=True)
 class JudgeSettings:
     base_url: str
@@ -65,6 +70,9 @@ class JudgeSettings:
     timeout_s: float = 60.0
     max_tokens: int = 600
     concurrency: int = 4
+    # budget: HTTP calls per UTC day to this judge model, counted in the judge cache file (so every process
+    # and every judge path on one data dir shares it); retries count. 0 or None: no limit.
+    calls_per_day: int | None = DEFAULT_CALLS_PER_DAY
 
     def public(self) -> dict:
         """What the results manifest records (never the key itself)."""
@@ -89,6 +97,9 @@ def _parse_settings(entry: Any, where: str) -> JudgeSettings | None:
     s = JudgeSettings(**entry)
     if s.n < 1 or s.max_retries < 0:
         raise ValueError(f"{where}: n must be >= 1 and max_retries >= 0")
+    if s.calls_per_day is not None and (isinstance(s.calls_per_day, bool) or not isinstance(s.calls_per_day, int)
+                                        or s.calls_per_day < 0):
+        raise ValueError(f"{where}: calls_per_day must be a whole number >= 0 (0: no limit)")
     return s
 
 
@@ -438,6 +449,36 @@ class JudgeCache:
         self._conn().execute("INSERT OR REPLACE INTO judge_cache VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                              (key, judge_model, prompt_hash, input_hash, answer, failure, attempts, time.time()))
 
+    # the daily call budget lives in the same file: one count per (UTC day, judge model) for every process
+    def take_call(self, model: str, limit: int, day: str | None = None) -> bool:
+        """Count one call to `model` today unless `limit` calls were already counted; False = over budget."""
+        day = day or utc_day()
+        conn = self._conn()
+        conn.execute("CREATE TABLE IF NOT EXISTS judge_budget (day TEXT, model TEXT, calls INTEGER, "
+                     "PRIMARY KEY (day, model))")
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            row = conn.execute("SELECT calls FROM judge_budget WHERE day=? AND model=?", (day, model)).fetchone()
+            used = row[0] if row else 0
+            if used >= limit:
+                return False
+            conn.execute("INSERT OR REPLACE INTO judge_budget VALUES (?, ?, ?)", (day, model, used + 1))
+            return True
+        finally:
+            conn.execute("COMMIT")
+
+    def calls_today(self, model: str, day: str | None = None) -> int:
+        conn = self._conn()
+        conn.execute("CREATE TABLE IF NOT EXISTS judge_budget (day TEXT, model TEXT, calls INTEGER, "
+                     "PRIMARY KEY (day, model))")
+        row = conn.execute("SELECT calls FROM judge_budget WHERE day=? AND model=?",
+                           (day or utc_day(), model)).fetchone()
+        return row[0] if row else 0
+
+
+def utc_day(t: float | None = None) -> str:
+    return time.strftime("%Y-%m-%d", time.gmtime(time.time() if t is None else t))
+
 
 def input_hash(blocks: dict[str, Block], plain: dict[str, str] | None, audios: list[bytes]) -> str:
     doc = json.dumps({"blocks": blocks, "plain": plain or {},
@@ -461,6 +502,7 @@ class JudgeClient:
         self.cache = cache
         self.cache_only = cache_only          # rescore: answers come from the cache or not at all
         self.calls = 0
+        self._budget_local = 0                # without a cache file, the budget is counted in this client
         self._lock = threading.Lock()
         key = os.environ.get(settings.api_key_env) if settings.api_key_env else None
         headers = {"Authorization": f"Bearer {key}"} if key else {}
@@ -475,6 +517,16 @@ class JudgeClient:
                                 "temperature": self.settings.temperature, "max_tokens": self.settings.max_tokens}
         if seed is not None:
             body["seed"] = seed
+        limit = self.settings.calls_per_day
+        if limit:
+            if self.cache is not None:
+                allowed = self.cache.take_call(self.settings.model, limit)
+            else:
+                with self._lock:
+                    allowed = self._budget_local < limit
+                    self._budget_local += allowed
+            if not allowed:
+                raise JudgeCallError(BUDGET_REACHED.format(limit=limit, model=self.settings.model))
         with self._lock:
             self.calls += 1
         try:

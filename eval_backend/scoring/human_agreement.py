@@ -1,0 +1,182 @@
+"""Which automatic measures agree with people? Metric-human agreement on the arena's votes.
+
+For every arena vote on a pair of replies (the same request answered by two models) and every automatic
+metric that scored both replies (the per-item scores of each model's results document on the vote's
+benchmark), the metric "prefers" the reply with the better score (higher, or lower for metrics where lower
+is better). Per axis (overall, said = the words, sounded = the voice), a vote is decisive when the person
+picked A or B on that axis (ties and "both bad" are not decisive). Agreement is the share of decisive votes
+the metric scored where it prefers the same reply; a metric tie counts as not agreeing (it is reported
+apart as `ties`). Wilson 95% interval (arena.bradley_terry.wilson) and n per row.
+
+Pure core (`agreement_rows`) plus the loaders the CLI and the leaderboard use:
+    python -m eval_backend agreement [--data-dir D] [--json]
+prints rows {metric, axis, agree, n, low, high, ties}. No judge is asked: only stored scores are read.
+With `--judge-config FILE --benchmark SPEC` (the operator, from a shell: it asks a paid judge, answers
+cached) it adds the pairwise judge's agreement with the overall votes (leaderboard.agreement), at most
+`--judge-limit` battles.
+"""
+from __future__ import annotations
+
+import json
+import math
+import sys
+from collections import defaultdict
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Iterable, Mapping
+
+AXES = ("overall", "said", "sounded")
+
+
+@dataclass(frozen=True)
+class Row:
+    metric: str
+    axis: str
+    agree: float | None          # None: no decisive vote on a pair the metric scored
+    n: int                       # decisive votes on pairs the metric scored
+    low: float | None
+    high: float | None
+    ties: int                    # of n, votes where the metric scored both replies the same
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+# {(model, benchmark_hash): {metric: {request_id: score | None}}}
+Scores = Mapping[tuple[str, str], Mapping[str, Mapping[str, "float | None"]]]
+
+
+def _num(x) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
+
+
+def agreement_rows(votes: Iterable, scores: Scores, higher_is_better: Mapping[str, bool],
+                   axes: Iterable[str] = AXES) -> list[Row]:
+    """votes: objects with model_a, model_b, benchmark_hash, request_id and `outcome(axis)` -> A | B | tie | None
+    (arena.storage.VoteRow). Rows for every (metric, axis) with at least one decisive scored vote, sorted by
+    axis then agreement (highest first)."""
+    from arena.bradley_terry import wilson
+    axes = tuple(axes)
+    counts: dict[tuple[str, str], list[int]] = defaultdict(lambda: [0, 0, 0])    # agree, n, ties
+    for v in votes:
+        if not v.request_id or not v.benchmark_hash:
+            continue
+        a = scores.get((v.model_a, v.benchmark_hash)) or {}
+        b = scores.get((v.model_b, v.benchmark_hash)) or {}
+        decisive = {axis: v.outcome(axis) for axis in axes}
+        decisive = {axis: o for axis, o in decisive.items() if o in ("A", "B")}
+        if not decisive:
+            continue
+        for metric in set(a) & set(b):
+            sa, sb = (a[metric] or {}).get(v.request_id), (b[metric] or {}).get(v.request_id)
+            if not (_num(sa) and _num(sb)):
+                continue
+            better = 1 if higher_is_better.get(metric, True) else -1
+            prefers = None if sa == sb else ("A" if better * (sa - sb) > 0 else "B")
+            for axis, human in decisive.items():
+                c = counts[(metric, axis)]
+                c[1] += 1
+                c[0] += prefers == human
+                c[2] += prefers is None
+    rows = []
+    for (metric, axis), (k, n, ties) in counts.items():
+        p = wilson(k, n)
+        rows.append(Row(metric, axis, p.share, n, p.low, p.high, ties))
+    order = {a: i for i, a in enumerate(axes)}
+    return sorted(rows, key=lambda r: (order.get(r.axis, 99), -(r.agree or 0.0), r.metric))
+
+
+def scores_from_docs(docs: Iterable[dict]) -> tuple[dict, dict[str, bool]]:
+    """(scores, higher_is_better) from results documents: the newest document per (model, benchmark hash)."""
+    newest: dict[tuple[str, str], dict] = {}
+    for d in docs:
+        man = d.get("manifest") or {}
+        key = (man.get("model"), (man.get("benchmark") or {}).get("hash"))
+        if None in key:
+            continue
+        if key not in newest or man.get("timestamp", "") > newest[key]["manifest"].get("timestamp", ""):
+            newest[key] = d
+    scores, direction = {}, {}
+    for key, d in newest.items():
+        per = {}
+        for name, e in (d.get("metrics") or {}).items():
+            if isinstance(e, dict) and isinstance(e.get("per_item"), dict) and e["per_item"]:
+                per[name] = e["per_item"]
+                direction[name] = bool(e.get("higher_is_better", True))
+        scores[key] = per
+    return scores, direction
+
+
+def read_result_docs(data_dir: Path) -> list[dict]:
+    out = []
+    for path in sorted((Path(data_dir) / "results").glob("*/*.json")):
+        try:
+            doc = json.loads(path.read_text())
+        except (OSError, ValueError):
+            continue
+        if isinstance(doc, dict) and "manifest" in doc and "metrics" in doc:
+            out.append(doc)
+    return out
+
+
+def compute(store, docs: list[dict] | None = None) -> list[Row]:
+    """Agreement rows from a Store's arena votes and the results documents under its data dir."""
+    from arena.storage import load_votes
+    if not store.has_table("arena_votes"):
+        return []
+    scores, direction = scores_from_docs(read_result_docs(store.root) if docs is None else docs)
+    return agreement_rows(load_votes(store), scores, direction)
+
+
+# ---------------------------------------------------------------- CLI
+def add_arguments(p) -> None:
+    from .. import config
+    p.add_argument("--data-dir", help=f"data dir (default ${config.DATA_DIR_ENV} or ./data)")
+    p.add_argument("--json", action="store_true", help="print the rows as JSON")
+    p.add_argument("--judge-config", help="also ask this judge (YAML as for score) on the arena's battles; operator only")
+    p.add_argument("--benchmark", default="demo", help="benchmark spec the battles are on (with --judge-config)")
+    p.add_argument("--judge-limit", type=int, default=200, help="battles the judge is asked about (default 200)")
+
+
+def _judge_row(store, args) -> Row | str:
+    """The pairwise judge-human agreement on overall votes as a row, or why it is not computed."""
+    from arena.storage import load_votes
+    from leaderboard.agreement import judge_agreement
+
+    from ..benchmark.loaders import load_benchmark
+    from .cli import build_settings
+    if args.judge_limit is not None and args.judge_limit < 1:
+        return "not computed: --judge-limit must be at least 1"
+    try:
+        settings = build_settings(args.judge_config, store.root)
+        bench = load_benchmark(args.benchmark, store.root)
+    except (ValueError, OSError) as exc:
+        return f"not computed: {exc}"
+    votes = load_votes(store) if store.has_table("arena_votes") else []
+    st = judge_agreement(store, bench, votes, settings, limit=args.judge_limit)
+    if st.value is None:
+        return st.reason or "not computed"
+    return Row("judge.pairwise", "overall", st.value, st.n, st.low, st.high, 0)
+
+
+def main(args) -> int:
+    from ..store import Store
+    store = Store(args.data_dir)
+    rows = compute(store)
+    if getattr(args, "judge_config", None):
+        judged = _judge_row(store, args)
+        if isinstance(judged, Row):
+            rows.append(judged)
+        else:
+            print(f"judge: {judged}", file=sys.stderr)
+    if args.json:
+        print(json.dumps([r.as_dict() for r in rows], indent=2))
+        return 0
+    if not rows:
+        print("no decisive arena vote on a pair of replies that an automatic metric scored")
+        return 0
+    print(f"{'axis':8} {'metric':40} {'agree':>6} {'95% CI':>15} {'n':>6} {'ties':>5}")
+    for r in rows:
+        print(f"{r.axis:8} {r.metric:40} {r.agree:6.2f} [{r.low:.2f}, {r.high:.2f}] {r.n:6d} {r.ties:5d}")
+    return 0
+
