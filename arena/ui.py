@@ -19,6 +19,8 @@ import html
 import json
 import gradio as gr
 
+from eval_backend.inert import md, md_inline
+
 AUDIO_IDS = {"user": "arena-audio-user", "a": "arena-audio-a", "b": "arena-audio-b"}
 VOTE_IDS = {"A": "arena-vote-a", "B": "arena-vote-b", "tie": "arena-vote-tie", "both_bad": "arena-vote-bad"}
 VOTE_LABELS = {"A": "👈 A is better (1)", "B": "👉 B is better (2)", "tie": "🤝 Tie (3)", "both_bad": "👎 Both bad (4)"}
@@ -124,15 +126,25 @@ def need_seconds(view) -> dict[str, float]:
 
 
 def reveal_markdown(result) -> str:
-    """Both names, their TrueSkill after this vote, and the transcripts."""
+    """Both names, their TrueSkill after this vote, and the transcripts (names and transcripts: inert text)."""
     lines = ["### Revealed"]
     for slot, side in (("A", result.a), ("B", result.b)):
         won = " 🏆" if result.winner == side.model else ""
-        lines.append(f"**{slot}: {side.model}**{won} — TrueSkill μ {side.rating.mu:.2f} ± σ {side.rating.sigma:.2f} "
-                     f"({side.votes} vote{'' if side.votes == 1 else 's'})")
+        lines.append(f"**{slot}: {md_inline(side.model)}**{won} — TrueSkill μ {side.rating.mu:.2f} "
+                     f"± σ {side.rating.sigma:.2f} ({side.votes} vote{'' if side.votes == 1 else 's'})")
         if side.transcript:
-            lines.append(f"> {side.transcript}")
+            lines.append(f"> {md(side.transcript)}")
     return "\n\n".join(lines)
+
+
+def context_markdown(context_text: str | None) -> str:
+    """The battle's context (benchmark text) as inert Markdown; empty when there is none."""
+    return md(context_text) if context_text else ""
+
+
+def message_markdown(text: str) -> str:
+    """A service message (it may quote a model name or a stored text) behind a warning sign."""
+    return f"⚠️ {md(text)}"
 
 
 def build_arena_tab(service) -> None:
@@ -177,12 +189,12 @@ def build_arena_tab(service) -> None:
         except (NoBattleAvailable, ValueError) as exc:   # the service says why (e.g. no two models yet)
             msg = str(exc)
             return ({}, gr.update(visible=False), None, None, None, _meter_html(None, None, ""), *locked,
-                    gr.update(), gr.update(), gr.update(), f"⚠️ {msg}", gr.update(visible=False),
+                    gr.update(), gr.update(), gr.update(), message_markdown(msg), gr.update(visible=False),
                     gr.update(visible=True, value="Try again (n)"))
-        ctx = view.context_text
+        ctx = context_markdown(view.context_text)
         return (
             {"battle_id": view.battle_id, "voted": False},
-            gr.update(visible=bool(ctx), value=ctx or ""),
+            gr.update(visible=bool(ctx), value=ctx),
             view.user_audio, view.audio_a, view.audio_b,
             _meter_html(view.battle_id, need_seconds(view)),
             *locked,
@@ -206,7 +218,7 @@ def build_arena_tab(service) -> None:
                                    sounded=sounded_v or None, reason=(reason_v or "").strip() or None, user=user)
             except VoteRefused as exc:
                 keep = [gr.update()] * len(buttons)
-                return (st, *keep, gr.update(), gr.update(), gr.update(), f"⚠️ {exc.message}", gr.update(),
+                return (st, *keep, gr.update(), gr.update(), gr.update(), message_markdown(exc.message), gr.update(),
                         gr.update())
             done = {**st, "voted": True}
             return (done, *locked, gr.update(interactive=False), gr.update(interactive=False),

@@ -8,6 +8,8 @@ import math
 import gradio as gr
 import pandas as pd
 
+from eval_backend.inert import md, md_inline as mi
+
 SPOKEN = ("conversation", "context", "tone")
 N_SAMPLES = 3
 OTHER_KEYS = ("dimension", "type", "kind")     # shown together in one table, one row per (key, label)
@@ -58,17 +60,23 @@ def sample_replies(store, model: str, benchmark_hash: str, n: int = N_SAMPLES) -
 
 
 def headline_markdown(doc: dict) -> str:
+    """The model's name, benchmark, scorer and boards; every value from the document is inert text."""
     man = doc["manifest"]
     b = man["benchmark"]
-    lines = [f"### {man['model']}",
-             f"Benchmark **{b.get('name')} v{b.get('version')}** (hash `{str(b.get('hash'))[:12]}`), scorer "
-             f"`{man.get('scorer_version')}`, scored {man.get('timestamp')}."]
+    lines = [f"### {mi(man['model'])}",
+             f"Benchmark **{mi(b.get('name'))} v{mi(b.get('version'))}** (hash {mi(str(b.get('hash'))[:12])}), "
+             f"scorer {mi(man.get('scorer_version'))}, scored {mi(man.get('timestamp'))}."]
     for name, e in doc.get("boards", {}).items():
         if e.get("value") is not None:
-            lines.append(f"- **{name}**: {e['value']:.3f} ({e.get('source', '')})")
+            lines.append(f"- **{mi(name)}**: {e['value']:.3f} ({mi(e.get('source', ''))})")
         else:
-            lines.append(f"- **{name}**: {e.get('reason') or e.get('note') or 'see the columns'}")
+            lines.append(f"- **{mi(name)}**: {md(e.get('reason') or e.get('note') or 'see the columns')}")
     return "\n".join(lines)
+
+
+def sample_markdown(sample: dict) -> str:
+    """One sample reply: its request id and text, as inert text."""
+    return f"{mi(sample['request_id'])}\n\n> {md(sample['text'])}"
 
 
 def build_model_page(ctx, docs_fn):
@@ -98,7 +106,7 @@ def build_model_page(ctx, docs_fn):
             return ["_Choose a model._", empty, empty, empty, *[""] * N_SAMPLES,
                     *[gr.update(value=None, visible=False)] * N_SAMPLES, None]
         samples = sample_replies(ctx.store, name, doc["manifest"]["benchmark"]["hash"])
-        mds = [f"`{s['request_id']}`\n\n> {s['text']}" for s in samples] + [""] * (N_SAMPLES - len(samples))
+        mds = [sample_markdown(s) for s in samples] + [""] * (N_SAMPLES - len(samples))
         audios = [gr.update(value=s["audio"], visible=bool(s["audio"])) for s in samples]
         audios += [gr.update(value=None, visible=False)] * (N_SAMPLES - len(samples))
         if not samples:
