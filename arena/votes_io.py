@@ -153,7 +153,9 @@ def format_votes(votes: Iterable[VoteRow], fmt: str) -> str:
         return "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records)
     if fmt == "csv":
         buf = io.StringIO()
-        w = csv.DictWriter(buf, fieldnames=list(EXPORT_FIELDS), lineterminator="\n")
+        # RFC 4180 line ends: the csv module quotes a field holding CR or LF only when its line terminator
+        # holds that character, and a reason may hold a lone CR
+        w = csv.DictWriter(buf, fieldnames=list(EXPORT_FIELDS), lineterminator="\r\n")
         w.writeheader()
         for r in records:
             w.writerow({k: ("" if val is None else csv_cell(val)) for k, val in r.items()})

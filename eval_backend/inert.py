@@ -51,7 +51,7 @@ def md(text, limit: int | None = MD_LIMIT) -> str:
         s = s[:limit].rstrip() + "…"
     lines = []
     for line in s.split("\n"):
-        line = line.rstrip(" \t")
+        line = line.rstrip()                   # a line of only (no-break) spaces is an empty line
         body = line.lstrip(" \t")
         indent = line[:len(line) - len(body)].replace("\t", "    ")
         lines.append("\u00a0" * len(indent) + "".join("\\" + c if c in _PUNCT else c for c in body))
