@@ -153,9 +153,9 @@ def format_votes(votes: Iterable[VoteRow], fmt: str) -> str:
         return "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records)
     if fmt == "csv":
         buf = io.StringIO()
-        # RFC 4180 line ends: the csv module quotes a field holding CR or LF only when its line terminator
-        # holds that character, and a reason may hold a lone CR
-        w = csv.DictWriter(buf, fieldnames=list(EXPORT_FIELDS), lineterminator="\r\n")
+        # Every text cell quoted: the csv module's minimal quoting leaves a field with a lone CR (a reason may
+        # hold one) unquoted when the line terminator is "\n", and readers then split the row there
+        w = csv.DictWriter(buf, fieldnames=list(EXPORT_FIELDS), lineterminator="\n", quoting=csv.QUOTE_NONNUMERIC)
         w.writeheader()
         for r in records:
             w.writerow({k: ("" if val is None else csv_cell(val)) for k, val in r.items()})
