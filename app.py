@@ -31,6 +31,7 @@ from arena.ui import build_arena_tab  # noqa: E402
 from eval_backend import config  # noqa: E402
 from eval_backend.bootstrap import Bootstrap  # noqa: E402
 from eval_backend.signing import Signer  # noqa: E402
+from eval_backend.inert import md  # noqa: E402
 from eval_backend.store import Store  # noqa: E402
 from leaderboard.about_tab import build_about_tab  # noqa: E402
 from leaderboard.arena_board import build_arena_leaderboard_tab  # noqa: E402
@@ -78,7 +79,7 @@ class SpaceContext:
         self.worker = None
 
     def status_line(self) -> str:
-        return self.bootstrap.status.line() + "\n\n" + self.hub.status_line()
+        return self.bootstrap.status.line() + "\n\n" + md(self.hub.status_line())   # Hub errors: inert text
 
     @property
     def benchmark(self):

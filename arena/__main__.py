@@ -61,9 +61,9 @@ def cmd_import(args) -> int:
 
 
 def cmd_export(args) -> int:
+    from .votes_io import count_votes
     text = _service(args).export_votes(args.format, args.out)
-    n = max(0, text.count("\n") - (1 if args.format == "csv" else 0))
-    print(f"wrote {n} votes to {args.out}")
+    print(f"wrote {count_votes(text, args.format)} votes to {args.out}")
     return 0
 
 

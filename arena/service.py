@@ -437,7 +437,7 @@ class ArenaService:
         """Append every vote of a CSV/JSONL file (all or nothing); returns how many. See arena.votes_io."""
         path = Path(path)
         try:
-            content = path.read_text(encoding="utf-8-sig")
+            content = path.read_bytes().decode("utf-8-sig")   # no newline translation: a CR in a reason stays
         except (OSError, UnicodeDecodeError) as exc:
             raise votes_io.VoteImportError(str(path), [(0, f"cannot read the file: {exc}")]) from None
         rows = votes_io.parse(str(path), content, default_time=self.clock())
@@ -479,7 +479,7 @@ class ArenaService:
         """The public vote log (no session ids, IP hashes or user names) as JSONL or CSV text."""
         text = votes_io.format_votes(self.votes(), fmt)
         if path is not None:
-            Path(path).write_text(text, encoding="utf-8")
+            Path(path).write_text(text, encoding="utf-8", newline="")   # bytes as formatted (CRs in reasons)
         return text
 
     def vote_log_hash(self) -> dict:

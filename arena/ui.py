@@ -23,6 +23,7 @@ import json
 import gradio as gr
 
 from .media import audio_html
+from eval_backend.inert import md, md_inline
 
 AUDIO_IDS = {"user": "arena-audio-user", "a": "arena-audio-a", "b": "arena-audio-b"}
 AUDIO_LABELS = {"user": "The user says", "a": "Reply A", "b": "Reply B"}
@@ -135,15 +136,25 @@ def need_seconds(view) -> dict[str, float]:
 
 
 def reveal_markdown(result) -> str:
-    """Both names, their TrueSkill after this vote, and the transcripts."""
+    """Both names, their TrueSkill after this vote, and the transcripts (names and transcripts: inert text)."""
     lines = ["### Revealed"]
     for slot, side in (("A", result.a), ("B", result.b)):
         won = " 🏆" if result.winner == side.model else ""
-        lines.append(f"**{slot}: {side.model}**{won} — TrueSkill μ {side.rating.mu:.2f} ± σ {side.rating.sigma:.2f} "
-                     f"({side.votes} vote{'' if side.votes == 1 else 's'})")
+        lines.append(f"**{slot}: {md_inline(side.model)}**{won} — TrueSkill μ {side.rating.mu:.2f} "
+                     f"± σ {side.rating.sigma:.2f} ({side.votes} vote{'' if side.votes == 1 else 's'})")
         if side.transcript:
-            lines.append(f"> {side.transcript}")
+            lines.append(f"> {md(side.transcript)}")
     return "\n\n".join(lines)
+
+
+def context_markdown(context_text: str | None) -> str:
+    """The battle's context (benchmark text) as inert Markdown; empty when there is none."""
+    return md(context_text) if context_text else ""
+
+
+def message_markdown(text: str) -> str:
+    """A service message (it may quote a model name or a stored text) behind a warning sign."""
+    return f"⚠️ {md(text)}"
 
 
 def build_arena_tab(service) -> None:
@@ -189,12 +200,12 @@ def build_arena_tab(service) -> None:
             msg = str(exc)
             empty = [clip_html(AUDIO_LABELS[k], None) for k in ("user", "a", "b")]
             return ({}, gr.update(visible=False), *empty, _meter_html(None, None, ""), *locked,
-                    gr.update(), gr.update(), gr.update(), f"⚠️ {msg}", gr.update(visible=False),
+                    gr.update(), gr.update(), gr.update(), message_markdown(msg), gr.update(visible=False),
                     gr.update(visible=True, value="Try again (n)"))
-        ctx = view.context_text
+        ctx = context_markdown(view.context_text)
         return (
             {"battle_id": view.battle_id, "voted": False},
-            gr.update(visible=bool(ctx), value=ctx or ""),
+            gr.update(visible=bool(ctx), value=ctx),
             clip_html(AUDIO_LABELS["user"], view.user_audio), clip_html(AUDIO_LABELS["a"], view.audio_a),
             clip_html(AUDIO_LABELS["b"], view.audio_b),
             _meter_html(view.battle_id, need_seconds(view)),
@@ -219,7 +230,7 @@ def build_arena_tab(service) -> None:
                                    sounded=sounded_v or None, reason=(reason_v or "").strip() or None, user=user)
             except VoteRefused as exc:
                 keep = [gr.update()] * len(buttons)
-                return (st, *keep, gr.update(), gr.update(), gr.update(), f"⚠️ {exc.message}", gr.update(),
+                return (st, *keep, gr.update(), gr.update(), gr.update(), message_markdown(exc.message), gr.update(),
                         gr.update())
             done = {**st, "voted": True}
             return (done, *locked, gr.update(interactive=False), gr.update(interactive=False),

@@ -6,6 +6,11 @@ said, sounded (A | B | tie), first_heard (A | B), attribute, dimension, reason,
 request_id, benchmark_hash. Other columns (an export's id, slot, source) are
 ignored, so an export re-imports as is. Every bad row is reported with its line
 number and nothing is returned unless all rows are good.
+
+CSV exports are opened in spreadsheets: a text cell that would run as a formula
+(it begins with =, +, -, @, tab or CR) is written with a leading single quote, and
+so is one that begins with a quote; the CSV import removes exactly that quote again
+(`eval_backend.inert.csv_cell` / `csv_uncell`), so an export re-imports unchanged.
 """
 from __future__ import annotations
 
@@ -17,6 +22,7 @@ from datetime import datetime, timezone
 from typing import Iterable
 
 from eval_backend import safejson
+from eval_backend.inert import csv_cell, csv_uncell
 
 from .ratings import BOTH_BAD, TIE
 from .storage import DIMENSION_AXES, EXPORT_FIELDS, SUB_SLOTS, VoteRow
@@ -132,7 +138,7 @@ def parse(path: str, content: str, default_time: float) -> list[dict]:
                 errors.append((n, "more fields than the header"))
                 continue
             try:
-                rows.append(validate_row(record, default_time))
+                rows.append(validate_row({k: csv_uncell(v) for k, v in record.items()}, default_time))
             except ValueError as exc:
                 errors.append((n, str(exc)))
     if errors:
@@ -149,9 +155,20 @@ def format_votes(votes: Iterable[VoteRow], fmt: str) -> str:
         return "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records)
     if fmt == "csv":
         buf = io.StringIO()
-        w = csv.DictWriter(buf, fieldnames=list(EXPORT_FIELDS), lineterminator="\n")
+        # Every text cell quoted: the csv module's minimal quoting leaves a field with a lone CR (a reason may
+        # hold one) unquoted when the line terminator is "\n", and readers then split the row there
+        w = csv.DictWriter(buf, fieldnames=list(EXPORT_FIELDS), lineterminator="\n", quoting=csv.QUOTE_NONNUMERIC)
         w.writeheader()
         for r in records:
-            w.writerow({k: ("" if val is None else val) for k, val in r.items()})
+            w.writerow({k: ("" if val is None else csv_cell(val)) for k, val in r.items()})
         return buf.getvalue()
+    raise ValueError(f"format {fmt!r} is not jsonl or csv")
+
+
+def count_votes(text: str, fmt: str) -> int:
+    """How many votes an export holds: records, not lines (a CSV reason may hold newlines)."""
+    if fmt == "jsonl":
+        return sum(1 for line in text.split("\n") if line.strip())
+    if fmt == "csv":
+        return max(0, sum(1 for _ in csv.reader(io.StringIO(text))) - 1)     # minus the header
     raise ValueError(f"format {fmt!r} is not jsonl or csv")

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import config
+from .inert import md, md_inline
 from .store import Store
 
 log = logging.getLogger(__name__)
@@ -37,9 +38,10 @@ class BootstrapStatus:
 
     def line(self) -> str:
         progress = f" ({self.done}/{self.total})" if self.total else ""
-        text = f"**{self.stage}**{progress}" + (f": {self.message}" if self.message else "")
+        # messages and errors may quote a dataset's text or an exception's: shown as inert text
+        text = f"**{md_inline(self.stage)}**{progress}" + (f": {md(self.message)}" if self.message else "")
         if self.errors:
-            text += "\n\n" + "\n".join(f"- {e}" for e in self.errors[-5:])
+            text += "\n\n" + "\n".join(f"- {md(e)}" for e in self.errors[-5:])
         return text
 
 

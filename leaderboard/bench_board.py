@@ -17,6 +17,8 @@ import gradio as gr
 import pandas as pd
 import plotly.graph_objects as go
 
+from eval_backend.inert import csv_cell, md, plot_text
+
 from . import agreement
 from . import results_table as rt
 from .model_page import build_model_page
@@ -72,7 +74,7 @@ def radar_figure(view: pd.DataFrame, n: int = RADAR_MODELS) -> go.Figure:
     for r in rows:
         vals = [(r[b] - BOARD_SCALES[b][0]) / (BOARD_SCALES[b][1] - BOARD_SCALES[b][0]) if _finite(r[b]) else None
                 for b in axes]
-        name = r["model"] + (" (reported)" if r["type"] == "reported" else "")
+        name = plot_text(r["model"] + (" (reported)" if r["type"] == "reported" else ""))
         fig.add_trace(go.Scatterpolar(r=vals + vals[:1], theta=axes + axes[:1], name=name, connectgaps=False))
     fig.update_layout(title=title, height=460, polar=dict(radialaxis=dict(range=[0, 1])))
     return fig
@@ -94,7 +96,8 @@ def scatter_figure(pairs: dict[str, tuple[float, float]], board: str, rho: agree
     if not pairs:
         return _empty_fig(title, "no model has both an arena rating and this benchmark score yet")
     names = sorted(pairs)
-    fig = go.Figure(go.Scatter(x=[pairs[m][1] for m in names], y=[pairs[m][0] for m in names], text=names,
+    fig = go.Figure(go.Scatter(x=[pairs[m][1] for m in names], y=[pairs[m][0] for m in names],
+                               text=[plot_text(m) for m in names],
                                mode="markers+text", textposition="top center",
                                hovertemplate="%{text}: score %{x:.3f}, arena %{y:.0f}<extra></extra>"))
     fig.update_layout(title=title, height=420, xaxis_title=f"{board} (benchmark)", yaxis_title="arena BT score")
@@ -124,6 +127,10 @@ def metric_agreement_frame(ctx, docs: dict[str, dict]) -> pd.DataFrame:
                               "—", "—", 0, 0]], columns=METRIC_AGREEMENT_COLUMNS)
     return pd.DataFrame([[r.axis, r.metric, round(r.agree, 3), f"[{r.low:.2f}, {r.high:.2f}]", r.n, r.ties]
                          for r in rows], columns=METRIC_AGREEMENT_COLUMNS)
+def csv_frame(view: pd.DataFrame) -> pd.DataFrame:
+    """The view as it goes into the downloaded CSV: names and organisations are the submitters', so every
+    text cell a spreadsheet would run as a formula is neutralised (eval_backend.inert.csv_cell)."""
+    return view.map(csv_cell).rename(columns=csv_cell)
 
 
 def model_infos(ctx) -> dict[str, rt.ModelInfo]:
@@ -215,12 +222,12 @@ def build_bench_tab(ctx):
         df, grp = rt.build_table(docs, model_infos(ctx), reported)
         view = rt.apply_filters(df, grp, st)
         path = csv_dir / "benchmark_leaderboard.csv"
-        view.to_csv(path, index=False)
+        csv_frame(view).to_csv(path, index=False)
         measured, paper = rt.sections(view)
         board = rt.SORT_PRESETS[st.sort]
         pairs = arena_pairs(_ratings(ctx), df, board)
         rho = agreement.rank_correlation(pairs)
-        agree = rho.text(f"Rank correlation (Spearman) between the arena's Bradley–Terry score and {board}")
+        agree = md(rho.text(f"Rank correlation (Spearman) between the arena's Bradley–Terry score and {board}"))
         return (rt.display_frame(measured), rt.display_frame(paper), str(path), radar_figure(measured),
                 scatter_figure(pairs, board, rho), agree, gr.update(choices=sorted(docs)),
                 metric_agreement_frame(ctx, docs))

@@ -1,9 +1,13 @@
-"""Browsing the benchmark: pure views over a Benchmark and stored replies (no Gradio)."""
+"""Browsing the benchmark: pure views over a Benchmark and stored replies (no Gradio).
+
+Every text from the benchmark or a reply goes through `eval_backend.inert` (`md` for paragraphs, `mi` for
+fields inside a line): the Markdown shown holds no link, image or HTML of theirs."""
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 from eval_backend.benchmark.model import Benchmark
+from eval_backend.inert import md, md_inline as mi
 from eval_backend.store import Reply, Store
 from eval_backend.tasks import build_requests
 
@@ -50,37 +54,40 @@ def item_view(b: Benchmark, collection: str, item_id: str) -> ItemView:
     it = next((x for x in _items(b, collection) if x.id == item_id), None)
     if it is None:
         raise KeyError(f"no item {item_id!r} in {collection}")
-    lines = [f"### {it.id}"]
+    lines = [f"### {mi(it.id)}"]
     clips: list[tuple[str, str | None]] = []
     if collection == "scripts":
-        lines += [f"**Words:** {it.text}", f"**Attribute:** {it.attribute} ({it.dimension}) · **topic:** {it.topic}"]
+        lines += [f"**Words:** {md(it.text)}",
+                  f"**Attribute:** {mi(it.attribute)} ({mi(it.dimension)}) · **topic:** {mi(it.topic)}"]
         for name, v in it.variants.items():
             clips.append(_clip(f"{name}: {v.attribute}", v.audio))
             if v.reference_reply:
-                lines.append(f"- reference reply to *{name}*: {v.reference_reply}")
+                lines.append(f"- reference reply to *{mi(name)}*: {md(v.reference_reply)}")
     elif collection == "mcqs":
-        lines += [f"**{it.level} · {it.type}**", it.question]
-        lines += [f"- {'✅ ' if chr(65 + i) == it.answer else ''}{chr(65 + i)}. {o}" for i, o in enumerate(it.options)]
+        lines += [f"**{mi(it.level)} · {mi(it.type)}**", md(it.question)]
+        lines += [f"- {'✅ ' if chr(65 + i) == it.answer else ''}{chr(65 + i)}. {md(o)}"
+                  for i, o in enumerate(it.options)]
         clips.append(_clip("question audio", it.audio))
     elif collection == "context_groups":
-        lines.append(f"**Words:** {it.utterance_text}")
-        lines += [f"- *{c.id}* context: {c.context} — reference: {c.reference_reply or '—'}" for c in it.cases]
+        lines.append(f"**Words:** {md(it.utterance_text)}")
+        lines += [f"- *{mi(c.id)}* context: {md(c.context)} — reference: {md(c.reference_reply) or '—'}"
+                  for c in it.cases]
         clips.append(_clip("utterance", it.audio))
     elif collection == "tone_groups":
-        lines += [f"**Words:** {it.text}", f"**Context:** {it.context}"]
+        lines += [f"**Words:** {md(it.text)}", f"**Context:** {md(it.context)}"]
         for c in it.cases:
             clips.append(_clip(f"{c.id}: {c.tone}", c.audio))
-            lines.append(f"- *{c.tone}* reference: {c.reference_reply or '—'}")
+            lines.append(f"- *{mi(c.tone)}* reference: {md(c.reference_reply) or '—'}")
     else:
-        lines += [f"**{it.kind} variation · group {it.group_id}**", f"**Context:** {it.context}",
-                  f"**Right option:** {it.answer}"]
+        lines += [f"**{mi(it.kind)} variation · group {mi(it.group_id)}**", f"**Context:** {md(it.context)}",
+                  f"**Right option:** {mi(it.answer)}"]
         clips.append(_clip("user", it.audio))
         for letter in sorted(it.options):
             clips.append(_clip(f"option {letter}", it.options[letter]))
             if letter in it.option_texts:
-                lines.append(f"- {letter}: {it.option_texts[letter]}")
+                lines.append(f"- {mi(letter)}: {md(it.option_texts[letter])}")
     if it.flags:
-        lines.append("**Flags:** " + "; ".join(it.flags))
+        lines.append("**Flags:** " + "; ".join(md(f) for f in it.flags))
     ids = [r.id for r in build_requests(b) if r.item_id == it.id]
     return ItemView("\n\n".join(lines), clips[:MAX_CLIPS], ids)
 
@@ -89,10 +96,10 @@ def reply_markdown(reply: Reply | None) -> str:
     if reply is None:
         return "_no reply stored for this model and request_"
     if reply.status == "failed":
-        return f"**failed** · `{reply.error_class}`: {reply.error_message}"
-    parts = [f"**Text:** {reply.text or '—'}"]
+        return f"**failed** · {mi(reply.error_class)}: {md(reply.error_message)}"
+    parts = [f"**Text:** {md(reply.text) or '—'}"]
     if reply.transcript and reply.transcript != reply.text:
-        parts.append(f"**Audio transcript:** {reply.transcript}")
+        parts.append(f"**Audio transcript:** {md(reply.transcript)}")
     timing = [f"latency {reply.latency_s:.2f} s" if reply.latency_s is not None else "",
               f"first audio byte {reply.ttfab_s:.2f} s" if reply.ttfab_s is not None else ""]
     parts.append(" · ".join(t for t in timing if t))

@@ -10,6 +10,7 @@ import gradio as gr
 import pandas as pd
 
 from arena.media import audio_html
+from eval_backend.inert import md, md_inline as mi
 
 SPOKEN = ("conversation", "context", "tone")
 N_SAMPLES = 3
@@ -63,22 +64,28 @@ def sample_replies(store, model: str, benchmark_hash: str, n: int = N_SAMPLES, m
 
 
 def headline_markdown(doc: dict) -> str:
+    """The model's name, benchmark, scorer and boards; every value from the document is inert text."""
     man = doc["manifest"]
     b = man["benchmark"]
-    lines = [f"### {man['model']}",
-             f"Benchmark **{b.get('name')} v{b.get('version')}** (hash `{str(b.get('hash'))[:12]}`), scorer "
-             f"`{man.get('scorer_version')}`, scored {man.get('timestamp')}."]
+    lines = [f"### {mi(man['model'])}",
+             f"Benchmark **{mi(b.get('name'))} v{mi(b.get('version'))}** (hash {mi(str(b.get('hash'))[:12])}), "
+             f"scorer {mi(man.get('scorer_version'))}, scored {mi(man.get('timestamp'))}."]
     from .results_table import BOARD_SOURCE, board_cell, ci_text
     for name, e in doc.get("boards", {}).items():
         shown = board_cell(name, e) if name in BOARD_SOURCE else e.get("value")
         if isinstance(shown, (int, float)) and e.get("value") is not None:
             ci = f" [95%: {ci_text(e['ci95'])[1:-1]}]" if e.get("ci95") else ""
-            lines.append(f"- **{name}**: {e['value']:.3f}{ci} ({e.get('source', '')})")
+            lines.append(f"- **{mi(name)}**: {e['value']:.3f}{ci} ({mi(e.get('source', ''))})")
         elif isinstance(shown, str):      # not computed, or filled from another metric by an older scorer
-            lines.append(f"- **{name}**: {shown}")
+            lines.append(f"- **{mi(name)}**: {md(shown)}")
         else:
-            lines.append(f"- **{name}**: {e.get('reason') or e.get('note') or 'see the columns'}")
+            lines.append(f"- **{mi(name)}**: {md(e.get('reason') or e.get('note') or 'see the columns')}")
     return "\n".join(lines)
+
+
+def sample_markdown(sample: dict) -> str:
+    """One sample reply: its request id and text, as inert text."""
+    return f"{mi(sample['request_id'])}\n\n> {md(sample['text'])}"
 
 
 def build_model_page(ctx, docs_fn):
@@ -108,7 +115,7 @@ def build_model_page(ctx, docs_fn):
             return ["_Choose a model._", empty, empty, empty, *[""] * N_SAMPLES,
                     *[gr.update(visible=False)] * N_SAMPLES, None]
         samples = sample_replies(ctx.store, name, doc["manifest"]["benchmark"]["hash"], media=ctx.media)
-        mds = [f"`{s['request_id']}`\n\n> {s['text']}" for s in samples] + [""] * (N_SAMPLES - len(samples))
+        mds = [sample_markdown(s) for s in samples] + [""] * (N_SAMPLES - len(samples))
         audios = [gr.update(value=audio_html(f"reply {i + 1}", s["audio"]), visible=bool(s["audio"]))
                   for i, s in enumerate(samples)]
         audios += [gr.update(visible=False)] * (N_SAMPLES - len(samples))

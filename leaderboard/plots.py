@@ -1,7 +1,9 @@
 """Arena leaderboard figures: pure functions from plain data to plotly figures.
 
 No I/O and no service calls here, so every figure can be built (and tested) from
-literal data. Missing values stay missing (NaN cells, no bar), never zero.
+literal data. Missing values stay missing (NaN cells, no bar), never zero. Model names are
+the submitters': plotly renders a pseudo-HTML subset (links too) in labels, so each name
+passes through `plot_text` (HTML-escaped) here.
 """
 from __future__ import annotations
 
@@ -9,6 +11,8 @@ import math
 from typing import Sequence
 
 import plotly.graph_objects as go
+
+from eval_backend.inert import plot_text
 
 _HEIGHT = 420
 
@@ -30,7 +34,7 @@ def interval_chart(models: Sequence[str], scores: Sequence[float], lows: Sequenc
         raise ValueError("models, scores, lows and highs must have the same length")
     prov = list(provisional) if provisional is not None else [False] * len(models)
     order = sorted(range(len(models)), key=lambda i: scores[i])       # plotly draws y bottom-up
-    ys = [models[i] for i in order]
+    ys = [plot_text(models[i]) for i in order]
     xs = [scores[i] for i in order]
     fig = go.Figure(go.Scatter(
         x=xs, y=ys, mode="markers",
@@ -56,8 +60,9 @@ def matrix_heatmap(models: Sequence[str], matrix: Sequence[Sequence[float | None
     cells = [[None if i == j else v for j, v in enumerate(row)] for i, row in enumerate(matrix)]
     z = [[math.nan if v is None else float(v) for v in row] for row in cells]
     text = [["" if v is None else format(v, value_format) for v in row] for row in cells]
+    names = [plot_text(m) for m in models]
     fig = go.Figure(go.Heatmap(
-        z=z, x=list(models), y=list(models), text=text, texttemplate="%{text}",
+        z=z, x=names, y=names, text=text, texttemplate="%{text}",
         colorscale=colorscale, zmid=zmid, hoverongaps=False,
         zmin=zrange[0] if zrange else None, zmax=zrange[1] if zrange else None,
         hovertemplate="%{y} vs %{x}: %{text}<extra></extra>",
@@ -92,7 +97,8 @@ def rating_history_chart(series: dict[str, tuple[Sequence[float], Sequence[float
         fig.add_trace(go.Scatter(x=list(xs) + list(xs)[::-1], y=upper + lower[::-1], fill="toself",
                                  opacity=0.15, line=dict(width=0), hoverinfo="skip", showlegend=False,
                                  legendgroup=model))
-        fig.add_trace(go.Scatter(x=list(xs), y=list(mus), mode="lines", name=model, legendgroup=model))
+        fig.add_trace(go.Scatter(x=list(xs), y=list(mus), mode="lines", name=plot_text(model),
+                                 legendgroup=model))
     fig.update_layout(title=title, height=_HEIGHT, xaxis_title="vote", yaxis_title="μ",
                       margin=dict(l=10, r=10, t=50, b=40))
     return fig

@@ -15,6 +15,7 @@ import time
 import gradio as gr
 import pandas as pd
 
+from eval_backend.inert import md, md_inline as mi
 from eval_backend.submissions import (LICENCES, JobError, SubmissionForm, SubmissionService, SubmissionSettings,
                                       settings_from_env)
 from eval_backend.submissions.service import HIDDEN
@@ -50,22 +51,24 @@ def jobs_frame(jobs) -> pd.DataFrame:
 
 
 def job_markdown(job, events: list[dict]) -> str:
-    lines = [f"### #{job.id} {job.model}: **{job.state}**"]
+    """A request's details. Its name, endpoint, reasons, event details and log come from the submitter, the
+    endpoint or the worker: all inert text (no link, image, HTML or code fence of theirs)."""
+    lines = [f"### #{job.id} {mi(job.model)}: **{mi(job.state)}**"]
     if job.reason:
-        lines.append(f"**Why:** {job.reason}")
-    target = job.base_url and f"endpoint `{job.base_url}` model `{job.model_id}`" or "predictions upload"
+        lines.append(f"**Why:** {md(job.reason)}")
+    target = job.base_url and f"endpoint {mi(job.base_url)} model {mi(job.model_id)}" or "predictions upload"
     if job.base_url == HIDDEN:
         target = "endpoint and model id shown to its submitter and the operator only"
-    lines.append(f"{target}; audio output: {'yes' if job.audio_output else 'no'}; benchmark `{job.benchmark}`"
+    lines.append(f"{target}; audio output: {'yes' if job.audio_output else 'no'}; benchmark {mi(job.benchmark)}"
                  + ("; an API key was given (stored encrypted until the job ends)" if job.has_api_key else ""))
     if job.results_path:
-        lines.append(f"Results: `{os.path.basename(job.results_path)}`")
+        lines.append(f"Results: {mi(os.path.basename(job.results_path))}")
     lines.append("\n| when | event | by | detail |\n|---|---|---|---|")
-    for e in events:
-        detail = (e.get("detail") or "").replace("|", "\\|").replace("\n", " ")
-        lines.append(f"| {_when(e['at'])} | {e['event']} | {e.get('actor') or ''} | {detail} |")
+    for e in events:     # md_inline escapes "|" too, so a detail cannot add cells
+        lines.append(f"| {_when(e['at'])} | {mi(e['event'])} | {mi(e.get('actor') or '')} | "
+                     f"{mi(e.get('detail') or '', limit=2000)} |")
     if job.log_excerpt:
-        lines.append("\n<details><summary>log excerpt</summary>\n\n```\n" + job.log_excerpt[-4000:] + "\n```\n</details>")
+        lines.append("\n<details><summary>log excerpt</summary>\n\n" + md(job.log_excerpt[-4000:]) + "\n\n</details>")
     return "\n".join(lines)
 
 
@@ -82,8 +85,8 @@ def form_from_inputs(name, organisation, link, licence, open_weights, kind, base
 
 
 def error_updates(errors: dict[str, str]) -> list:
-    return [gr.update(value=f"⚠️ {errors[f]}", visible=True) if f in errors else gr.update(value="", visible=False)
-            for f in FIELDS]
+    return [gr.update(value=f"⚠️ {md(errors[f])}", visible=True) if f in errors
+            else gr.update(value="", visible=False) for f in FIELDS]
 
 
 def service_for(ctx) -> SubmissionService:
@@ -200,9 +203,9 @@ def build_submit_tab(ctx) -> None:
             out = svc.submit(form, person, dry_run=dry_run)
         except Exception as exc:   # the form never crashes the page; nothing was queued
             return [*error_updates({}), f"⚠️ The submission could not be processed: {type(exc).__name__}.", clear_key]
-        general = [f"- {out.errors[k]}" for k in GENERAL if k in out.errors]
-        general += [f"- {m}" for k, m in out.errors.items() if k not in FIELDS and k not in GENERAL]
-        notes = "".join(f"\n- note: {n}" for n in out.notes if n)
+        general = [f"- {md(out.errors[k])}" for k in GENERAL if k in out.errors]
+        general += [f"- {md(m)}" for k, m in out.errors.items() if k not in FIELDS and k not in GENERAL]
+        notes = "".join(f"\n- note: {md(n)}" for n in out.notes if n)
         if out.accepted and out.job_id is not None:
             msg = f"✅ Queued as request #{out.job_id} (PENDING). It is listed below.{notes}"
         elif out.accepted:
@@ -230,7 +233,7 @@ def build_submit_tab(ctx) -> None:
         try:
             return job_markdown(svc.job_for(int(job_id), person), svc.events_for(int(job_id), person))
         except JobError as exc:
-            return f"⚠️ {exc}"
+            return f"⚠️ {md(exc)}"
 
     def act(action, request, profile, job_id, key):
         person = ident.who(request, profile)
@@ -240,9 +243,9 @@ def build_submit_tab(ctx) -> None:
             return "⚠️ Choose a request first.", gr.update(value=""), *listing_for(person, job_id)
         try:
             job = svc.retry(int(job_id), person, key or None) if action == "retry" else svc.cancel(int(job_id), person)
-            msg = f"✅ #{job.id} is now {job.state}."
+            msg = f"✅ #{job.id} is now {mi(job.state)}."
         except JobError as exc:
-            msg = f"⚠️ {exc}"
+            msg = f"⚠️ {md(exc)}"
         return msg, gr.update(value=""), *listing_for(person, job_id)
 
     # Explicit positional parameters: Gradio injects the request and the OAuth profile only into positional
