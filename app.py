@@ -5,7 +5,8 @@ is prepared in the background with its progress shown at the top of the page.
 Settings: EMPATHY_ARENA_DATA_DIR (./data), EMPATHY_ARENA_BENCHMARK (demo),
 EMPATHY_ARENA_BOOTSTRAP (1: build the demo and run the baselines if needed),
 EMPATHY_ARENA_WORKER (1: run an evaluation worker in-process), Hub sync (README),
-GRADIO_SERVER_NAME / GRADIO_SERVER_PORT (127.0.0.1:7860; Spaces sets 0.0.0.0).
+GRADIO_SERVER_NAME / GRADIO_SERVER_PORT (127.0.0.1:7860; Spaces sets 0.0.0.0),
+EMPATHY_ARENA_TRUSTED_PROXIES (reverse proxies whose X-Forwarded-For is believed: eval_backend/client_address.py).
 """
 from __future__ import annotations
 
@@ -25,6 +26,7 @@ from arena.http_api import mount_http_api  # noqa: E402
 from arena.service import ArenaService  # noqa: E402
 from arena.ui import build_arena_tab  # noqa: E402
 from eval_backend import config  # noqa: E402
+from eval_backend.body_limit import BodyLimit, app_caps  # noqa: E402
 from eval_backend.bootstrap import Bootstrap  # noqa: E402
 from eval_backend.store import Store  # noqa: E402
 from leaderboard.about_tab import build_about_tab  # noqa: E402
@@ -92,12 +94,13 @@ def build_blocks(ctx: SpaceContext) -> gr.Blocks:
     return demo
 
 
-def build_app(ctx: SpaceContext) -> FastAPI:
-    """The JSON API (/api/arena/...) beside the Gradio UI mounted at /."""
+def build_app(ctx: SpaceContext) -> BodyLimit:
+    """The JSON API (/api/arena/...) beside the Gradio UI mounted at /, behind the request-body caps."""
     app = FastAPI(title="Empathy Arena")
     mount_http_api(app, ctx.arena)
-    return gr.mount_gradio_app(app, build_blocks(ctx), path="/", allowed_paths=[str(ctx.data_dir)],
-                               footer_links=["gradio", "settings"])
+    app = gr.mount_gradio_app(app, build_blocks(ctx), path="/", allowed_paths=[str(ctx.data_dir)],
+                              footer_links=["gradio", "settings"])
+    return BodyLimit(app, app_caps(ctx.submissions.max_upload_bytes))
 
 
 def start_health_checks(ctx: SpaceContext, every_s: float = 300.0) -> None:
@@ -131,7 +134,9 @@ def main() -> None:
     host = os.environ.get("GRADIO_SERVER_NAME", "127.0.0.1")
     port = int(os.environ.get("GRADIO_SERVER_PORT", "7860"))
     log.info("store: %s; serving on http://%s:%d", ctx.store.describe(), host, port)
-    uvicorn.run(build_app(ctx), host=host, port=port, log_level="warning")
+    # proxy_headers=False: uvicorn would otherwise believe X-Forwarded-For from 127.0.0.1 (its default
+    # forwarded_allow_ips); client addresses are resolved in one place, eval_backend/client_address.py.
+    uvicorn.run(build_app(ctx), host=host, port=port, log_level="warning", proxy_headers=False)
 
 
 if __name__ == "__main__":

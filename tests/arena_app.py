@@ -41,7 +41,9 @@ def build(data_dir=None):
     app = FastAPI()
     mount_http_api(app, service)
     app = gr.mount_gradio_app(app, demo, path="/", allowed_paths=[str(store.root)], footer_links=[])
-    return app, service
+    from eval_backend.body_limit import BodyLimit, app_caps
+    from eval_backend.submissions.settings import SubmissionSettings
+    return BodyLimit(app, app_caps(SubmissionSettings().max_upload_bytes)), service
 
 
 def main() -> int:
@@ -52,7 +54,8 @@ def main() -> int:
     import uvicorn
 
     app, _ = build(args.data_dir)
-    uvicorn.run(app, host="127.0.0.1", port=args.port, log_level="warning", access_log=False)
+    uvicorn.run(app, host="127.0.0.1", port=args.port, log_level="warning", access_log=False,
+                proxy_headers=False)   # as app.main: addresses from eval_backend/client_address.py
     return 0
 
 
