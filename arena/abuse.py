@@ -63,10 +63,22 @@ class TokenBuckets:
         self._items: OrderedDict[str, list[float]] = OrderedDict()    # key -> [tokens, last refill time]
         self._lock = threading.Lock()
 
+    def wait(self, key: str) -> float:
+        """Seconds until `key` could take a token (0.0: now), without taking one."""
+        if self.capacity <= 0:
+            return 60.0
+        now = self.clock()
+        with self._lock:
+            item = self._items.get(key)
+            if item is None:
+                return 0.0
+            tokens = min(self.capacity, item[0] + (now - item[1]) * self.rate)
+        return 0.0 if tokens >= 1.0 else (1.0 - tokens) / self.rate
+
     def take(self, key: str) -> float:
         """Take a token: 0.0 when granted, else the seconds until one is available."""
-        if self.capacity <= 0:
-            return math.inf
+        if self.capacity <= 0:                # a limit of 0 closes the door: ask again in a minute
+            return 60.0
         now = self.clock()
         with self._lock:
             item = self._items.get(key)
@@ -126,10 +138,7 @@ class BattleGate:
                                                    "until the oldest expires", wait)
         wait = self.battles.take(address_key(address))
         if wait:
-            self._count("battle_rate")
-            raise Refused("rate_limited", f"too many battles from this network address (the limit is "
-                                          f"{self.battles.capacity:g} a minute); try again in {math.ceil(wait)} s",
-                          wait)
+            raise self._rate_refusal("battle", wait)
         ticket = Ticket(session)
         with self._lock:
             held = self._open.get(session)
@@ -163,13 +172,22 @@ class BattleGate:
             if held is not None:
                 held.pop(battle_id, None)
 
+    def early_refusal(self, kind: str, address: str | None) -> Refused | None:
+        """For a front door that answers before any framework runs: the refusal a `kind` request ("battle" or
+        "vote") from `address` is sure to get now, or None (then the full check runs, and takes the token)."""
+        wait = (self.battles if kind == "battle" else self.votes).wait(address_key(address))
+        return self._rate_refusal(kind, wait) if wait else None
+
+    def _rate_refusal(self, kind: str, wait: float) -> Refused:
+        self._count(f"{kind}_rate")
+        what, buckets = ("battles", self.battles) if kind == "battle" else ("vote attempts", self.votes)
+        return Refused("rate_limited", f"too many {what} from this network address (the limit is "
+                                       f"{buckets.capacity:g} a minute); try again in {math.ceil(wait)} s", wait)
+
     def admit_vote(self, address: str | None) -> None:
         wait = self.votes.take(address_key(address))
         if wait:
-            self._count("vote_rate")
-            raise Refused("rate_limited", f"too many vote attempts from this network address (the limit is "
-                                          f"{self.votes.capacity:g} a minute); try again in {math.ceil(wait)} s",
-                          wait)
+            raise self._rate_refusal("vote", wait)
 
     def open_count(self, session: str) -> int:
         now = self.clock()

@@ -126,6 +126,27 @@ def _timing(response: Response, t0: float) -> None:
                                          + (f", svc;dur={svc}" if svc else ""))
 
 
+class EarlyRefusal:
+    """ASGI middleware: a battle or vote from an address whose budget is spent (arena/abuse.py) is answered 429
+    here, before routing, dependency solving or body parsing. A flood past its budget then costs the event
+    loop about a third of a full request, which is what honest voters wait behind. Requests with budget left
+    go on to the handlers, which take the token and run every other check."""
+
+    def __init__(self, app, service):
+        self.app = app
+        self.service = service
+        self.kinds = {f"{PREFIX}/battle": "battle", f"{PREFIX}/vote": "vote"}
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] == "http" and scope.get("method") == "POST":
+            kind = self.kinds.get(scope.get("path", ""))
+            if kind is not None:
+                refusal = self.service.gate.early_refusal(kind, client_address.from_scope(scope))
+                if refusal is not None:
+                    return await _refused(refusal)(scope, receive, send)
+        await self.app(scope, receive, send)
+
+
 def build_router(service) -> APIRouter:
     from .service import NoBattleAvailable, VoteRefused
 
@@ -229,3 +250,7 @@ def mount_http_api(app: FastAPI, service) -> None:
     """Add the arena routes to `app`: either a FastAPI app before `gr.mount_gradio_app(app, demo, path="/")`
     (the first matching route wins), or `demo.app` after `demo.launch(prevent_thread_lock=True)` (both tested)."""
     app.include_router(build_router(service))
+    try:
+        app.add_middleware(EarlyRefusal, service=service)
+    except RuntimeError:     # demo.app after launch: too late for middleware; the handlers still refuse
+        pass

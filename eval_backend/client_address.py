@@ -11,7 +11,8 @@ skip every address that is itself a trusted proxy, and the first one that is not
 its left was written by the client and is ignored. uvicorn's own proxy handling is switched off (app.py:
 `proxy_headers=False`), so the peer seen here is the TCP peer.
 
-Used by the arena's HTTP API and Gradio tab (`from_request` takes a starlette Request or a gr.Request).
+Used by the arena's HTTP API and Gradio tab (`from_request` takes a starlette Request or a gr.Request;
+`from_scope` an ASGI scope).
 """
 from __future__ import annotations
 
@@ -128,6 +129,13 @@ def _header_values(headers, name: str) -> list[str]:
         if key.lower() == name:
             return [value]
     return []
+
+
+def from_scope(scope: dict, trust: ProxyTrust | None = None) -> str | None:
+    """The same for a raw ASGI scope (middleware that answers before any framework runs)."""
+    client = scope.get("client")
+    forwarded = [v.decode("latin-1") for k, v in scope.get("headers", ()) if k == b"x-forwarded-for"]
+    return (trust or default_trust()).resolve(client[0] if client else None, forwarded)
 
 
 def from_request(request, trust: ProxyTrust | None = None) -> str | None:

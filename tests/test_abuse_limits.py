@@ -184,3 +184,18 @@ def test_a_battle_that_cannot_be_served_gives_its_slot_back(tmp_path):
         with pytest.raises(NoBattleAvailable):
             svc.serve_battle(session, "1.2.3.4", ticket=ticket)
     assert svc.gate.open_count(session) == 0
+
+
+def test_early_refusal_peeks_without_taking():
+    clock = Clock()
+    g = gate(clock, ip_battles_per_minute=2, session_open_battles=100)
+    assert g.early_refusal("battle", "1.2.3.4") is None          # unknown address: budget left
+    g.admit_battle("s", "1.2.3.4")
+    assert g.early_refusal("battle", "1.2.3.4") is None          # one token left, and peeking keeps it
+    assert g.early_refusal("battle", "1.2.3.4") is None
+    g.admit_battle("s", "1.2.3.4")
+    refusal = g.early_refusal("battle", "1.2.3.4")
+    assert refusal.reason_code == "rate_limited" and refusal.retry_after_s == pytest.approx(30)
+    assert g.early_refusal("vote", "1.2.3.4") is None            # votes have their own budget
+    clock.t += 30
+    assert g.early_refusal("battle", "1.2.3.4") is None
