@@ -48,7 +48,7 @@ http {{
             proxy_bind {source};                # the proxy's address as the app sees it
             proxy_http_version 1.1;
             proxy_set_header Connection "";
-            proxy_set_header Host $host;
+            proxy_set_header Host $http_host;     # with the port: Gradio builds its URLs from it
             proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;
             proxy_buffering off;               # Gradio streams server-sent events
             proxy_request_buffering off;       # bodies reach the app as they arrive (its caps apply)

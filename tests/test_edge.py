@@ -207,3 +207,56 @@ def test_json_depth_and_size_get_clear_4xx(app):
         assert r.status_code == 404 and r.json()["error"] == "unknown_battle", r.text
         assert c.post(app.url + "/api/arena/vote", content=b"\xff\xfe",
                       headers={"Content-Type": "application/json"}).status_code == 400
+
+
+# ---------------------------------------------------------------- the Gradio tab, in a real browser, behind nginx
+BROWSER_LIMITS = {**LIMITS, "ip_battles_per_minute": 2}
+
+
+@pytest.fixture(scope="module")
+def browser_app(app):
+    """A second process on the same data dir (its own in-memory limits, as a replica has), behind its own nginx."""
+    proc = AppProcess(app.data_dir, BROWSER_LIMITS, env={"EMPATHY_ARENA_TRUSTED_PROXIES": PROXY_SOURCE}).start()
+    try:
+        with ng.nginx_proxy(f"127.0.0.1:{proc.port}", source=PROXY_SOURCE) as p:
+            yield proc, p
+    finally:
+        proc.stop()
+
+
+@pytest.mark.browser
+def test_gradio_tab_uses_the_resolved_address_a_signed_session_and_the_limits(browser_app):
+    from tests.test_arena_ui import CHROMIUM_ARGS
+
+    sync_api = pytest.importorskip("playwright.sync_api")
+    proc, proxy = browser_app
+    with sync_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page()
+            page.set_default_timeout(30_000)
+            page.goto(proxy.url + "/")
+            page.wait_for_selector("#arena-next", timeout=120_000)       # Gradio renders after its config loads
+            ids = []
+            for _ in range(BROWSER_LIMITS["ip_battles_per_minute"]):
+                page.click("#arena-next")
+                page.wait_for_function(f"() => {{ const b = document.querySelector('.arena-meter')?.dataset.battle;"
+                                       f" return b && !{json.dumps(ids)}.includes(b); }}")
+                ids.append(page.evaluate("() => document.querySelector('.arena-meter').dataset.battle"))
+                # vote (no minimum listening here), so "next" is offered again
+                page.wait_for_function("() => !document.getElementById('arena-vote-a').disabled")
+                page.click("#arena-vote-a")
+                page.wait_for_selector("#arena-reveal", state="visible")
+            page.click("#arena-next")              # past this address's budget: refused, and said so
+            page.wait_for_function("() => document.querySelector('#arena-message')?.innerText"
+                                   ".includes('too many battles')")
+        finally:
+            browser.close()
+    rows = [dict(r) for r in Store(proc.data_dir).query(
+        f"SELECT session_id, ip_hash FROM arena_battles WHERE id IN ({','.join('?' * len(ids))})", tuple(ids))]
+    assert len(rows) == len(ids)
+    # chromium reached nginx from 127.0.0.1; the app's peer was the proxy (127.0.0.254)
+    assert {r["ip_hash"] for r in rows} == {ip_hash(proc, "127.0.0.1")}
+    # one session for the page, issued and signed by the server
+    assert len({r["session_id"] for r in rows}) == 1
+    assert Signer.for_data_dir(proc.data_dir).unsign("arena-session", rows[0]["session_id"])
