@@ -25,9 +25,10 @@ flood is refused on the event loop and never queues in front of honest voters.
 Client addresses come from eval_backend/client_address.py (forwarding headers only
 from configured proxies). Bodies are capped by eval_backend/body_limit.py in front
 of the whole app (API_BODY_BYTES here) and parsed by eval_backend/safejson.py
-(nesting at most API_JSON_DEPTH; large bodies off the event loop). A vote's 200 comes only after the
-service committed it (SQLite, synchronous=FULL), so an acknowledged vote
-survives a crash. The service's blocking calls run in the thread pool.
+(nesting at most API_JSON_DEPTH; large bodies off the event loop).
+
+A vote's 200 comes only after the service committed it (SQLite,
+synchronous=FULL), so an acknowledged vote survives a crash. The service's blocking calls run in the thread pool.
 Audio is served through battle-scoped URLs, so no file path (which holds the
 model name) reaches the client.
 """

@@ -186,7 +186,8 @@ def build_arena_tab(service) -> None:
             view = run_write(service.serve_battle, session, ip, user=user, ticket=ticket)
         except (NoBattleAvailable, ValueError, Refused) as exc:   # the service says why (e.g. no two models yet)
             msg = str(exc)
-            return ({"session": session}, gr.update(visible=False), None, None, None, _meter_html(None, None, ""), *locked,
+            return ({"session": session}, gr.update(visible=False), None, None, None, _meter_html(None, None, ""),
+                    *locked,
                     gr.update(), gr.update(), gr.update(), f"⚠️ {msg}", gr.update(visible=False),
                     gr.update(visible=True, value="Try again (n)"))
         ctx = view.context_text
