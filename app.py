@@ -6,7 +6,8 @@ Settings: EMPATHY_ARENA_DATA_DIR (./data), EMPATHY_ARENA_BENCHMARK (demo),
 EMPATHY_ARENA_BOOTSTRAP (1: build the demo and run the baselines if needed),
 EMPATHY_ARENA_WORKER (1: run an evaluation worker in-process), its judges (EMPATHY_ARENA_JUDGE_* and
 EMPATHY_ARENA_AUDIO_JUDGE_*, see eval_backend/scoring/judge_env.py), Hub sync (README),
-GRADIO_SERVER_NAME / GRADIO_SERVER_PORT (127.0.0.1:7860; Spaces sets 0.0.0.0).
+GRADIO_SERVER_NAME / GRADIO_SERVER_PORT (127.0.0.1:7860; Spaces sets 0.0.0.0),
+EMPATHY_ARENA_TRUSTED_PROXIES (reverse proxies whose X-Forwarded-For is believed: eval_backend/client_address.py).
 """
 from __future__ import annotations
 
@@ -29,6 +30,7 @@ from arena.media import MediaTokens, mount_media  # noqa: E402
 from arena.service import ArenaService  # noqa: E402
 from arena.ui import build_arena_tab  # noqa: E402
 from eval_backend import config  # noqa: E402
+from eval_backend.body_limit import BodyLimit, app_caps  # noqa: E402
 from eval_backend.bootstrap import Bootstrap  # noqa: E402
 from eval_backend.signing import Signer  # noqa: E402
 from eval_backend.inert import md  # noqa: E402
@@ -110,7 +112,7 @@ def build_blocks(ctx: SpaceContext) -> gr.Blocks:
     return demo
 
 
-def build_app(ctx: SpaceContext) -> FastAPI:
+def build_app(ctx: SpaceContext) -> BodyLimit:
     """The JSON API (/api/arena/...) and the media routes beside the Gradio UI mounted at /.
 
     Gradio serves no file of the data dir: audio goes through arena/media.py's token routes, and the data dir
@@ -121,8 +123,10 @@ def build_app(ctx: SpaceContext) -> FastAPI:
     mount_http_api(app, ctx.arena)
     mount_media(app, ctx.arena, ctx.media, lambda: ctx.benchmark)
     identity_for(ctx).mount(app)        # /operator sign-in and the guest cookie (leaderboard/identity.py)
-    return gr.mount_gradio_app(app, build_blocks(ctx), path="/", blocked_paths=[str(ctx.data_dir)],
-                               footer_links=["gradio", "settings"])
+    app = gr.mount_gradio_app(app, build_blocks(ctx), path="/", blocked_paths=[str(ctx.data_dir)],
+                              footer_links=["gradio", "settings"])
+    # request-body caps in front of everything, Gradio's routes included (eval_backend/body_limit.py)
+    return BodyLimit(app, app_caps(ctx.submissions.max_upload_bytes))
 
 
 def start_health_checks(ctx: SpaceContext, every_s: float = 300.0) -> None:
@@ -159,7 +163,9 @@ def main() -> None:
     host = os.environ.get("GRADIO_SERVER_NAME", "127.0.0.1")
     port = int(os.environ.get("GRADIO_SERVER_PORT", "7860"))
     log.info("store: %s; serving on http://%s:%d", ctx.store.describe(), host, port)
-    uvicorn.run(build_app(ctx), host=host, port=port, log_level="warning")
+    # proxy_headers=False: uvicorn would otherwise believe X-Forwarded-For from 127.0.0.1 (its default
+    # forwarded_allow_ips); client addresses are resolved in one place, eval_backend/client_address.py.
+    uvicorn.run(build_app(ctx), host=host, port=port, log_level="warning", proxy_headers=False)
 
 
 if __name__ == "__main__":

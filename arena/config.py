@@ -39,6 +39,10 @@ class ArenaSettings:
     ip_votes_per_minute: int = 30
     ip_votes_per_day: int = 2000
     user_votes_per_day: int = 500           # per HF account, across sessions and addresses
+    # abuse bounds, checked in memory before the writer thread (arena/abuse.py)
+    ip_battles_per_minute: int = 60         # battles issued per client address (IPv6: per /64); bursts to this
+    session_open_battles: int = 20          # served, unvoted, unexpired battles one session may hold
+    ip_vote_attempts_per_minute: int = 60   # vote requests per client address, accepted or not
     counted_share_alert: float = 0.5        # integrity health: alert when fewer votes than this are accepted
     # leaderboard
     # Vote floor, per axis: a model with fewer rated votes (wins, losses, ties) than this is "provisional":

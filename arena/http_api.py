@@ -3,6 +3,7 @@
     POST /api/arena/battle  {"session": optional}      -> 200 battle view (no model names), or 503
     POST /api/arena/vote    {"battle_id", "session", "overall", "said"?, "sounded"?, "reason"?}
                                                         -> 200 reveal, or 4xx {"error": code, "message"}
+    (both: 400 bad_json, 403 bad_session, 413 too_large, 429 rate_limited | too_many_open with Retry-After)
     GET  /api/arena/audio/{battle_id}/{clip}            -> the wav of clip user | A | B of a served battle
                                                            (arena/media.py: mounted beside this API)
     GET  /api/arena/ratings?axis=overall                -> leaderboard rows
@@ -15,18 +16,27 @@ threads racing for its lock fall into its busy handler, which sleeps up to
 40-thread pool gave p99 7.7-8.7 s, the single writer 1.4-1.9 s, for ~20% fewer
 votes/s. Reads (ratings) use the ordinary thread pool.
 
-The session is a token the server issues with the first battle when the client
-sends none; the client never picks a model. A vote's 200 comes only after the
-service committed it (SQLite, synchronous=FULL), so an acknowledged vote
-survives a crash. The service's blocking calls run in the thread pool.
-Audio is served through battle-scoped URLs (arena/media.py), so no file path
-(which holds the model name) reaches the client.
+The session is a token the server issues, signed (eval_backend/signing.py), with
+the first battle when the client sends none; a session the server did not issue is
+refused with 403 bad_session (not replaced: a client that lost its session should
+know), so a client cannot choose one. The client never picks a model. Before a
+request reaches the writer thread, the in-memory limits of arena/abuse.py apply
+(battles per address, open battles per session, vote attempts per address), so a
+flood is refused on the event loop and never queues in front of honest voters.
+Client addresses come from eval_backend/client_address.py (forwarding headers only
+from configured proxies). Bodies are capped by eval_backend/body_limit.py in front
+of the whole app (API_BODY_BYTES here) and parsed by eval_backend/safejson.py
+(nesting at most API_JSON_DEPTH; large bodies off the event loop).
+
+A vote's 200 comes only after the service committed it (SQLite,
+synchronous=FULL), so an acknowledged vote survives a crash. The service's blocking calls run in the thread pool.
+Audio is served through battle-scoped URLs (arena/media.py), so no file path (which holds the
+model name) reaches the client.
 """
 from __future__ import annotations
 
 import asyncio
 import math
-import secrets
 import time
 from concurrent.futures import ThreadPoolExecutor
 
@@ -34,11 +44,18 @@ from fastapi import APIRouter, FastAPI, Request, Response
 from fastapi.responses import JSONResponse
 from starlette.concurrency import run_in_threadpool
 
+from eval_backend import client_address, safejson
+from eval_backend.body_limit import API_BODY_BYTES
+
+from .abuse import Refused
+
 PREFIX = "/api/arena"
 MAX_SESSION_CHARS = 128
+API_JSON_DEPTH = 4            # our bodies are flat objects
+INLINE_PARSE_BYTES = 4096     # larger bodies are scanned and parsed on the thread pool, not the event loop
 # Refusal code -> HTTP status. too_fast is 425 Too Early: the client may retry the same vote later.
 STATUS = {"bad_value": 422, "unknown_battle": 404, "wrong_session": 403, "already_voted": 409, "expired": 410,
-          "too_fast": 425, "tampered": 409, "rate_limited": 429}
+          "too_fast": 425, "tampered": 409, "rate_limited": 429, "too_many_open": 429, "bad_session": 403}
 
 
 # The process's one writer thread for arena battles and votes (HTTP API and Gradio tab alike).
@@ -54,10 +71,24 @@ def _error(status: int, code: str, message: str) -> JSONResponse:
     return JSONResponse({"error": code, "message": message}, status_code=status)
 
 
+def _refused(exc: Refused) -> JSONResponse:
+    response = _error(STATUS[exc.reason_code], exc.reason_code, exc.message)
+    response.headers["Retry-After"] = str(max(1, math.ceil(exc.retry_after_s)))
+    return response
+
+
 async def _json_body(request: Request) -> dict | JSONResponse:
+    raw = await request.body()
+    if len(raw) > API_BODY_BYTES:         # body_limit.BodyLimit stops these first; this holds without it
+        return _error(413, "too_large", f"the request body is larger than the limit of {API_BODY_BYTES:,} bytes")
     try:
-        body = await request.json()
-    except ValueError:
+        if len(raw) <= INLINE_PARSE_BYTES:
+            body = safejson.loads(raw, max_depth=API_JSON_DEPTH)
+        else:
+            body = await run_in_threadpool(safejson.loads, raw, max_depth=API_JSON_DEPTH)
+    except safejson.JSONLimitError as exc:
+        return _error(400, "bad_json", str(exc))
+    except ValueError:                    # not JSON, or not UTF-8 (UnicodeDecodeError is a ValueError)
         return _error(400, "bad_json", "the request body must be a JSON object")
     if not isinstance(body, dict):
         return _error(400, "bad_json", "the request body must be a JSON object")
@@ -74,6 +105,27 @@ def _timing(response: Response, t0: float) -> None:
     svc = response.headers.get("X-Arena-Service-Ms")
     response.headers["Server-Timing"] = (f"app;dur={1000 * (time.perf_counter() - t0):.3f}"
                                          + (f", svc;dur={svc}" if svc else ""))
+
+
+class EarlyRefusal:
+    """ASGI middleware: a battle or vote from an address whose budget is spent (arena/abuse.py) is answered 429
+    here, before routing, dependency solving or body parsing. A flood past its budget then costs the event
+    loop about a third of a full request, which is what honest voters wait behind. Requests with budget left
+    go on to the handlers, which take the token and run every other check."""
+
+    def __init__(self, app, service):
+        self.app = app
+        self.service = service
+        self.kinds = {f"{PREFIX}/battle": "battle", f"{PREFIX}/vote": "vote"}
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] == "http" and scope.get("method") == "POST":
+            kind = self.kinds.get(scope.get("path", ""))
+            if kind is not None:
+                refusal = self.service.gate.early_refusal(kind, client_address.from_scope(scope))
+                if refusal is not None:
+                    return await _refused(refusal)(scope, receive, send)
+        await self.app(scope, receive, send)
 
 
 def build_router(service) -> APIRouter:
@@ -101,12 +153,19 @@ def build_router(service) -> APIRouter:
         body = await _json_body(request)
         if isinstance(body, JSONResponse):
             return body
-        session = body.get("session") or secrets.token_urlsafe(18)
+        session = body.get("session") or service.new_session()
         if not isinstance(session, str) or len(session) > MAX_SESSION_CHARS:
             return _error(422, "bad_value", f"session must be text of at most {MAX_SESSION_CHARS} characters")
-        ip = request.client.host if request.client else None
+        if not service.session_valid(session):
+            return _error(403, "bad_session", "this session was not issued by this server; send no session to "
+                                              "get a new one")
+        ip = client_address.from_request(request)
         try:
-            view = await write(response, service.serve_battle, session, ip)
+            ticket = service.admit_battle(session, ip)
+        except Refused as exc:
+            return _refused(exc)
+        try:
+            view = await write(response, service.serve_battle, session, ip, ticket=ticket)
         except NoBattleAvailable as exc:
             return _error(503, "no_battle", str(exc))
         except ValueError as exc:
@@ -126,7 +185,13 @@ def build_router(service) -> APIRouter:
         missing = [k for k in ("battle_id", "session", "overall") if not body.get(k)]
         if missing:
             return _error(422, "bad_value", f"missing field(s): {', '.join(missing)}")
-        ip = request.client.host if request.client else None
+        ip = client_address.from_request(request)
+        try:
+            service.admit_vote(ip)
+        except Refused as exc:
+            return _refused(exc)
+        if not service.session_valid(body["session"]):
+            return _error(403, "bad_session", "this session was not issued by this server; load a new battle")
         reason = body.get("reason")
         try:
             result = await write(response, service.submit_vote, body["battle_id"], body["session"], ip,
@@ -157,3 +222,7 @@ def mount_http_api(app: FastAPI, service) -> None:
     (the first matching route wins), or `demo.app` after `demo.launch(prevent_thread_lock=True)` (both tested).
     The clips' audio route is arena/media.py's `mount_media`, mounted beside it."""
     app.include_router(build_router(service))
+    try:
+        app.add_middleware(EarlyRefusal, service=service)
+    except RuntimeError:     # demo.app after launch: too late for middleware; the handlers still refuse
+        pass

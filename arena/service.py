@@ -44,6 +44,7 @@ from eval_backend.tasks import build_requests
 from . import bradley_terry as bt
 from . import storage, votes_io
 from .media import battle_clip_url
+from .abuse import BattleGate, Ticket
 from .config import ArenaSettings
 from .matchmaking import MatchParams, choose_pair
 from .ratings import BOTH_BAD, TIE, Rating, apply_vote, replay
@@ -194,10 +195,40 @@ class ArenaService:
         self._votes_seen: list[VoteRow] = []
         self._edges: set[tuple[str, str]] = set()     # pairs compared at least once (matchmaking's graph)
         self._bt_cache: dict[str, tuple] = {}
+        s = self.settings
+        self.gate = BattleGate(s.ip_battles_per_minute, s.session_open_battles, s.ip_vote_attempts_per_minute,
+                               s.battle_ttl_s, clock)
+        self._signer = None
 
     # ------------------------------------------------------------------ helpers
     def ip_hash(self, ip: str | None) -> str:
         return hashlib.sha256(f"{self.settings.salt}|{ip or ''}".encode()).hexdigest()
+
+    # Sessions are issued by the server and signed (eval_backend/signing.py), so a client cannot pick one:
+    # the HTTP API refuses a session that does not verify, the Gradio tab keeps its own in server-side state.
+    SESSION_PURPOSE = "arena-session"
+
+    @property
+    def signer(self):
+        if self._signer is None:
+            from eval_backend.signing import Signer
+            self._signer = Signer.for_data_dir(self.store.root)
+        return self._signer
+
+    def new_session(self) -> str:
+        return self.signer.new_token(self.SESSION_PURPOSE)
+
+    def session_valid(self, session) -> bool:
+        return self.signer.unsign(self.SESSION_PURPOSE, session) is not None
+
+    def admit_battle(self, session_id: str, ip: str | None) -> Ticket:
+        """The in-memory limits (arena/abuse.py) for one more battle; raises abuse.Refused. Call it on the
+        request's own thread, before handing `serve_battle(..., ticket=)` to the writer."""
+        return self.gate.admit_battle(session_id, ip)
+
+    def admit_vote(self, ip: str | None) -> None:
+        """The in-memory vote-attempt limit per address; raises abuse.Refused."""
+        self.gate.admit_vote(ip)
 
     def set_benchmarks(self, benchmarks: Iterable[Benchmark]) -> None:
         """Serve these benchmarks from now on (the Space calls it once its background preparation ends)."""
@@ -260,7 +291,21 @@ class ArenaService:
             return index, pairs
 
     # ------------------------------------------------------------------ battles
-    def serve_battle(self, session_id: str, ip: str | None, user: str | None = None) -> BattleView:
+    def serve_battle(self, session_id: str, ip: str | None, user: str | None = None,
+                     ticket: Ticket | None = None) -> BattleView:
+        """`ticket`: from `admit_battle` (the HTTP API and the Gradio tab); the battle then holds its
+        session's open-battle slot until voted on or expired. Direct callers (CLI, tests) pass none."""
+        if ticket is None:
+            return self._serve(session_id, ip, user)
+        try:
+            view = self._serve(session_id, ip, user)
+        except BaseException:
+            self.gate.release(ticket)
+            raise
+        self.gate.opened(ticket, view.battle_id, view.expires_at)
+        return view
+
+    def _serve(self, session_id: str, ip: str | None, user: str | None) -> BattleView:
         if not isinstance(session_id, str) or not session_id.strip():
             raise ValueError("a battle needs a session id")
         paused = storage.paused_models(self.store)
@@ -327,8 +372,10 @@ class ArenaService:
                     user: str | None = None, claimed_models: tuple[str, str] | list[str] | None = None) -> VoteResult:
         ip_hash = self.ip_hash(ip)
         try:
-            return self._submit(battle_id, session_id, ip_hash, overall, said, sounded, reason, user,
-                                claimed_models)
+            result = self._submit(battle_id, session_id, ip_hash, overall, said, sounded, reason, user,
+                                  claimed_models)
+            self.gate.closed(session_id, battle_id)
+            return result
         except VoteRefused as refusal:
             storage.log_refusal(self.store, battle_id if isinstance(battle_id, str) else None,
                                 session_id if isinstance(session_id, str) else None, ip_hash,

@@ -3,9 +3,13 @@
 Thin by design: every decision (which pair, whether a vote counts, the ratings)
 belongs to `ArenaService`; this module only wires events to it.
 
-- The session is Gradio's `session_hash`, the user the HF OAuth profile (None
-  locally), the IP `request.client.host` (the service salts and hashes it). The
-  browser never holds a model name before the vote.
+- The session is issued and signed by the server (`service.new_session`) and kept
+  in the tab's gr.State, which lives on the server: the browser cannot choose it
+  (Gradio's `session_hash` is chosen by the browser). The user is the HF OAuth
+  profile (None locally), the IP the client address (eval_backend/client_address.py;
+  the service salts and hashes it). The in-memory limits (arena/abuse.py) are
+  checked before a battle or vote goes to the writer thread. The browser never
+  holds a model name before the vote.
 - Audio: plain <audio> elements whose `src` is the battle's clip route
   (arena/media.py: battle id + clip, never a file path), so Gradio is never
   handed a file from the data dir.
@@ -24,6 +28,7 @@ import gradio as gr
 
 from .media import audio_html
 from eval_backend.inert import md, md_inline
+from eval_backend import client_address
 
 AUDIO_IDS = {"user": "arena-audio-user", "a": "arena-audio-a", "b": "arena-audio-b"}
 AUDIO_LABELS = {"user": "The user says", "a": "Reply A", "b": "Reply B"}
@@ -123,9 +128,10 @@ def _meter_html(battle_id: str | None, need: dict[str, float] | None, text: str 
             f'<span class="arena-meter-status">Play each clip to unlock the vote.</span></div>')
 
 
-def _identity(request: gr.Request | None, profile: gr.OAuthProfile | None) -> tuple[str, str, str | None]:
-    session = (request.session_hash if request is not None else None) or "anonymous"
-    ip = request.client.host if request is not None and request.client is not None else "unknown"
+def _identity(st: dict, request: gr.Request | None, profile: gr.OAuthProfile | None
+              ) -> tuple[str | None, str, str | None]:
+    session = st.get("session")          # server-issued, from the server-side gr.State
+    ip = client_address.from_request(request) or "unknown"
     user = getattr(profile, "username", None) if profile is not None else None
     return session, ip, user
 
@@ -159,10 +165,11 @@ def message_markdown(text: str) -> str:
 
 def build_arena_tab(service) -> None:
     """Build the arena tab's components inside the current gr.Blocks/gr.Tab context."""
+    from .abuse import Refused
     from .http_api import run_write
     from .service import NoBattleAvailable, VoteRefused
 
-    state = gr.State({})     # {"battle_id", "voted"}: per browser session, server-side only
+    state = gr.State({})     # {"session", "battle_id", "voted"}: per browser session, server-side only
     gr.Markdown(HELP)
     context_md = gr.Markdown(visible=False, elem_id="arena-context")
     def player(key: str) -> gr.HTML:
@@ -192,19 +199,21 @@ def build_arena_tab(service) -> None:
     buttons = list(vote_buttons.values())
     locked = [gr.update(interactive=False)] * len(buttons)
 
-    def new_battle(request: gr.Request, profile: gr.OAuthProfile | None):
-        session, ip, user = _identity(request, profile)
+    def new_battle(st: dict, request: gr.Request, profile: gr.OAuthProfile | None):
+        session, ip, user = _identity(st, request, profile)
+        session = session or service.new_session()
         try:
-            view = run_write(service.serve_battle, session, ip, user=user)
-        except (NoBattleAvailable, ValueError) as exc:   # the service says why (e.g. no two models yet)
+            ticket = service.admit_battle(session, ip)       # in memory: a refusal never reaches the writer
+            view = run_write(service.serve_battle, session, ip, user=user, ticket=ticket)
+        except (NoBattleAvailable, ValueError, Refused) as exc:   # the service says why (e.g. no two models yet)
             msg = str(exc)
             empty = [clip_html(AUDIO_LABELS[k], None) for k in ("user", "a", "b")]
-            return ({}, gr.update(visible=False), *empty, _meter_html(None, None, ""), *locked,
+            return ({"session": session}, gr.update(visible=False), *empty, _meter_html(None, None, ""), *locked,
                     gr.update(), gr.update(), gr.update(), message_markdown(msg), gr.update(visible=False),
                     gr.update(visible=True, value="Try again (n)"))
         ctx = context_markdown(view.context_text)
         return (
-            {"battle_id": view.battle_id, "voted": False},
+            {"session": session, "battle_id": view.battle_id, "voted": False},
             gr.update(visible=bool(ctx), value=ctx),
             clip_html(AUDIO_LABELS["user"], view.user_audio), clip_html(AUDIO_LABELS["a"], view.audio_a),
             clip_html(AUDIO_LABELS["b"], view.audio_b),
@@ -224,11 +233,12 @@ def build_arena_tab(service) -> None:
             if not st.get("battle_id") or st.get("voted"):
                 return (st, *locked, gr.update(), gr.update(), gr.update(), "Start a new battle first.",
                         gr.update(), gr.update(visible=True))
-            session, ip, user = _identity(request, profile)
+            session, ip, user = _identity(st, request, profile)
             try:
+                service.admit_vote(ip)
                 result = run_write(service.submit_vote, st["battle_id"], session, ip, slot, said=said_v or None,
                                    sounded=sounded_v or None, reason=(reason_v or "").strip() or None, user=user)
-            except VoteRefused as exc:
+            except (VoteRefused, Refused) as exc:
                 keep = [gr.update()] * len(buttons)
                 return (st, *keep, gr.update(), gr.update(), gr.update(), message_markdown(exc.message), gr.update(),
                         gr.update())
@@ -244,7 +254,7 @@ def build_arena_tab(service) -> None:
     # Battles and votes write to SQLite: they run on the process's one writer thread (run_write, shared with
     # the HTTP API) and queue in one Gradio slot, so writers never race for SQLite's lock (its busy handler
     # sleeps up to 100 ms per retry).
-    next_btn.click(new_battle, None, battle_outputs, concurrency_limit=1, concurrency_id=WRITE_QUEUE,
+    next_btn.click(new_battle, [state], battle_outputs, concurrency_limit=1, concurrency_id=WRITE_QUEUE,
                    api_visibility="private")
     meter.submit(unlock, [state], buttons, concurrency_limit=None, api_visibility="private",
                  show_progress="hidden")

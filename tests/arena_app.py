@@ -43,7 +43,9 @@ def build(data_dir=None):
     mount_http_api(app, service)
     mount_media(app, service)          # the clips' route: Gradio itself serves no file of the data dir
     app = gr.mount_gradio_app(app, demo, path="/", blocked_paths=[str(store.root)], footer_links=[])
-    return app, service
+    from eval_backend.body_limit import BodyLimit, app_caps
+    from eval_backend.submissions.settings import SubmissionSettings
+    return BodyLimit(app, app_caps(SubmissionSettings().max_upload_bytes)), service
 
 
 def main() -> int:
@@ -54,7 +56,8 @@ def main() -> int:
     import uvicorn
 
     app, _ = build(args.data_dir)
-    uvicorn.run(app, host="127.0.0.1", port=args.port, log_level="warning", access_log=False)
+    uvicorn.run(app, host="127.0.0.1", port=args.port, log_level="warning", access_log=False,
+                proxy_headers=False)   # as app.main: addresses from eval_backend/client_address.py
     return 0
 
 

@@ -128,9 +128,11 @@ def free_port() -> int:
 class AppProcess:
     """`python -m tests.arena_app` on a free loopback port, with a data dir and settings overrides."""
 
-    def __init__(self, data_dir: str | Path, settings: dict | None = None, port: int | None = None):
+    def __init__(self, data_dir: str | Path, settings: dict | None = None, port: int | None = None,
+                 env: dict | None = None):
         self.data_dir = Path(data_dir)
         self.settings = settings or {}
+        self.env = env or {}          # extra environment, e.g. EMPATHY_ARENA_TRUSTED_PROXIES
         self.port = port or free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.proc: subprocess.Popen | None = None
@@ -139,7 +141,7 @@ class AppProcess:
     def start(self, timeout: float = 120.0) -> "AppProcess":
         env = {**os.environ, "EMPATHY_ARENA_DATA_DIR": str(self.data_dir),
                "EMPATHY_ARENA_SETTINGS": json.dumps(self.settings), "GRADIO_ANALYTICS_ENABLED": "False",
-               "HF_HUB_OFFLINE": "1"}
+               "HF_HUB_OFFLINE": "1", **self.env}
         root = Path(__file__).resolve().parent.parent
         log = open(self.log_path, "ab")
         self.proc = subprocess.Popen([sys.executable, "-m", "tests.arena_app", "--port", str(self.port)],
@@ -177,7 +179,9 @@ class AppProcess:
 
 # ----------------------------------------------------------------------------------------- load driver
 NO_LIMITS = {"min_listen_s": 0.0, "session_votes_per_minute": 10**9, "session_votes_per_day": 10**9,
-             "ip_votes_per_minute": 10**9, "ip_votes_per_day": 10**9}
+             "ip_votes_per_minute": 10**9, "ip_votes_per_day": 10**9,
+             # the in-memory abuse bounds too (arena/abuse.py): every load voter comes from 127.0.0.1
+             "ip_battles_per_minute": 10**9, "ip_vote_attempts_per_minute": 10**9, "session_open_battles": 10**9}
 
 
 @dataclass

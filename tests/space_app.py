@@ -39,7 +39,8 @@ def main() -> int:
     import uvicorn
 
     app, _, _ = build(args.data_dir, args.worker)
-    uvicorn.run(app, host="127.0.0.1", port=args.port, log_level="warning", access_log=False)
+    uvicorn.run(app, host="127.0.0.1", port=args.port, log_level="warning", access_log=False,
+                proxy_headers=False)   # as app.main: addresses from eval_backend/client_address.py
     return 0
 
 

@@ -1,0 +1,217 @@
+"""Honest voters' latency while one client floods the arena with battle requests.
+
+    python benchmarks/bench_flood.py [--voters 50] [--duration 60] [--pause 3 9] [--flood-connections 8]
+
+Starts the real app (tests/arena_app.py, uvicorn as in production) on loopback with a seeded data dir and the
+default abuse limits (arena/config.py: ip_battles_per_minute, session_open_battles,
+ip_vote_attempts_per_minute); only the minimum listening time and the accepted-vote limits are off, so
+that honest voters are never refused for voting quickly. Then two phases of `--duration` s each:
+  quiet   `--voters` honest voters, each from its own loopback address (127.0.1.x), each a listener:
+          battle -> pause uniform(--pause) s -> vote -> next battle -> ...
+  flood   the same, while one client (its own process, from 127.0.0.2, `--flood-connections` connections)
+          asks for battles back to back as fast as the server answers.
+Measured per honest step: the client-side time from sending a vote to holding the next battle (over
+loopback: includes any wait on the server's event loop, which a flood would lengthen), and the server-side
+handling time of the two requests (Server-Timing). Prints one JSON summary (p50/p99 per phase, the flood's
+request rate and status counts, battles the flooder got into the database) and writes
+benchmarks/out/flood.json. Target: flood-phase client p99 <= 50 ms on a quiet machine.
+"""
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import math
+import multiprocessing as mp
+import os
+import platform
+import random
+import sys
+import tempfile
+import time
+from collections import Counter
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from tests.arena_fixtures import NO_LIMITS, AppProcess, _timings, seed  # noqa: E402
+
+MODELS = ("warm-model", "flat-model", "chirpy-model", "calm-model")
+FLOOD_SOURCE = "127.0.0.2"
+# Vote rules off (not what is measured); the in-memory abuse bounds stay at their defaults.
+SETTINGS = {k: v for k, v in NO_LIMITS.items()
+            if k not in ("ip_battles_per_minute", "ip_vote_attempts_per_minute", "session_open_battles")}
+
+
+def voter_address(k: int) -> str:
+    return f"127.0.1.{k + 1}"
+
+
+def pct(xs: list[float], q: float) -> float:
+    xs = sorted(x for x in xs if not math.isnan(x))
+    if not xs:
+        return math.nan
+    return xs[min(len(xs) - 1, max(0, math.ceil(q * len(xs)) - 1))]
+
+
+async def honest_voters(url: str, voters: int, duration_s: float, pause: tuple[float, float], seed_: int = 0) -> dict:
+    """`voters` paced listeners for `duration_s`; returns latencies and every non-200 by code."""
+    import aiohttp
+
+    rng = random.Random(seed_)
+    client_ms: list[float] = []
+    server_ms: list[float] = []
+    statuses: Counter = Counter()
+    errors: Counter = Counter()
+    votes = 0
+    stop_at = time.monotonic() + duration_s
+
+    async def post(http, path, body):
+        async with http.post(url + path, json=body) as r:
+            return r.status, await r.json(), _timings(r.headers)
+
+    async def voter(k: int) -> None:
+        nonlocal votes
+        connector = aiohttp.TCPConnector(limit=1, keepalive_timeout=3, local_addr=(voter_address(k), 0))
+        async with aiohttp.ClientSession(connector=connector, timeout=aiohttp.ClientTimeout(total=60)) as http:
+            try:
+                await asyncio.sleep(rng.uniform(0, pause[0]))          # voters do not start in step
+                status, view, _ = await post(http, "/api/arena/battle", {})
+                statuses[status] += 1
+                if status != 200:
+                    errors[view.get("error", str(status))] += 1
+                    return
+                session = view["session"]
+                while True:
+                    await asyncio.sleep(rng.uniform(*pause))
+                    if time.monotonic() >= stop_at:
+                        return
+                    t0 = time.perf_counter()
+                    status, reply, vt = await post(http, "/api/arena/vote", {
+                        "battle_id": view["battle_id"], "session": session, "overall": rng.choice("AB")})
+                    statuses[status] += 1
+                    if status != 200:
+                        errors[reply.get("error", str(status))] += 1
+                    else:
+                        votes += 1
+                    status, view, bt = await post(http, "/api/arena/battle", {"session": session})
+                    client_ms.append(1000 * (time.perf_counter() - t0))
+                    server_ms.append(vt.get("app", math.nan) + bt.get("app", math.nan))
+                    statuses[status] += 1
+                    if status != 200:
+                        errors[view.get("error", str(status))] += 1
+                        return
+            except (aiohttp.ClientError, asyncio.TimeoutError, ConnectionError) as exc:
+                errors[type(exc).__name__] += 1
+
+    await asyncio.gather(*(voter(k) for k in range(voters)))
+    return {"steps": len(client_ms), "votes": votes, "errors": dict(errors),
+            "statuses": {str(k): v for k, v in statuses.items()},
+            "client_p50_ms": pct(client_ms, 0.50), "client_p99_ms": pct(client_ms, 0.99),
+            "client_max_ms": max(client_ms, default=math.nan),
+            "server_p50_ms": pct(server_ms, 0.50), "server_p99_ms": pct(server_ms, 0.99)}
+
+
+def _flood_main(url: str, duration_s: float, connections: int, out) -> None:
+    """The flooder (own process, so its CPU use never slows the honest clients' event loop)."""
+    import aiohttp
+
+    async def run() -> dict:
+        statuses: Counter = Counter()
+        errors: Counter = Counter()
+        stop_at = time.monotonic() + duration_s
+        connector = aiohttp.TCPConnector(limit=connections, local_addr=(FLOOD_SOURCE, 0))
+        async with aiohttp.ClientSession(connector=connector, timeout=aiohttp.ClientTimeout(total=30)) as http:
+            async def worker():
+                while time.monotonic() < stop_at:
+                    try:
+                        async with http.post(url + "/api/arena/battle", json={}) as r:
+                            await r.read()
+                            statuses[r.status] += 1
+                    except (aiohttp.ClientError, asyncio.TimeoutError, ConnectionError) as exc:
+                        errors[type(exc).__name__] += 1
+            t0 = time.monotonic()
+            await asyncio.gather(*(worker() for _ in range(connections)))
+            wall = time.monotonic() - t0
+        total = sum(statuses.values())
+        return {"requests": total, "requests_per_s": total / wall if wall else math.nan,
+                "statuses": {str(k): v for k, v in statuses.items()}, "errors": dict(errors)}
+
+    out.put(asyncio.run(run()))
+
+
+def flood_phase(url: str, voters: int, duration_s: float, pause, connections: int, seed_: int = 0
+                ) -> tuple[dict, dict]:
+    ctx = mp.get_context("spawn")
+    q = ctx.Queue()
+    proc = ctx.Process(target=_flood_main, args=(url, duration_s + pause[1], connections, q), daemon=True)
+    proc.start()
+    try:
+        honest = asyncio.run(honest_voters(url, voters, duration_s, pause, seed_))
+        flood = q.get(timeout=duration_s + 120)
+    finally:
+        proc.join(timeout=30)
+        if proc.is_alive():
+            proc.kill()
+    return honest, flood
+
+
+def flooder_battles(data_dir, since: float) -> int:
+    from arena.config import settings_from_env
+    from arena.service import ArenaService
+    from eval_backend.store import Store
+
+    store = Store(data_dir)
+    h = ArenaService(store, settings_from_env(data_dir)).ip_hash(FLOOD_SOURCE)
+    return store.query("SELECT COUNT(*) FROM arena_battles WHERE ip_hash=? AND served_at >= ?", (h, since))[0][0]
+
+
+def measure(voters: int, duration_s: float, pause: tuple[float, float], connections: int, quiet: bool = True,
+            data_dir: str | None = None) -> dict:
+    """Seed (unless `data_dir` is already seeded), start the app, run the phases; the summary dict."""
+    with tempfile.TemporaryDirectory(prefix="arena_flood_") as tmp:
+        data = data_dir or tmp
+        if data_dir is None:
+            seed(data, MODELS, n_scripts=3)
+        app = AppProcess(data, SETTINGS).start()
+        try:
+            asyncio.run(honest_voters(app.url, min(voters, 10), 3.0, (0.2, 0.5), seed_=99))     # warm-up
+            out = {}
+            if quiet:
+                out["quiet"] = asyncio.run(honest_voters(app.url, voters, duration_s, pause, seed_=1))
+            t0 = time.time()
+            honest, flood = flood_phase(app.url, voters, duration_s, pause, connections, seed_=2)
+            flood["battles_written"] = flooder_battles(data, t0)
+            out["flood"] = {**honest, "flooder": flood}
+        finally:
+            app.stop()
+    return out
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--voters", type=int, default=50)
+    p.add_argument("--duration", type=float, default=60.0, help="seconds per phase")
+    p.add_argument("--pause", type=float, nargs=2, default=(3.0, 9.0), help="a voter's pause range (s)")
+    p.add_argument("--flood-connections", type=int, default=8)
+    p.add_argument("--no-quiet", action="store_true", help="skip the phase without the flood")
+    p.add_argument("--out", default=str(ROOT / "benchmarks" / "out" / "flood.json"))
+    args = p.parse_args()
+    load_before = os.getloadavg()
+    phases = measure(args.voters, args.duration, tuple(args.pause), args.flood_connections, not args.no_quiet)
+    report = {"command": " ".join([Path(sys.argv[0]).name, *sys.argv[1:]]), "voters": args.voters,
+              "duration_s": args.duration, "pause_s": list(args.pause), "flood_connections": args.flood_connections,
+              "target_flood_client_p99_ms": 50.0,
+              "machine": {"cpus": os.cpu_count(), "platform": platform.platform(),
+                          "python": platform.python_version(), "load_avg_before": load_before,
+                          "load_avg_after": os.getloadavg()},
+              "when": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), **phases}
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.out).write_text(json.dumps(report, indent=2))
+    print(json.dumps(report, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

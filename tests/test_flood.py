@@ -1,0 +1,37 @@
+"""A short run of benchmarks/bench_flood.py: one client floods battle requests while paced voters vote.
+
+Asserts behaviour, not timing (the machine is shared): the flood is refused with 429s once past its
+address's budget and writes at most that budget (plus the refill) to the database, while every honest
+voter's battle and vote is served. The latency target is the benchmark's, measured on a quiet machine.
+"""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from arena.config import ArenaSettings
+from tests.arena_fixtures import seed
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
+import bench_flood  # noqa: E402
+
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
+
+
+def test_flood_is_refused_and_honest_voters_are_served(tmp_path):
+    seed(tmp_path, bench_flood.MODELS[:2], n_scripts=1)
+    duration = 12.0
+    out = bench_flood.measure(voters=8, duration_s=duration, pause=(0.5, 1.5), connections=4, quiet=False,
+                              data_dir=str(tmp_path))["flood"]
+    flooder = out["flooder"]
+    per_minute = ArenaSettings().ip_battles_per_minute
+    assert flooder["statuses"].get("429", 0) > 10 * flooder["statuses"].get("200", 0), flooder
+    # the burst, then one a second: what reached the writer is bounded by the budget, not by the flood
+    budget = per_minute + per_minute / 60 * (duration + 1.5 + 5)
+    assert per_minute <= flooder["battles_written"] <= budget, flooder
+    assert flooder["statuses"].get("200", 0) == flooder["battles_written"]
+    # honest voters: every request answered 200, and they kept voting through the flood
+    assert out["errors"] == {} and set(out["statuses"]) == {"200"}, out
+    assert out["votes"] >= 8 * 4, out
