@@ -160,7 +160,8 @@ def test_the_submit_tab_renders_the_public_view_without_the_endpoint(tmp_path):
         assert "secret" not in text and "alice" not in text and "host-a" not in text
     assert "shown to its submitter and the operator only" in public and "RUNNING" in table
     own = job_markdown(svc.job_for(jid, Submitter("alice")), svc.events_for(jid, Submitter("alice")))
-    assert "https://secret-host.example/v1" in own and "secret-model-7" in own
+    from eval_backend.inert import md_inline           # shown as inert text (escaped Markdown)
+    assert md_inline("https://secret-host.example/v1") in own and md_inline("secret-model-7") in own
 
 
 # ---------------------------------------------------------------------- over HTTP

@@ -46,7 +46,9 @@ def site(tmp_path_factory):
     endpoint = FaultServer().start()
     idp = OIDCProvider(CLIENT_ID, CLIENT_SECRET, USERS).start()
     common = {"EMPATHY_ARENA_BOOTSTRAP": "0", "EMPATHY_ARENA_BENCHMARK": "demo", "GRADIO_ANALYTICS_ENABLED": "False",
-              "HF_HUB_OFFLINE": "1", "EMPATHY_ARENA_OPERATORS": "boss"}
+              "HF_HUB_OFFLINE": "1", "EMPATHY_ARENA_OPERATORS": "boss",
+              # the demo allowlists only its baseline port: the test endpoint is allowed by name
+              "EMPATHY_ARENA_ALLOW_ADDRESSES": f"127.0.0.1:{endpoint.port}"}
     sport, lport = free_port(), free_port()
     spaces = Proc(["-m", "tests.space_app", "--port", str(sport), "--data-dir", str(data)], data / "spaces.log",
                   {**common, **idp.space_env()})
