@@ -2,7 +2,7 @@
 
 - `settings`: `judge:` for the text judge and an optional `audio_judge:` for one that accepts `input_audio`
   parts, from a dict or a YAML file; what the results manifest records.
-- `render`: a call renders a `JudgePrompt` with a fresh random nonce: every piece of variable text sits
+- `rendering`: a call renders a `JudgePrompt` with a fresh random nonce: every piece of variable text sits
   between `<<NAME-nonce>>` / `<<END-NAME-nonce>>` markers and any `<<` / `>>` inside it is broken up, so a
   reply can neither guess nor type a closing marker. Text that addresses the judge is flagged, not hidden.
 - `parse`: answers are parsed strictly (JSON) and then tolerantly (code fences, trailing prose, misspelt
@@ -41,7 +41,7 @@ from .client import (NOT_CACHED, JudgeCallError, JudgeClient, Judges, Judgment, 
                      run_judge)
 from .pairwise import PairVerdict, combine_orders, judge_pair
 from .parse import Parsed, ParseError, parse_answer, read_value
-from .render import (Block, Rendered, context_text, injection_flags, judged_texts, neutralise, new_nonce,
+from .rendering import (Block, Rendered, context_text, injection_flags, judged_texts, neutralise, new_nonce,
                      render, wrap)
 from .settings import (BUDGET_REACHED, DEFAULT_CALLS_PER_DAY, JudgeSettings, judge_manifest, judge_settings,
                        parse_settings)

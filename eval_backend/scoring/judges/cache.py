@@ -10,7 +10,7 @@ import threading
 import time
 from pathlib import Path
 
-from .render import Block
+from .rendering import Block
 
 
 class JudgeCache:

@@ -17,7 +17,7 @@ import httpx
 from ..judge_prompts import JudgePrompt
 from .cache import JudgeCache, input_hash
 from .parse import ParseError, parse_answer
-from .render import Block, injection_flags, judged_texts, render
+from .rendering import Block, injection_flags, judged_texts, render
 from .settings import BUDGET_REACHED, JudgeSettings, judge_settings
 
 

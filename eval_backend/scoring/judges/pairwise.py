@@ -8,7 +8,7 @@ from ...tasks import SPOKEN_TASKS, describe_request
 from ..judge_prompts import PAIRWISE, PAIRWISE_AUDIO
 from ..registry import reply_text
 from .client import Judges, Judgment, make_judges, run_judge
-from .render import context_text, injection_flags
+from .rendering import context_text, injection_flags
 
 
 @dataclass
