@@ -87,7 +87,7 @@ def make_id(task: str, item_id: str, variant: str = "-") -> str:
     return f"{task}/{item_id}/{variant}"
 
 
-def item_labels(attribute: str | None = None, **labels: str | None) -> tuple[tuple[str, str], ...]:
+def breakdown_labels(attribute: str | None = None, **labels: str | None) -> tuple[tuple[str, str], ...]:
     """Breakdown labels: an `attribute` (unless None) brings its dimension ("unknown" outside the vocabulary);
     None values are left out."""
     out = {k: v for k, v in labels.items() if v is not None}
@@ -108,7 +108,7 @@ def asr_requests(b: Benchmark) -> list[Request]:
             out.append(Request(make_id("asr", s.id, "target"), "asr", s.id, "target", SYSTEM_ASR,
                                "Please transcribe this.", (v.audio,), False, voice=v.attribute,
                                user_words=s.text, topic=s.topic,
-                               labels=item_labels(s.attribute, variant="target")))
+                               labels=breakdown_labels(s.attribute, variant="target")))
     return out
 
 
@@ -118,7 +118,7 @@ def conversation_requests(b: Benchmark) -> list[Request]:
         for name, v in s.variants.items():
             out.append(Request(make_id("conversation", s.id, name), "conversation", s.id, name,
                                SYSTEM_CONVERSATION, "", (v.audio,), True, voice=v.attribute,
-                               user_words=s.text, topic=s.topic, labels=item_labels(s.attribute, variant=name)))
+                               user_words=s.text, topic=s.topic, labels=breakdown_labels(s.attribute, variant=name)))
     return out
 
 
@@ -130,7 +130,7 @@ def mcq_requests(b: Benchmark) -> list[Request]:
         out.append(Request(make_id(f"mcq_{m.level}", m.id), f"mcq_{m.level}", m.id, "-", SYSTEM_MCQ,
                            f"{m.question}\n{format_options(m.options)}", (m.audio,), False,
                            user_words=s.text if s else "", topic=s.topic if s else "",
-                           labels=item_labels(s.attribute if s else None, type=m.type,
+                           labels=breakdown_labels(s.attribute if s else None, type=m.type,
                                               variant=m.variant if m.variant in VARIANTS else None)))
     return out
 
@@ -139,7 +139,7 @@ def context_requests(b: Benchmark) -> list[Request]:
     return [
         Request(make_id("context", g.id, c.id), "context", g.id, c.id, SYSTEM_CONVERSATION,
                 f"Context: {c.context}", (g.audio,), True, voice=g.attribute or None, user_words=g.utterance_text,
-                context=c.context, labels=item_labels(g.attribute or None, kind="context"))
+                context=c.context, labels=breakdown_labels(g.attribute or None, kind="context"))
         for g in b.context_groups for c in g.cases
     ]
 
@@ -148,7 +148,7 @@ def tone_requests(b: Benchmark) -> list[Request]:
     return [
         Request(make_id("tone", g.id, c.id), "tone", g.id, c.id, SYSTEM_CONVERSATION,
                 f"Context: {g.context}", (c.audio,), True, voice=c.tone, user_words=g.text, context=g.context,
-                labels=item_labels(c.tone, kind="tone"))
+                labels=breakdown_labels(c.tone, kind="tone"))
         for g in b.tone_groups for c in g.cases
     ]
 
@@ -161,7 +161,7 @@ def selection_requests(b: Benchmark) -> list[Request]:
                            f"Context: {it.context}\nOptions: {', '.join(letters)} (audio, in this order)",
                            (it.audio, *(it.options[k] for k in letters)), False, voice=it.attribute or None,
                            user_words=it.utterance_text or "", context=it.context,
-                           labels=item_labels(it.attribute or None, kind=it.kind)))
+                           labels=breakdown_labels(it.attribute or None, kind=it.kind)))
     return out
 
 
