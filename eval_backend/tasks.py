@@ -62,8 +62,8 @@ class Request:
         return dict(self.labels)
 
     @property
-    def voice_labels(self) -> dict[str, str]:
-        """The labels of a reply-level metric (judges, audio): variant (conversation) or kind (the task), and the
+    def voice_breakdown(self) -> dict[str, str]:
+        """What a reply-level metric (judges, audio) groups by: variant (conversation) or kind (the task), and the
         attribute / dimension of the voice the user's clip carries (so a script's neutral reading counts as
         "neutral", not as the script's target attribute)."""
         keys = {"variant": self.variant} if self.task == "conversation" else {"kind": self.task}

@@ -139,12 +139,12 @@ def test_a_request_carries_its_labels(tmp_path):
     neutral = describe_request(b, "conversation/s1/neutral")
     # the item's attribute (the script's) for breakdowns, the clip's own voice for judges / audio / arena
     assert neutral.breakdown == {"attribute": "sad", "dimension": "paralinguistic", "variant": "neutral"}
-    assert neutral.voice == "neutral" and neutral.voice_labels == {"variant": "neutral", "attribute": "neutral",
+    assert neutral.voice == "neutral" and neutral.voice_breakdown == {"variant": "neutral", "attribute": "neutral",
                                                                    "dimension": "unknown"}
     assert (neutral.user_words, neutral.topic, neutral.context) == ("I lost my keys again.", "home", None)
     ctx = describe_request(b, "context/g1/c1")
     assert ctx.voice is None and ctx.voice_label == "not annotated" and ctx.breakdown == {"kind": "context"}
-    assert ctx.voice_labels == {"kind": "context"} and ctx.context == "a picnic is planned"
+    assert ctx.voice_breakdown == {"kind": "context"} and ctx.context == "a picnic is planned"
     tone = describe_request(b, "tone/t1/k1")
     assert tone.voice == "angry" and tone.user_words == "Fine." and tone.context == "asked how the day went"
     assert tone.user_audio == b.tone_groups[0].cases[0].audio.path

@@ -179,7 +179,7 @@ def _result(ctx: ScoringContext, values: dict, pick: Callable[[Any], float | Non
             failures["not_measurable"] += 1
             continue
         info = describe_request(ctx.benchmark, rid)
-        keys = info.voice_labels if info else {}
+        keys = info.voice_breakdown if info else {}
         if extra_breakdown:
             keys.update(extra_breakdown(v))
         for k, label in keys.items():

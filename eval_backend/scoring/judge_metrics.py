@@ -131,7 +131,7 @@ def _result(memo: dict, value_of: Callable[[dict[str, float]], float], scale: st
             continue
         v = value_of(j.values)
         per_item[rid] = v
-        for dim, key in memo["info"][rid].voice_labels.items():
+        for dim, key in memo["info"][rid].voice_breakdown.items():
             groups[dim][key].append(v)
     scored = [v for v in per_item.values() if v is not None]
     if not scored:
