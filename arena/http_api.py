@@ -46,6 +46,7 @@ from starlette.concurrency import run_in_threadpool
 
 from eval_backend import client_address, safejson
 from eval_backend.body_limit import API_BODY_BYTES
+from eval_backend.numbers import json_number
 
 from .abuse import Refused
 
@@ -95,8 +96,7 @@ async def _json_body(request: Request) -> dict | JSONResponse:
     return body
 
 
-def _num(x) -> float | None:
-    return None if x is None or (isinstance(x, float) and math.isnan(x)) else x
+_num = json_number     # NaN / inf -> None (JSON has neither), other values unchanged
 
 
 def _timing(response: Response, t0: float) -> None:

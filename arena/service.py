@@ -39,7 +39,7 @@ import soundfile as sf
 
 from eval_backend.benchmark.model import Benchmark, dimension_of
 from eval_backend.store import Reply, Store
-from eval_backend.tasks import build_requests
+from eval_backend.tasks import SPOKEN_TASKS, build_requests
 
 from . import bradley_terry as bt
 from . import storage, votes_io
@@ -127,23 +127,6 @@ class IdentityScreen:
 
     def leaks(self, *texts: str | None) -> bool:
         return bool(self.regex) and any(t and self.regex.search(t) for t in texts)
-
-
-def _attribute(b: Benchmark, task: str, item_id: str, variant: str) -> str | None:
-    """The user's vocal attribute for a spoken request (for the per-dimension ratings)."""
-    if task == "conversation":
-        for s in b.scripts:
-            if s.id == item_id and variant in s.variants:
-                return s.variants[variant].attribute
-    elif task == "context":
-        for g in b.context_groups:
-            if g.id == item_id:
-                return g.attribute
-    elif task == "tone":
-        for g in b.tone_groups:
-            if g.id == item_id:
-                return next((c.tone for c in g.cases if c.id == variant), None)
-    return None
 
 
 def board_order(row: dict) -> tuple:
@@ -267,13 +250,12 @@ class ArenaService:
             user_audio: dict[tuple[str, str], str] = {}
             for b in benchmarks:
                 by_id = {}
-                for req in build_requests(b, self.settings.spoken_tasks):
+                for req in build_requests(b, SPOKEN_TASKS):
                     if req.usable and req.audios and Path(req.audios[0].path).is_file():
                         text = req.text.strip() or None
                         by_id[req.id] = _Candidate(b.hash, req.id, req.task, req.item_id, req.variant,
-                                                   str(Path(req.audios[0].path).resolve()), text,
-                                                   _attribute(b, req.task, req.item_id, req.variant))
-                for task in self.settings.spoken_tasks:
+                                                   str(Path(req.audios[0].path).resolve()), text, req.voice)
+                for task in SPOKEN_TASKS:
                     for r in self.store.replies(benchmark_hash=b.hash, task=task, status="ok"):
                         cand = by_id.get(r.request_id)
                         if (cand is None or not r.audio_path or not self.store.abspath(r.audio_path).is_file()

@@ -190,16 +190,16 @@ class Bootstrap:
             failed = getattr(summary, "failed", 0)
             if failed:
                 self.status.errors.append(f"{spec.name}: {failed} requests failed (see the Browse tab)")
-            self._score(spec.name)
+            self._score(spec.name, store)
         self.status.done = total
 
-    def _score(self, model: str) -> None:
+    def _score(self, model: str, store: Store) -> None:
         """Baselines get leaderboard rows like any submission (no judge: judge columns say "not computed")."""
-        from .scoring.cli import build_settings, score_one
+        from .scoring.cli import build_settings
+        from .scoring.run import score_model
 
         self._set("scoring baselines", model, done=self.status.done, total=self.status.total)
-        score_one(model, self.benchmark_spec, self.data_dir, build_settings(None, self.data_dir),
-                  benchmark=self.benchmark)
+        score_model(store, model, self.benchmark, build_settings(None, self.data_dir), spec=self.benchmark_spec)
 
     def start_server(self, port: int) -> subprocess.Popen:
         self.server = start_baseline_server(port, self.data_dir / "baselines.log")

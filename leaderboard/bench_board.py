@@ -9,7 +9,6 @@ the view.
 from __future__ import annotations
 
 import json
-import math
 import tempfile
 from pathlib import Path
 
@@ -18,6 +17,8 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from eval_backend.inert import csv_cell, md, plot_text
+from eval_backend.numbers import is_number
+from eval_backend.scoring.boards import boards_text, tabled_boards
 
 from . import agreement
 from . import results_table as rt
@@ -25,8 +26,8 @@ from .model_page import build_model_page
 
 KIND_LABELS = [("Baselines", "baseline"), ("Submitted endpoints", "endpoint"), ("Submitted predictions", "predictions"),
                ("Reported by the EchoMind paper", "reported")]
-# board -> (min, max) of its scale, for the radar's 0-1 normalisation
-BOARD_SCALES = {"LB1": (0.0, 1.0), "LB2": (1.0, 5.0), "LB3": (1.0, 5.0), "selection": (0.0, 1.0)}
+# board -> (min, max) of its scale, for the radar's 0-1 normalisation (from the scorer's board registry)
+BOARD_SCALES = {b.key: b.scale for b in tabled_boards()}
 RADAR_MODELS = 6
 
 # Mirrors results_table.state_to_query (same keys, same defaults).
@@ -52,8 +53,7 @@ URL_JS = """
        "def_groups": json.dumps(",".join(str(rt.GROUPS.index(g)) for g in rt.FilterState().groups))}
 
 
-def _finite(x) -> bool:
-    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
+_finite = is_number     # a real finite number (plotted / compared)
 
 
 def _empty_fig(title: str, why: str) -> go.Figure:
@@ -196,9 +196,7 @@ def build_bench_tab(ctx):
                 f"({reported.get('source', '')}). Its percentages are divided by 100 to match our 0–1 columns; "
                 "BLEU stays 0–100, judge scores and MOS 1–5. Its semantic similarity, BERTScore (rescaled "
                 "bert-base) and NISQA have no like-for-like counterpart here and keep their own '(paper)' columns. "
-                "Boards: LB1 = mean of understanding and reasoning accuracy; LB2 = VES, vocal empathy rated by an "
-                "audio judge (not computed without one: DNSMOS OVRL measures speech quality and stays in its own "
-                "column); LB3 = (C1 + C4) / 2; Selection = EmpathyEval final. Board intervals resample items "
+                f"Boards: {boards_text()}. Board intervals resample items "
                 "(LB1: understanding and reasoning questions apart).", elem_id="bench-units")
     with gr.Row():
         radar = gr.Plot(label="Radar", elem_id="bench-radar")

@@ -6,7 +6,7 @@ benchmark), the metric "prefers" the reply with the better score (higher, or low
 is better). Per axis (overall, said = the words, sounded = the voice), a vote is decisive when the person
 picked A or B on that axis (ties and "both bad" are not decisive). Agreement is the share of decisive votes
 the metric scored where it prefers the same reply; a metric tie counts as not agreeing (it is reported
-apart as `ties`). Wilson 95% interval (arena.bradley_terry.wilson) and n per row.
+apart as `ties`). Wilson 95% interval (eval_backend.numbers.wilson) and n per row.
 
 Pure core (`agreement_rows`) plus the loaders the CLI and the leaderboard use:
     python -m eval_backend agreement [--data-dir D] [--json]
@@ -18,12 +18,13 @@ cached) it adds the pairwise judge's agreement with the overall votes (leaderboa
 from __future__ import annotations
 
 import json
-import math
 import sys
 from collections import defaultdict
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Iterable, Mapping
+
+from ..numbers import is_number, wilson
 
 AXES = ("overall", "said", "sounded")
 
@@ -46,16 +47,11 @@ class Row:
 Scores = Mapping[tuple[str, str], Mapping[str, Mapping[str, "float | None"]]]
 
 
-def _num(x) -> bool:
-    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
-
-
 def agreement_rows(votes: Iterable, scores: Scores, higher_is_better: Mapping[str, bool],
                    axes: Iterable[str] = AXES) -> list[Row]:
     """votes: objects with model_a, model_b, benchmark_hash, request_id and `outcome(axis)` -> A | B | tie | None
     (arena.storage.VoteRow). Rows for every (metric, axis) with at least one decisive scored vote, sorted by
     axis then agreement (highest first)."""
-    from arena.bradley_terry import wilson
     axes = tuple(axes)
     counts: dict[tuple[str, str], list[int]] = defaultdict(lambda: [0, 0, 0])    # agree, n, ties
     for v in votes:
@@ -69,7 +65,7 @@ def agreement_rows(votes: Iterable, scores: Scores, higher_is_better: Mapping[st
             continue
         for metric in set(a) & set(b):
             sa, sb = (a[metric] or {}).get(v.request_id), (b[metric] or {}).get(v.request_id)
-            if not (_num(sa) and _num(sb)):
+            if not (is_number(sa) and is_number(sb)):
                 continue
             better = 1 if higher_is_better.get(metric, True) else -1
             prefers = None if sa == sb else ("A" if better * (sa - sb) > 0 else "B")

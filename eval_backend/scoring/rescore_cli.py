@@ -81,7 +81,7 @@ def main(args: argparse.Namespace) -> int:
             if spec not in benchmarks:
                 benchmarks[spec] = load_benchmark(spec, data)
             path, _ = score_one(model, spec, data, build_settings(cfg, data, cache_only=True), metrics,
-                                benchmark=benchmarks[spec])
+                                benchmark=benchmarks[spec], store=store)
         except (ValueError, OSError) as exc:
             print(f"skipped {model} on {spec}: {exc}", file=sys.stderr)
             bad += 1

@@ -165,7 +165,7 @@ class SubmissionService:
             return SubmitOutcome(False, {"benchmark": f"The evaluation benchmark cannot be loaded: {exc}"},
                                  dry_run=dry_run)
         s = self.settings
-        from ..runner import select_requests
+        from ..tasks import select_requests
         requests = select_requests(bench, list(s.tasks) if s.tasks else None, s.limit)
         upload_dir, upload = None, None
         notes: list[str] = []

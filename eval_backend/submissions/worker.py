@@ -29,13 +29,13 @@ from pathlib import Path
 from ..benchmark.model import Benchmark
 from ..clients.failures import clip, redact
 from ..store import Store
+from ..tasks import SPOKEN_TASKS, select_requests
 from . import secrets as secretstore
 from .netguard import AddressPolicy, guarded_session
 from .queue import Job, Queue, worker_name
 from .settings import SubmissionSettings
 
 log = logging.getLogger(__name__)
-SPOKEN_TASKS = ("conversation", "context", "tone")
 
 
 class LeaseLost(RuntimeError):
@@ -231,7 +231,6 @@ class Worker:
 
     def _evaluate(self, job: Job, key: str | None, beat: _Heartbeat, excerpt: _Excerpt) -> dict:
         from ..benchmark.loaders import load_benchmark
-        from ..runner import select_requests
         s = self.settings
         try:
             bench = load_benchmark(job.benchmark, self.store.root)
@@ -267,7 +266,7 @@ class Worker:
         return {"results_path": str(results_path), "summary": t.to_dict(), "arena": arena}
 
     def _query(self, job: Job, bench: Benchmark, key: str | None, beat: _Heartbeat) -> str:
-        from ..runner import RetryPolicy, run_model, select_requests
+        from ..runner import RetryPolicy, run_model
         s = self.settings
         spec = secretstore.KeyedModelSpec(name=job.model, base_url=job.base_url, model=job.model_id,
                                           audio_output=job.audio_output, voice=job.voice,
@@ -319,12 +318,13 @@ class Worker:
         return f"import: {summary.line()}"
 
     def _score(self, job: Job, bench: Benchmark) -> Path:
-        from ..scoring.cli import build_settings, score_one
+        from ..scoring.cli import build_settings
+        from ..scoring.run import score_model
         s = self.settings
         try:
             settings = build_settings(s.judge_config, self.store.root)
-            path, _doc = score_one(job.model, bench.source or job.benchmark, self.store.root, settings,
-                                   list(s.metrics) if s.metrics else None, benchmark=bench)
+            path, _doc = score_model(self.store, job.model, bench, settings, list(s.metrics) if s.metrics else None,
+                                     spec=bench.source or job.benchmark)
         except (ValueError, OSError) as exc:
             raise JobFailed("scoring_error", f"scoring failed (the replies are kept; a retry re-scores "
                                              f"without asking the model again): {exc}") from None
