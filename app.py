@@ -25,6 +25,7 @@ import gradio as gr  # noqa: E402
 from fastapi import FastAPI  # noqa: E402
 
 from arena.config import settings_from_env  # noqa: E402
+from arena.handoff import arena_handoff  # noqa: E402
 from arena.http_api import mount_http_api  # noqa: E402
 from arena.media import MediaTokens, mount_media  # noqa: E402
 from arena.service import ArenaService  # noqa: E402
@@ -158,7 +159,7 @@ def main() -> None:
     atexit.register(ctx.hub.stop)
     ctx.bootstrap.start()
     if os.environ.get("EMPATHY_ARENA_WORKER", "1") != "0":
-        ctx.worker = start_worker_thread(store=ctx.store, settings=ctx.submissions)
+        ctx.worker = start_worker_thread(store=ctx.store, settings=ctx.submissions, handoff=arena_handoff)
     start_health_checks(ctx)
     host = os.environ.get("GRADIO_SERVER_NAME", "127.0.0.1")
     port = int(os.environ.get("GRADIO_SERVER_PORT", "7860"))

@@ -109,11 +109,10 @@ def servable(path: str | Path | None, data_dir: Path, inside: tuple[str, ...]) -
 
 def reply_file(store, model: str, benchmark_hash: str, request_id: str) -> Path | None:
     """The audio of one ok reply, from its database row."""
-    rows = store.query("SELECT audio_path FROM replies WHERE model=? AND benchmark_hash=? AND request_id=? "
-                       "AND status='ok'", (model, benchmark_hash, request_id))
-    if not rows or not rows[0][0]:
+    rel = store.reply_audio_path(model, benchmark_hash, request_id)
+    if not rel:
         return None
-    p = store.abspath(rows[0][0])
+    p = store.abspath(rel)
     return p if p.resolve().is_relative_to(store.root.resolve() / "replies") else None
 
 

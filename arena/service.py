@@ -257,7 +257,7 @@ class ArenaService:
 
     def _candidates(self) -> tuple[list[_Candidate], set[tuple[str, str]]]:
         """Servable requests and the model pairs they offer, rebuilt when the replies table changes."""
-        key = tuple(self.store.query("SELECT COUNT(*), MAX(created_at) FROM replies")[0])
+        key = self.store.replies_version()
         with self._lock:
             if self._index is not None and key == self._index_key:
                 return self._index, self._pairs
@@ -335,11 +335,8 @@ class ArenaService:
         battle_id = secrets.token_urlsafe(24)
         attribute = cand.attribute
         with self.store.transaction() as conn:
-            conn.execute(
-                """INSERT INTO arena_battles (id, session_id, "user", ip_hash, benchmark_hash, request_id, task,
-                       item_id, variant, attribute, dimension, model_a, model_b, first_heard, min_listen_s,
-                       served_at, expires_at, voted) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,0)""",
-                (battle_id, session_id, user, self.ip_hash(ip), cand.benchmark_hash, cand.request_id, cand.task,
+            storage.insert_battle(
+                conn, (battle_id, session_id, user, self.ip_hash(ip), cand.benchmark_hash, cand.request_id, cand.task,
                  cand.item_id, cand.variant, attribute, dimension_of(attribute) if attribute else None,
                  model_a, model_b, "A", sum(listen.values()), now, now + self.settings.battle_ttl_s))
         urls = [battle_clip_url(battle_id, clip) for clip in ("user", "A", "B")]
@@ -350,11 +347,9 @@ class ArenaService:
         replica on the database can answer); None for anything else."""
         if not isinstance(battle_id, str) or clip not in ("user", "A", "B"):
             return None
-        rows = self.store.query("SELECT benchmark_hash, request_id, model_a, model_b, expires_at "
-                                "FROM arena_battles WHERE id=?", (battle_id,))
-        if not rows or self.clock() > rows[0]["expires_at"]:
+        battle = storage.battle_clip_row(self.store, battle_id)
+        if battle is None or self.clock() > battle["expires_at"]:
             return None
-        battle = rows[0]
         if clip == "user":
             key = (battle["benchmark_hash"], battle["request_id"])
             if key not in self._user_audio:
@@ -362,9 +357,8 @@ class ArenaService:
             path = self._user_audio.get(key)
             return Path(path) if path else None
         model = battle["model_a"] if clip == "A" else battle["model_b"]
-        rows = self.store.query("SELECT audio_path FROM replies WHERE model=? AND benchmark_hash=? AND request_id=? "
-                                "AND status='ok'", (model, battle["benchmark_hash"], battle["request_id"]))
-        return self.store.abspath(rows[0][0]) if rows and rows[0][0] else None
+        rel = self.store.reply_audio_path(model, battle["benchmark_hash"], battle["request_id"])
+        return self.store.abspath(rel) if rel else None
 
     # ------------------------------------------------------------------ votes
     def submit_vote(self, battle_id: str, session_id: str, ip: str | None, overall: str,
@@ -397,7 +391,7 @@ class ArenaService:
         s = self.settings
         with self.store.transaction() as conn:
             now = self.clock()
-            battle = conn.execute("SELECT * FROM arena_battles WHERE id=?", (battle_id,)).fetchone()
+            battle = storage.battle_row(conn, battle_id)
             if battle is None:
                 raise VoteRefused("unknown_battle", "this battle does not exist; load a new battle")
             if battle["session_id"] != session_id:
@@ -420,10 +414,7 @@ class ArenaService:
             if user:
                 limits.append(('"user"', user, s.session_votes_per_minute, s.user_votes_per_day))
             for col, key, per_min, per_day in limits:
-                n_min, n_day = conn.execute(
-                    f"SELECT SUM(CASE WHEN created_at > ? THEN 1 ELSE 0 END), COUNT(*) FROM arena_votes "
-                    f"WHERE {col}=? AND created_at > ?",
-                    (now - 60, key, now - 86400)).fetchone()
+                n_min, n_day = storage.recent_votes(conn, col, key, now)
                 who = {"session_id": "this session", "ip_hash": "this network address"}.get(col, "this account")
                 if (n_min or 0) >= per_min:
                     raise VoteRefused("rate_limited", f"{who} has voted {per_min} times in the last minute; "
@@ -438,13 +429,10 @@ class ArenaService:
                    "dimension": battle["dimension"], "benchmark_hash": battle["benchmark_hash"],
                    "request_id": battle["request_id"], "created_at": now, "source": "live"}
             vote_id, new = self._record(conn, row)
-            conn.execute("UPDATE arena_battles SET voted=1 WHERE id=?", (battle_id,))
-            counts = {r["model"]: r["votes"] for r in conn.execute(
-                "SELECT model, votes FROM arena_ratings WHERE axis='overall' AND model IN (?, ?)",
-                (battle["model_a"], battle["model_b"]))}
-        said_text = {r["model"]: r["transcript"] or r["text"] for r in self.store.query(
-            "SELECT model, transcript, text FROM replies WHERE benchmark_hash=? AND request_id=? AND model IN (?, ?)",
-            (battle["benchmark_hash"], battle["request_id"], battle["model_a"], battle["model_b"]))}
+            storage.mark_voted(conn, battle_id)
+            counts = storage.overall_vote_counts(conn, battle["model_a"], battle["model_b"])
+        said_text = self.store.reply_texts(battle["benchmark_hash"], battle["request_id"],
+                                           (battle["model_a"], battle["model_b"]))
 
         def reveal(model: str) -> Revealed:
             return Revealed(model, said_text.get(model), new[model], counts.get(model, 0))
@@ -504,7 +492,7 @@ class ArenaService:
         for row in rows:
             self._record(conn, row)
             n += 1
-        self.store.sync_ids(conn, "arena_votes")
+        storage.sync_vote_ids(self.store, conn)
         return n
 
     def votes(self) -> list[VoteRow]:
@@ -624,10 +612,7 @@ class ArenaService:
     def integrity_health(self, window_s: float = 86400.0) -> dict:
         """Accepted vs refused submissions in the window; alert when the counted share is low."""
         since = self.clock() - window_s
-        accepted = self.store.query("SELECT COUNT(*) FROM arena_votes WHERE source='live' AND created_at > ?",
-                                    (since,))[0][0]
-        refused = {r[0]: r[1] for r in self.store.query(
-            "SELECT reason, COUNT(*) FROM arena_refused_votes WHERE created_at > ? GROUP BY reason", (since,))}
+        accepted, refused = storage.integrity_counts(self.store, since)
         total = accepted + sum(refused.values())
         share = accepted / total if total else None   # nothing submitted: no share
         return {"window_s": window_s, "accepted": accepted, "refused": refused, "counted_share": share,

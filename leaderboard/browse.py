@@ -107,6 +107,4 @@ def reply_markdown(reply: Reply | None) -> str:
 
 
 def find_reply(store: Store, benchmark_hash: str, model: str, request_id: str) -> Reply | None:
-    rows = store.query("SELECT * FROM replies WHERE model=? AND benchmark_hash=? AND request_id=?",
-                       (model, benchmark_hash, request_id))
-    return Reply(**dict(rows[0])) if rows else None
+    return store.reply(model, benchmark_hash, request_id)
