@@ -36,6 +36,7 @@ from eval_backend.bootstrap import Bootstrap  # noqa: E402
 from eval_backend.signing import Signer  # noqa: E402
 from eval_backend.inert import md  # noqa: E402
 from eval_backend.store import Store  # noqa: E402
+from leaderboard import browse  # noqa: E402
 from leaderboard.about_tab import build_about_tab  # noqa: E402
 from leaderboard.arena_board import build_arena_leaderboard_tab  # noqa: E402
 from leaderboard.bench_board import build_bench_tab  # noqa: E402
@@ -122,7 +123,7 @@ def build_app(ctx: SpaceContext) -> BodyLimit:
     SQLite's locks and could lose acknowledged votes)."""
     app = FastAPI(title="Empathy Arena")
     mount_http_api(app, ctx.arena)
-    mount_media(app, ctx.arena, ctx.media, lambda: ctx.benchmark)
+    mount_media(app, ctx.arena, ctx.media, lambda: ctx.benchmark, browse.clip_file)
     identity_for(ctx).mount(app)        # /operator sign-in and the guest cookie (leaderboard/identity.py)
     app = gr.mount_gradio_app(app, build_blocks(ctx), path="/", blocked_paths=[str(ctx.data_dir)],
                               footer_links=["gradio", "settings"])

@@ -23,7 +23,6 @@ import os
 import re
 import tempfile
 from contextlib import contextmanager, nullcontext
-from dataclasses import dataclass
 from pathlib import Path
 
 from .. import sync_logs

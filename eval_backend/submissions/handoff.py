@@ -44,8 +44,8 @@ def registered_handoff() -> HandOff | None:
             try:
                 importlib.import_module(name)
             except ImportError as exc:
-                return lambda store, bench, model, counts, specs=None: {
-                    **counts, "servable": False, "why": f"the arena package is not importable: {exc}"}
+                why = f"the arena package is not importable: {exc}"
+                return lambda store, bench, model, counts, specs=None: {**counts, "servable": False, "why": why}
     return _registered[0] if _registered else None
 
 

@@ -45,7 +45,7 @@ from ..benchmark.model import Benchmark
 from ..store import Store
 from . import secrets as secretstore
 from .netguard import AddressPolicy, guarded_session
-from .queue import ACTIVE, Job, JobError, Queue
+from .queue import Job, JobError, Queue
 from .settings import SubmissionSettings, Submitter
 from .uploads import UploadError, check_upload
 from .validation import SubmissionForm, normalise_base_url, validate_form
