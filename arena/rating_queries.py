@@ -41,6 +41,8 @@ def ratings_rows(ts: dict[str, Rating], fit: dict[str, dict], votes: dict[str, i
 
 
 class RatingQueries:
+    """Ratings and statistics over the vote log (uses settings, store, clock, _bt_cache, votes(), paused())."""
+
     # ------------------------------------------------------------------ ratings and statistics
     def replay_ratings(self, axis: str = "overall", votes: list[VoteRow] | None = None) -> dict[str, Rating]:
         """TrueSkill recomputed from the vote log in id order; equals the stored ratings exactly."""

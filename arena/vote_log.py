@@ -15,6 +15,8 @@ from .storage import VoteRow
 
 
 class VoteLog:
+    """Import, restore-append, read and export the vote log (uses store, clock, _votes_lock, _votes_seen, _edges)."""
+
     # ------------------------------------------------------------------ import / export
     def import_votes(self, path: str | Path) -> int:
         """Append every vote of a CSV/JSONL file (all or nothing); returns how many. See arena.votes_io."""
