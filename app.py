@@ -25,6 +25,7 @@ import gradio as gr  # noqa: E402
 from fastapi import FastAPI  # noqa: E402
 
 from arena.config import settings_from_env  # noqa: E402
+from arena.handoff import arena_handoff  # noqa: E402
 from arena.http_api import mount_http_api  # noqa: E402
 from arena.media import MediaTokens, mount_media  # noqa: E402
 from arena.service import ArenaService  # noqa: E402
@@ -35,6 +36,7 @@ from eval_backend.bootstrap import Bootstrap  # noqa: E402
 from eval_backend.signing import Signer  # noqa: E402
 from eval_backend.inert import md  # noqa: E402
 from eval_backend.store import Store  # noqa: E402
+from leaderboard import browse  # noqa: E402
 from leaderboard.about_tab import build_about_tab  # noqa: E402
 from leaderboard.arena_board import build_arena_leaderboard_tab  # noqa: E402
 from leaderboard.bench_board import build_bench_tab  # noqa: E402
@@ -121,7 +123,7 @@ def build_app(ctx: SpaceContext) -> BodyLimit:
     SQLite's locks and could lose acknowledged votes)."""
     app = FastAPI(title="Empathy Arena")
     mount_http_api(app, ctx.arena)
-    mount_media(app, ctx.arena, ctx.media, lambda: ctx.benchmark)
+    mount_media(app, ctx.arena, ctx.media, lambda: ctx.benchmark, browse.clip_file)
     identity_for(ctx).mount(app)        # /operator sign-in and the guest cookie (leaderboard/identity.py)
     app = gr.mount_gradio_app(app, build_blocks(ctx), path="/", blocked_paths=[str(ctx.data_dir)],
                               footer_links=["gradio", "settings"])
@@ -158,7 +160,7 @@ def main() -> None:
     atexit.register(ctx.hub.stop)
     ctx.bootstrap.start()
     if os.environ.get("EMPATHY_ARENA_WORKER", "1") != "0":
-        ctx.worker = start_worker_thread(store=ctx.store, settings=ctx.submissions)
+        ctx.worker = start_worker_thread(store=ctx.store, settings=ctx.submissions, handoff=arena_handoff)
     start_health_checks(ctx)
     host = os.environ.get("GRADIO_SERVER_NAME", "127.0.0.1")
     port = int(os.environ.get("GRADIO_SERVER_PORT", "7860"))

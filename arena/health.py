@@ -21,6 +21,8 @@ import time
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
+from . import storage
+
 log = logging.getLogger("arena.health")
 
 
@@ -56,14 +58,8 @@ class Counts:
 
 # ---------------------------------------------------------------- store access
 def load_counts(store, since: float, until: float, bucket_s: float) -> Counts:
-    """Aggregated in SQL, so a week of a busy arena is a few hundred rows."""
-    def grouped(table: str, col: str, extra: str = "", where: str = "") -> list:
-        return store.query(f"SELECT {store.int_floor(f'{col} / ?')} AS b{extra}, COUNT(*) FROM {table} "
-                           f"WHERE {col} >= ? AND {col} < ? {where} GROUP BY b{extra}", (bucket_s, since, until))
-    served = {r[0]: r[1] for r in grouped("arena_battles", "served_at")}
-    accepted = {r[0]: r[1] for r in grouped("arena_votes", "created_at", where="AND source = 'live'")}
-    refused = {(r[0], r[1]): r[2] for r in grouped("arena_refused_votes", "created_at", extra=", reason")}
-    return Counts(served, accepted, refused)
+    """Aggregated in SQL (arena/storage.py), so a week of a busy arena is a few hundred rows."""
+    return Counts(*storage.bucket_counts(store, since, until, bucket_s))
 
 
 # ---------------------------------------------------------------- pure core

@@ -166,7 +166,7 @@ def message_markdown(text: str) -> str:
 def build_arena_tab(service) -> None:
     """Build the arena tab's components inside the current gr.Blocks/gr.Tab context."""
     from .abuse import Refused
-    from .http_api import run_write
+    from .writer import run_write
     from .service import NoBattleAvailable, VoteRefused
 
     state = gr.State({})     # {"session", "battle_id", "voted"}: per browser session, server-side only

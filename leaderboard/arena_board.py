@@ -19,6 +19,8 @@ from pathlib import Path
 import gradio as gr
 import pandas as pd
 
+from arena import storage as arena_storage
+
 from . import plots
 
 AXES = [("Overall", "overall"), ("What was said", "said"), ("How it sounded", "sounded"),
@@ -170,7 +172,7 @@ def build_arena_leaderboard_tab(service) -> None:
         )
 
     def vote_log_version():
-        return tuple(service.store.query("SELECT COUNT(*), MAX(id) FROM arena_votes")[0])
+        return arena_storage.vote_log_version(service.store)
 
     cache = BoardCache(compute, vote_log_version)
 

@@ -2,7 +2,6 @@
 store) and the paper's reported rows: values, reasons, units, filters, sort presets, URL state, agreement."""
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import numpy as np

@@ -45,7 +45,7 @@ from ..benchmark.model import Benchmark
 from ..store import Store
 from . import secrets as secretstore
 from .netguard import AddressPolicy, guarded_session
-from .queue import ACTIVE, Job, JobError, Queue
+from .queue import Job, JobError, Queue
 from .settings import SubmissionSettings, Submitter
 from .uploads import UploadError, check_upload
 from .validation import SubmissionForm, normalise_base_url, validate_form
@@ -220,25 +220,20 @@ class SubmissionService:
     def _conflicts(self, conn, name: str, key: str, who: Submitter) -> dict[str, str]:
         """Name taken, duplicate, over quota: read from the database now, never from a cache."""
         errors: dict[str, str] = {}
-        placeholders = ", ".join("?" * len(ACTIVE))
-        same = conn.execute(f"SELECT id, state FROM submissions WHERE dedup_key=? AND state IN ({placeholders}) "
-                            f"ORDER BY id LIMIT 1", (key, *ACTIVE)).fetchone()
+        same = self.queue.active_duplicate(conn, key)
         if same:
             errors["duplicate"] = (f"The same model with the same settings was already submitted "
                                    f"(#{same['id']}, {same['state']}).")
-        taken = conn.execute(f"SELECT id, state FROM submissions WHERE lower(model)=lower(?) AND state IN "
-                             f"({placeholders}) LIMIT 1", (name, *ACTIVE)).fetchone()
+        taken = self.queue.active_named(conn, name)
         if taken:
             errors["name"] = f"The name '{name}' is taken by submission #{taken['id']} ({taken['state']})."
-        elif conn.execute("SELECT 1 FROM replies WHERE lower(model)=lower(?) LIMIT 1", (name,)).fetchone():
-            failed = conn.execute("SELECT id FROM submissions WHERE lower(model)=lower(?) ORDER BY id DESC LIMIT 1",
-                                  (name,)).fetchone()
+        elif self.store.has_replies_named(name, conn):
+            failed = self.queue.latest_named(conn, name)
             hint = f" (ask the operator to retry submission #{failed['id']})" if failed else ""
             errors["name"] = f"A model named '{name}' already has stored replies here; choose another name{hint}."
         if not self._operator(who):
             since = self.clock() - self.settings.quota_window_s
-            n = conn.execute("SELECT COUNT(*) FROM submissions WHERE submitter=? AND created_at>=?",
-                             (who.name, since)).fetchone()[0]
+            n = self.queue.submitted_since(conn, who.name, since)
             if n >= self.settings.quota_per_window:
                 days = self.settings.quota_window_s / 86400
                 errors["quota"] = (f"You have made {n} submissions in the last {days:g} days; the limit is "
