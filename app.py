@@ -28,7 +28,7 @@ from arena.config import settings_from_env  # noqa: E402
 from arena.http_api import mount_http_api  # noqa: E402
 from arena.media import MediaTokens, mount_media  # noqa: E402
 from arena.service import ArenaService  # noqa: E402
-from arena.ui import build_arena_tab  # noqa: E402
+from arena.arena_tab import build_arena_tab  # noqa: E402
 from eval_backend import config  # noqa: E402
 from eval_backend.body_limit import BodyLimit, app_caps  # noqa: E402
 from eval_backend.bootstrap import Bootstrap  # noqa: E402
@@ -36,8 +36,8 @@ from eval_backend.signing import Signer  # noqa: E402
 from eval_backend.inert import md  # noqa: E402
 from eval_backend.store import Store  # noqa: E402
 from leaderboard.about_tab import build_about_tab  # noqa: E402
-from leaderboard.arena_board import build_arena_leaderboard_tab  # noqa: E402
-from leaderboard.bench_board import build_bench_tab  # noqa: E402
+from leaderboard.arena_leaderboard_tab import build_arena_leaderboard_tab  # noqa: E402
+from leaderboard.bench_tab import build_bench_tab  # noqa: E402
 from eval_backend.hub_sync import HubSync  # noqa: E402
 from eval_backend.submissions import settings_from_env as submission_settings  # noqa: E402
 from eval_backend.submissions.worker import start_worker_thread  # noqa: E402

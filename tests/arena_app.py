@@ -27,9 +27,9 @@ def build(data_dir=None):
     from arena.http_api import mount_http_api
     from arena.media import mount_media
     from arena.service import ArenaService
-    from arena.ui import build_arena_tab
+    from arena.arena_tab import build_arena_tab
     from eval_backend.store import Store
-    from leaderboard.arena_board import build_arena_leaderboard_tab
+    from leaderboard.arena_leaderboard_tab import build_arena_leaderboard_tab
 
     store = Store(data_dir)
     overrides = json.loads(os.environ.get(SETTINGS_ENV) or "{}")
