@@ -20,6 +20,8 @@ SETTINGS_ENV = "EMPATHY_ARENA_SETTINGS"
 
 
 def build(data_dir=None):
+    import types
+
     import gradio as gr
     from fastapi import FastAPI
 
@@ -34,11 +36,14 @@ def build(data_dir=None):
     store = Store(data_dir)
     overrides = json.loads(os.environ.get(SETTINGS_ENV) or "{}")
     service = ArenaService(store, settings_from_env(store.root, **overrides))
+    ctx = types.SimpleNamespace(store=store, arena=service)    # what these two tabs read of app.py's AppContext
     with gr.Blocks(title="Empathy Arena (test)") as demo:
         with gr.Tab("Arena", id="arena"):
-            build_arena_tab(service)
+            arena_tab = build_arena_tab(ctx)
         with gr.Tab("Arena leaderboard", id="arena-board"):
-            build_arena_leaderboard_tab(service)
+            board_tab = build_arena_leaderboard_tab(ctx)
+        arena_tab.register_load(demo)
+        board_tab.register_load(demo)
     app = FastAPI()
     mount_http_api(app, service)
     mount_media(app, service)          # the clips' route: Gradio itself serves no file of the data dir
