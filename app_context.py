@@ -122,7 +122,9 @@ class AppContext:
         the health checks. Returns at once; everything runs on daemon threads."""
         self.hub.start()          # restores from the Hub before serving (no-op when not configured or offline)
         self.bootstrap.start()
-        if worker if worker is not None else os.environ.get("EMPATHY_ARENA_WORKER", "1") != "0":
+        if worker is None:
+            worker = os.environ.get("EMPATHY_ARENA_WORKER", "1") != "0"
+        if worker:
             self.start_worker()
         self.start_health_checks()
         return self
