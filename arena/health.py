@@ -17,6 +17,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import math
+import threading
 import time
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -150,8 +151,13 @@ class HealthMonitor:
         self._alerting_since: float | None = None
         self._last_logged = -math.inf
         self.status = "integrity health not checked yet"
+        self._lock = threading.Lock()    # the app's one monitor is checked by its loop and by open pages
 
     def check(self) -> dict:
+        with self._lock:
+            return self._check()
+
+    def _check(self) -> dict:
         now = self.clock()
         report = health_report(self.store, self.cfg, now)
         msg = report["alert"]

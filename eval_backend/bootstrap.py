@@ -112,9 +112,12 @@ class Bootstrap:
     """Runs the preparation steps in a daemon thread."""
 
     def __init__(self, data_dir: Path, benchmark_spec: str = "demo", models_file: str | None = None,
-                 run_baselines: bool = True, concurrency: int = 4):
+                 run_baselines: bool = True, concurrency: int = 4, load=None):
+        """`load(spec) -> Benchmark`: the app's shared loader (eval_backend/benchmark/cache.py); by default
+        `load_benchmark(spec, data_dir)`."""
         self.data_dir = data_dir
         self.benchmark_spec = benchmark_spec
+        self.load = load
         self.models_file = models_file
         self.run_baselines = run_baselines
         self.concurrency = concurrency
@@ -162,7 +165,8 @@ class Bootstrap:
             from .benchmark.demo import build_demo
             self._set("building demo benchmark", "espeak-ng synthesis, about a minute on 2 cores")
             build_demo(self.data_dir / "benchmarks" / "demo", seed=0)
-        self.benchmark = load_benchmark(self.benchmark_spec, self.data_dir)
+        self.benchmark = (self.load(self.benchmark_spec) if self.load is not None
+                          else load_benchmark(self.benchmark_spec, self.data_dir))
         for callback in self.on_benchmark:
             callback(self.benchmark)
 

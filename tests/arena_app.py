@@ -20,6 +20,8 @@ SETTINGS_ENV = "EMPATHY_ARENA_SETTINGS"
 
 
 def build(data_dir=None):
+    import types
+
     import gradio as gr
     from fastapi import FastAPI
 
@@ -27,18 +29,21 @@ def build(data_dir=None):
     from arena.http_api import mount_http_api
     from arena.media import mount_media
     from arena.service import ArenaService
-    from arena.ui import build_arena_tab
+    from arena.arena_tab import build_arena_tab
     from eval_backend.store import Store
-    from leaderboard.arena_board import build_arena_leaderboard_tab
+    from leaderboard.arena_leaderboard_tab import build_arena_leaderboard_tab
 
     store = Store(data_dir)
     overrides = json.loads(os.environ.get(SETTINGS_ENV) or "{}")
     service = ArenaService(store, settings_from_env(store.root, **overrides))
+    ctx = types.SimpleNamespace(store=store, arena=service)    # what these two tabs read of app.py's AppContext
     with gr.Blocks(title="Empathy Arena (test)") as demo:
         with gr.Tab("Arena", id="arena"):
-            build_arena_tab(service)
+            arena_tab = build_arena_tab(ctx)
         with gr.Tab("Arena leaderboard", id="arena-board"):
-            build_arena_leaderboard_tab(service)
+            board_tab = build_arena_leaderboard_tab(ctx)
+        arena_tab.register_load(demo)
+        board_tab.register_load(demo)
     app = FastAPI()
     mount_http_api(app, service)
     mount_media(app, service)          # the clips' route: Gradio itself serves no file of the data dir

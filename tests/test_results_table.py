@@ -185,7 +185,7 @@ def test_judge_human_agreement_against_a_judge_over_http(tmp_path):
 
 
 def test_model_page_frames_and_board_figures(scored):
-    from leaderboard.bench_board import arena_pairs, radar_figure, scatter_figure
+    from leaderboard.bench_tab import arena_pairs, radar_figure, scatter_figure
     from leaderboard.model_page import breakdown_frame, other_breakdowns
     _, docs = scored
     doc = docs["half"]

@@ -128,12 +128,15 @@ def tally(store: Store, model: str, bench: Benchmark, requests) -> Tally:
 
 class Worker:
     def __init__(self, store: Store, settings: SubmissionSettings | None = None, name: str | None = None,
-                 policy: AddressPolicy | None = None, handoff: HandOff | None = None):
+                 policy: AddressPolicy | None = None, handoff: HandOff | None = None, load=None):
         """`handoff`: the arena's decision on a finished model (eval_backend/submissions/handoff.py); by default
-        the registered one."""
+        the registered one. `load(spec) -> Benchmark`: the app's shared loader (eval_backend/benchmark/cache.py);
+        by default each job loads its benchmark afresh (a standalone worker sees a rebuilt benchmark without a
+        restart)."""
         self.store = store
         self.handoff = handoff
         self.settings = settings or SubmissionSettings()
+        self.load = load
         if not 0 < self.settings.heartbeat_s <= self.settings.lease_s / 2:
             raise ValueError(f"the heartbeat ({self.settings.heartbeat_s:g} s) must be positive and at most half "
                              f"the lease ({self.settings.lease_s:g} s), or a live worker loses its job")
@@ -207,7 +210,8 @@ class Worker:
         from ..benchmark.loaders import load_benchmark
         s = self.settings
         try:
-            bench = load_benchmark(job.benchmark, self.store.root)
+            bench = (self.load(job.benchmark) if self.load is not None
+                     else load_benchmark(job.benchmark, self.store.root))
         except (ValueError, OSError) as exc:
             raise JobFailed("benchmark_error", f"the benchmark {job.benchmark!r} cannot be loaded: {exc}") from None
         try:
@@ -318,10 +322,10 @@ class WorkerHandle:
 
 def start_worker_thread(data_dir: str | Path | None = None, settings: SubmissionSettings | None = None,
                         poll_s: float = 5.0, store: Store | None = None,
-                        handoff: HandOff | None = None) -> WorkerHandle:
+                        handoff: HandOff | None = None, load=None) -> WorkerHandle:
     """An in-process worker for the Space (a daemon thread). Several app processes may each run one:
-    claims are atomic, so no job runs twice. `handoff`: see Worker."""
-    worker = Worker(store or Store(data_dir), settings, handoff=handoff)
+    claims are atomic, so no job runs twice. `handoff`, `load`: see Worker."""
+    worker = Worker(store or Store(data_dir), settings, handoff=handoff, load=load)
     thread = threading.Thread(target=worker.run_forever, args=(poll_s,), daemon=True, name="eval-worker")
     thread.start()
     return WorkerHandle(worker, thread)

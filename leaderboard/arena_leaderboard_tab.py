@@ -22,6 +22,7 @@ import pandas as pd
 from arena import storage as arena_storage
 
 from . import plots
+from eval_backend.tab_contract import PageLoad, TabHandles
 
 AXES = [("Overall", "overall"), ("What was said", "said"), ("How it sounded", "sounded"),
         ("User's voice: speaker", "speaker"), ("User's voice: paralinguistic", "paralinguistic"),
@@ -128,8 +129,9 @@ class BoardCache:
         return value
 
 
-def build_arena_leaderboard_tab(service) -> None:
-    """Build the leaderboard components inside the current gr.Blocks/gr.Tab context."""
+def build_arena_leaderboard_tab(ctx) -> TabHandles:
+    """Build the leaderboard components inside the current gr.Blocks/gr.Tab context (ctx.arena: the service)."""
+    service = ctx.arena
     provisional = service.settings.provisional_votes
     gr.Markdown(
         "### Arena leaderboard\nRanked by an order-free **Bradley–Terry** score with its 95% bootstrap "
@@ -190,8 +192,6 @@ def build_arena_leaderboard_tab(service) -> None:
     refresh.click(load, [axis, all_cols], outputs, api_visibility="private")
     axis.change(load, [axis, all_cols], outputs, api_visibility="private")
     all_cols.change(load, [axis, all_cols], outputs, api_visibility="private")
-    root = gr.context.Context.root_block
-    if root is not None:
-        root.load(load, [axis, all_cols], outputs, api_visibility="private")
     export_jsonl.click(lambda: export("jsonl"), None, export_file, api_visibility="private")
     export_csv.click(lambda: export("csv"), None, export_file, api_visibility="private")
+    return TabHandles(loads=(PageLoad(load, [axis, all_cols], outputs, dict(api_visibility="private")),))

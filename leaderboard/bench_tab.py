@@ -19,6 +19,7 @@ import plotly.graph_objects as go
 from eval_backend.inert import csv_cell, md, plot_text
 from eval_backend.numbers import is_number
 from eval_backend.scoring.boards import boards_text, tabled_boards
+from eval_backend.tab_contract import PageLoad, TabHandles
 
 from . import agreement
 from . import results_table as rt
@@ -143,9 +144,9 @@ def model_infos(ctx) -> dict[str, rt.ModelInfo]:
                 infos[spec.name] = rt.ModelInfo("baseline", spec.audio_output, True, "Empathy Arena (baseline)")
     except (OSError, ValueError):
         pass
-    if getattr(ctx, "store", None) is not None:
-        from .submit_tab import service_for
-        for job in reversed(service_for(ctx).list_jobs()):        # oldest first: the newest finished job wins
+    service = getattr(ctx, "submission_service", None)      # the app's one SubmissionService (app_context.py)
+    if service is not None:
+        for job in reversed(service.list_jobs()):        # oldest first: the newest finished job wins
             if job.state == "FINISHED":
                 infos[job.model] = rt.ModelInfo(job.kind, job.audio_output if job.kind == "endpoint" else None,
                                                 job.open_weights, job.organisation, job.licence, job.link)
@@ -168,7 +169,7 @@ def _ratings(ctx) -> list[dict]:
         return []
 
 
-def build_bench_tab(ctx):
+def build_bench_tab(ctx) -> TabHandles:
     reported = rt.load_reported()
     state0 = rt.FilterState()
     gr.Markdown("## Benchmark leaderboard\nScores of the models evaluated here, ranked only against models "
@@ -254,7 +255,4 @@ def build_bench_tab(ctx):
         ev(None, controls, None, js=URL_JS)
     refresh.click(render, controls, outputs)
     table.select(pick_row, [table], [model])
-    root = gr.context.Context.root_block
-    if root is not None:
-        root.load(on_load, None, [*controls, *outputs])
-    return render, controls, outputs
+    return TabHandles(loads=(PageLoad(on_load, None, [*controls, *outputs]),))

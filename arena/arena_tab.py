@@ -29,6 +29,7 @@ import gradio as gr
 from .media import audio_html
 from eval_backend.inert import md, md_inline
 from eval_backend import client_address
+from eval_backend.tab_contract import TabHandles
 
 AUDIO_IDS = {"user": "arena-audio-user", "a": "arena-audio-a", "b": "arena-audio-b"}
 AUDIO_LABELS = {"user": "The user says", "a": "Reply A", "b": "Reply B"}
@@ -163,8 +164,9 @@ def message_markdown(text: str) -> str:
     return f"⚠️ {md(text)}"
 
 
-def build_arena_tab(service) -> None:
-    """Build the arena tab's components inside the current gr.Blocks/gr.Tab context."""
+def build_arena_tab(ctx) -> TabHandles:
+    """Build the arena tab's components inside the current gr.Blocks/gr.Tab context (ctx.arena: the service)."""
+    service = ctx.arena
     from .abuse import Refused
     from .writer import run_write
     from .service import NoBattleAvailable, VoteRefused
@@ -263,3 +265,4 @@ def build_arena_tab(service) -> None:
     for slot, btn in vote_buttons.items():
         btn.click(make_vote(slot), [state, said, sounded, reason], vote_outputs, concurrency_limit=1,
                   concurrency_id=WRITE_QUEUE, api_visibility="private")
+    return TabHandles()
