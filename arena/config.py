@@ -11,6 +11,7 @@ import secrets
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from .listening import ListenRule
 from .ratings import TrueSkillParams
 
 SALT_ENV = "EMPATHY_ARENA_SALT"
@@ -32,7 +33,12 @@ DEFAULT_IDENTITY_PATTERNS: tuple[str, ...] = (
 class ArenaSettings:
     trueskill: TrueSkillParams = field(default_factory=TrueSkillParams)
     # integrity
-    min_listen_s: float = 3.0               # per clip: min(min_listen_s, clip length)
+    # the listening rule (arena/listening.py), one for the page and the server: a vote counts once each clip's
+    # first min_listen_s seconds (all of a shorter clip; inf: every clip in full) were played, at no more than
+    # max_playback_rate x speed since the clip's audio was fetched; 0 turns the rule off
+    min_listen_s: float = 3.0
+    max_playback_rate: float = 2.0          # the page caps playback at this rate; faster claims are impossible
+    listen_tolerance_s: float = 0.1         # timer granularity and decoder rounding, both ways
     battle_ttl_s: float = 30 * 60.0         # a served battle can be voted on for this long
     session_votes_per_minute: int = 10
     session_votes_per_day: int = 500
@@ -60,6 +66,10 @@ class ArenaSettings:
     new_model_boost: float = 4.0
     bridge_boost: float = 5.0
     salt: str = ""
+
+    @property
+    def listen_rule(self) -> ListenRule:
+        return ListenRule(self.min_listen_s, self.max_playback_rate, self.listen_tolerance_s)
 
     def with_salt(self, data_dir: Path) -> "ArenaSettings":
         return self if self.salt else replace(self, salt=load_salt(data_dir))

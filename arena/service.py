@@ -3,19 +3,24 @@
     svc = ArenaService(Store(data_dir))                 # settings: arena.config.ArenaSettings
     view = svc.serve_battle(session_id, ip)            # BattleView: audio URLs only, no names, no paths
     svc.battle_clip(view.battle_id, "A")               # the file behind a clip URL (arena/media.py serves it)
-    result = svc.submit_vote(view.battle_id, session_id, ip, "A", said="B", sounded="A")
-    # -> VoteResult (names, transcripts, new ratings) or raises VoteRefused(reason_code, message)
+    svc.clip_fetched(view.battle_id, "A")              # the audio route records each clip's first fetch
+    result = svc.submit_vote(view.battle_id, session_id, ip, "A", said="B", sounded="A",
+                             listen={"played_s": {"user": 2.4, "A": 3, "B": 3}, "order": ["user", "B", "A"]})
+    # -> VoteResult (names, transcripts, new ratings) or raises VoteRefused(reason_code, message);
+    #    NotYet (a VoteRefused) when the listening does not cover the clips yet
 
 Integrity rules, checked in one write transaction (BEGIN IMMEDIATE) so two racing
 votes on one battle cannot both pass: the battle must exist, belong to the
-voting session, be unvoted, unexpired, not answered sooner than its clips'
-minimum listening time, name the same models if the client sends them, and the
+voting session, be unvoted, unexpired, name the same models if the client sends
+them, pass the listening rule (arena/listening.py: the reported listening covers
+each clip, and is possible given when each clip's audio was fetched), and the
 session and IP must be under their rate limits. Every refusal is logged with its
-reason in arena_refused_votes. The vote insert and the rating update commit
-together; the vote is acknowledged (returned) only after the commit.
+reason in arena_refused_votes, except `not_yet` (an honest early vote: no abuse).
+The vote insert and the rating update commit together; the vote is acknowledged
+(returned) only after the commit.
 
-Reason codes: unknown_battle, wrong_session, already_voted, expired, too_fast,
-tampered, rate_limited, bad_value.
+Reason codes: unknown_battle, wrong_session, already_voted, expired, not_yet (not
+logged), impossible, tampered, rate_limited, bad_value.
 
 Ratings are online TrueSkill per axis (overall, said, sounded, and the user's
 vocal dimension: speaker, paralinguistic, environment), replayable exactly from
@@ -43,6 +48,7 @@ from eval_backend.tasks import build_requests
 
 from . import bradley_terry as bt
 from . import storage, votes_io
+from . import battle_clips, listening
 from .media import battle_clip_url
 from .abuse import BattleGate, Ticket
 from .config import ArenaSettings
@@ -60,6 +66,15 @@ class VoteRefused(Exception):
         self.message = message
 
 
+class NotYet(VoteRefused):
+    """An early vote (the listening does not cover the clips yet): answered, never logged as a refusal.
+    `remaining_s`: per clip, seconds still to hear."""
+
+    def __init__(self, message: str, remaining_s: dict):
+        super().__init__(listening.NOT_YET, message)
+        self.remaining_s = remaining_s
+
+
 class NoBattleAvailable(RuntimeError):
     """No two unpaused models have servable replies to a common request (the message says why)."""
 
@@ -72,9 +87,10 @@ class BattleView:
     user_audio: str            # URLs of the battle's clips (arena/media.py): the battle id, no path, no name
     audio_a: str
     audio_b: str
-    min_listen_s: dict         # {"user": s, "A": s, "B": s}: min(settings.min_listen_s, clip length)
-    first_heard: str           # the slot to play first ("A")
+    min_listen_s: dict         # {"user": s, "A": s, "B": s}: seconds of each clip the listening rule asks for
+    first_heard: str           # the slot "play all" plays first ("A"); the vote stores the one actually heard first
     expires_at: float
+    listening: dict = field(default_factory=dict)   # the rule's numbers for the page (ListenRule.payload)
 
     @property
     def total_min_listen_s(self) -> float:
@@ -199,6 +215,7 @@ class ArenaService:
         self.gate = BattleGate(s.ip_battles_per_minute, s.session_open_battles, s.ip_vote_attempts_per_minute,
                                s.battle_ttl_s, clock)
         self._signer = None
+        self.fetches = battle_clips.FetchLog(store, clock)
 
     # ------------------------------------------------------------------ helpers
     def ip_hash(self, ip: str | None) -> str:
@@ -328,9 +345,11 @@ class ArenaService:
         model_a, model_b = pair if self.rng.random() < 0.5 else (pair[1], pair[0])
         audio_a = str(self.store.abspath(cand.replies[model_a].audio_path))
         audio_b = str(self.store.abspath(cand.replies[model_b].audio_path))
-        floor = self.settings.min_listen_s
-        listen = {"user": min(floor, self._duration(cand.user_audio)),
-                  "A": min(floor, self._duration(audio_a)), "B": min(floor, self._duration(audio_b))}
+        rule = self.settings.listen_rule
+        # to the millisecond: the page gets these numbers as JSON, and both sides must compare the same ones
+        clips = {clip: round(self._duration(path), 3)
+                 for clip, path in (("user", cand.user_audio), ("A", audio_a), ("B", audio_b))}
+        listen = rule.needs(clips)
         now = self.clock()
         battle_id = secrets.token_urlsafe(24)
         attribute = cand.attribute
@@ -342,8 +361,10 @@ class ArenaService:
                 (battle_id, session_id, user, self.ip_hash(ip), cand.benchmark_hash, cand.request_id, cand.task,
                  cand.item_id, cand.variant, attribute, dimension_of(attribute) if attribute else None,
                  model_a, model_b, "A", sum(listen.values()), now, now + self.settings.battle_ttl_s))
+            battle_clips.add_clips(conn, battle_id, clips)
         urls = [battle_clip_url(battle_id, clip) for clip in ("user", "A", "B")]
-        return BattleView(battle_id, cand.context_text, *urls, listen, "A", now + self.settings.battle_ttl_s)
+        return BattleView(battle_id, cand.context_text, *urls, listen, "A", now + self.settings.battle_ttl_s,
+                          rule.payload(clips))
 
     def battle_clip(self, battle_id: str, clip: str) -> Path | None:
         """The file behind clip user | A | B of a served, unexpired battle, from the battle's row (so any
@@ -366,23 +387,31 @@ class ArenaService:
                                 "AND status='ok'", (model, battle["benchmark_hash"], battle["request_id"]))
         return self.store.abspath(rows[0][0]) if rows and rows[0][0] else None
 
+    def clip_fetched(self, battle_id: str, clip: str) -> None:
+        """The audio route served this clip of this battle: record its first fetch (the listening rule)."""
+        self.fetches.fetched(battle_id, clip)
+
     # ------------------------------------------------------------------ votes
     def submit_vote(self, battle_id: str, session_id: str, ip: str | None, overall: str,
                     said: str | None = None, sounded: str | None = None, reason: str | None = None,
-                    user: str | None = None, claimed_models: tuple[str, str] | list[str] | None = None) -> VoteResult:
+                    user: str | None = None, claimed_models: tuple[str, str] | list[str] | None = None,
+                    listen=None) -> VoteResult:
+        """`listen`: what the client heard (listening.parse_report: {"played_s": {clip: s}, "order": [...]})."""
         ip_hash = self.ip_hash(ip)
         try:
             result = self._submit(battle_id, session_id, ip_hash, overall, said, sounded, reason, user,
-                                  claimed_models)
+                                  claimed_models, listen)
             self.gate.closed(session_id, battle_id)
             return result
+        except NotYet:
+            raise                                  # early, not abuse: no refusal row
         except VoteRefused as refusal:
             storage.log_refusal(self.store, battle_id if isinstance(battle_id, str) else None,
                                 session_id if isinstance(session_id, str) else None, ip_hash,
                                 refusal.reason_code, refusal.message)
             raise
 
-    def _submit(self, battle_id, session_id, ip_hash, overall, said, sounded, reason, user, claimed):
+    def _submit(self, battle_id, session_id, ip_hash, overall, said, sounded, reason, user, claimed, listen):
         if overall not in SLOTS:
             raise VoteRefused("bad_value", f"the vote must be one of {', '.join(SLOTS)}, got {overall!r}")
         for name, value in (("said", said), ("sounded", sounded)):
@@ -394,6 +423,10 @@ class ArenaService:
             raise VoteRefused("bad_value", "battle id and session id must be text")
         if claimed is not None and (not isinstance(claimed, (tuple, list)) or len(claimed) != 2):
             raise VoteRefused("bad_value", "claimed models must be a pair of names")
+        try:
+            report = listening.parse_report(listen)
+        except ValueError as exc:
+            raise VoteRefused("bad_value", str(exc)) from None
         s = self.settings
         with self.store.transaction() as conn:
             now = self.clock()
@@ -409,11 +442,19 @@ class ArenaService:
                                              "load a new battle")
             if claimed is not None and tuple(claimed) != (battle["model_a"], battle["model_b"]):
                 raise VoteRefused("tampered", "the models sent with the vote are not the ones in this battle")
-            waited = now - battle["served_at"]
-            if waited < battle["min_listen_s"]:
-                raise VoteRefused("too_fast", f"please listen to all three clips first: the vote came "
-                                              f"{waited:.1f} s after the battle was served, the clips need "
-                                              f"{battle['min_listen_s']:.1f} s")
+            clips, fetched = battle_clips.read(conn, battle_id)
+            if not clips:
+                raise VoteRefused("expired", "this battle was served before its clips were recorded; "
+                                             "load a new battle")
+            try:
+                report = listening.parse_report(report, clips)
+            except ValueError as exc:
+                raise VoteRefused("bad_value", str(exc)) from None
+            decision = listening.decide(s.listen_rule, clips, fetched, report, now)
+            if decision.verdict == listening.NOT_YET:
+                raise NotYet(decision.message, decision.remaining_s)
+            if decision.verdict == listening.IMPOSSIBLE:
+                raise VoteRefused(listening.IMPOSSIBLE, f"impossible listening ({decision.why}): {decision.message}")
             user = user or battle["user"]
             limits = [("session_id", session_id, s.session_votes_per_minute, s.session_votes_per_day),
                       ("ip_hash", ip_hash, s.ip_votes_per_minute, s.ip_votes_per_day)]
@@ -434,7 +475,7 @@ class ArenaService:
             row = {"battle_id": battle_id, "model_a": battle["model_a"], "model_b": battle["model_b"],
                    "winner": winner, "slot": overall, "said": said, "sounded": sounded,
                    "reason": (reason or "").strip() or None, "session_id": session_id, "user": user,
-                   "ip_hash": ip_hash, "first_heard": battle["first_heard"], "attribute": battle["attribute"],
+                   "ip_hash": ip_hash, "first_heard": report.first_of(), "attribute": battle["attribute"],
                    "dimension": battle["dimension"], "benchmark_hash": battle["benchmark_hash"],
                    "request_id": battle["request_id"], "created_at": now, "source": "live"}
             vote_id, new = self._record(conn, row)
@@ -594,8 +635,13 @@ class ArenaService:
         return ratings_rows(ts, fit, n)
 
     def position_bias(self) -> bt.Proportion:
-        """Share of decisive live votes won by the first-heard reply, with a 95% Wilson interval."""
+        """Share of decisive votes won by the reply the voter started first, with a 95% Wilson interval
+        (votes that do not say which reply was heard first are left out)."""
         return bt.position_bias((v.first_heard, v.slot) for v in self.votes())
+
+    def slot_bias(self) -> bt.Proportion:
+        """Share of decisive votes won by slot A (the left/first-listed reply), whatever was heard first."""
+        return bt.position_bias(("A", v.slot) for v in self.votes())
 
     def pairwise_matrices(self, axis: str = "overall") -> dict:
         """{'models', 'win_rate' (row beat column; ties half; None where never met), 'battles'}."""
