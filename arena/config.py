@@ -6,6 +6,7 @@ across restarts but are never derivable from a raw IP without the salt.
 """
 from __future__ import annotations
 
+import math
 import os
 import secrets
 from dataclasses import dataclass, field, replace
@@ -95,6 +96,29 @@ def load_salt(data_dir: Path) -> str:
     return path.read_text().strip()
 
 
+LISTEN_ENV = "EMPATHY_ARENA_LISTEN_S"              # min_listen_s: seconds of each clip to hear, or "all"
+PLAYBACK_RATE_ENV = "EMPATHY_ARENA_MAX_PLAYBACK_RATE"  # max_playback_rate
+
+
+def listen_from_env(env=os.environ) -> dict:
+    """The listening rule's settings given in the environment (a bad value stops the start with its name)."""
+    out = {}
+    for name, key in ((LISTEN_ENV, "min_listen_s"), (PLAYBACK_RATE_ENV, "max_playback_rate")):
+        raw = (env.get(name) or "").strip()
+        if not raw:
+            continue
+        try:
+            value = math.inf if key == "min_listen_s" and raw.lower() == "all" else float(raw)
+        except ValueError:
+            value = math.nan
+        if not (value >= (1 if key == "max_playback_rate" else 0)):    # also refuses nan
+            raise ValueError(f"{name}={raw!r}: expected " + ("a number of seconds >= 0 or 'all'"
+                                                            if key == "min_listen_s" else "a rate >= 1"))
+        out[key] = value
+    return out
+
+
 def settings_from_env(data_dir: Path, **overrides) -> ArenaSettings:
-    """Settings with the salt resolved; numeric limits may be overridden by keyword."""
-    return ArenaSettings(**overrides).with_salt(data_dir)
+    """Settings with the salt resolved; the listening rule from the environment (EMPATHY_ARENA_LISTEN_S,
+    EMPATHY_ARENA_MAX_PLAYBACK_RATE); numeric limits may be overridden by keyword."""
+    return ArenaSettings(**{**listen_from_env(), **overrides}).with_salt(data_dir)

@@ -59,9 +59,9 @@ class ListenRule:
         return {c: self.need(s) for c, s in clips.items()}
 
     def payload(self, clips: Mapping[str, float]) -> dict:
-        """What the page needs to show the countdown and unlock the vote, sent with the battle (JSON)."""
-        return {"clips": {c: {"seconds": round(float(s), 3), "need_s": round(self.need(s), 3)}
-                          for c, s in clips.items()},
+        """What the page needs to show the countdown and unlock the vote, sent with the battle. The numbers are
+        not rounded: JSON carries a float exactly, so the page compares the very numbers the server does."""
+        return {"clips": {c: {"seconds": float(s), "need_s": self.need(s)} for c, s in clips.items()},
                 "cover_first_s": None if math.isinf(self.cover_first_s) else self.cover_first_s,
                 "max_rate": self.max_rate, "tolerance_s": self.tolerance_s}
 

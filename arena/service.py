@@ -346,9 +346,7 @@ class ArenaService:
         audio_a = str(self.store.abspath(cand.replies[model_a].audio_path))
         audio_b = str(self.store.abspath(cand.replies[model_b].audio_path))
         rule = self.settings.listen_rule
-        # to the millisecond: the page gets these numbers as JSON, and both sides must compare the same ones
-        clips = {clip: round(self._duration(path), 3)
-                 for clip, path in (("user", cand.user_audio), ("A", audio_a), ("B", audio_b))}
+        clips = {"user": self._duration(cand.user_audio), "A": self._duration(audio_a), "B": self._duration(audio_b)}
         listen = rule.needs(clips)
         now = self.clock()
         battle_id = secrets.token_urlsafe(24)

@@ -246,7 +246,7 @@ def build_arena_tab(service) -> None:
     from .service import NoBattleAvailable, NotYet, VoteRefused
 
     state = gr.State({})     # {"session", "battle_id", "voted"}: per browser session, server-side only
-    gr.Markdown(HELP)
+    gr.Markdown(HELP.replace("up to 2×", f"up to {service.settings.max_playback_rate:g}×"))
     context_md = gr.Markdown(visible=False, elem_id="arena-context")
     def player(key: str) -> gr.HTML:
         return gr.HTML(clip_html(AUDIO_LABELS[key], None), elem_id=AUDIO_IDS[key], js_on_load=None,

@@ -363,3 +363,41 @@ def test_identity_screen_and_salt(tmp_path, monkeypatch):
     assert (tmp_path / "arena_salt").stat().st_mode & 0o777 == 0o600
     monkeypatch.setenv(SALT_ENV, "from-env")
     assert load_salt(tmp_path) == "from-env"
+
+
+def test_listening_rule_fetches_seen_by_any_replica_and_first_reply_heard_stored(make):
+    """Clip lengths are stored with the battle and fetches in the database, so a vote on one replica sees a
+    fetch another served; the reply the voter started first is stored and drives the position-bias figure,
+    slot A's share is reported apart; early votes are answered, never logged."""
+    svc, clock = make(session_votes_per_minute=100, ip_votes_per_minute=100)
+    replica = ArenaService(Store(svc.store.root, database_url=svc.store.database_url), svc.settings, clock=clock)
+    first_reply = {}
+    for i in range(8):
+        view = svc.serve_battle("s1", "10.0.0.1")
+        assert view.listening["clips"].keys() == {"user", "A", "B"}
+        assert {c: v["need_s"] for c, v in view.listening["clips"].items()} == view.min_listen_s
+        fetch_all(replica, view)                       # the audio came from the other replica
+        with pytest.raises(NotYet) as early:
+            svc.submit_vote(view.battle_id, "s1", "10.0.0.1", "A",
+                            listen={"played_s": {"user": 0.1}, "order": ["user"]})
+        assert early.value.remaining_s.keys() == {"A", "B"} | ({"user"} if view.min_listen_s["user"] > 0.2 else set())
+        clock.t += max(view.min_listen_s.values()) / svc.settings.max_playback_rate + 0.01   # all at once, 2x
+        order = ["B", "user", "A"] if i % 2 else ["user", "A", "B"]
+        first_reply[view.battle_id] = "B" if i % 2 else "A"
+        svc.submit_vote(view.battle_id, "s1", "10.0.0.1", "A" if i < 6 else "B",
+                        listen={"played_s": dict(view.min_listen_s), "order": order})
+    stored = dict(svc.store.query("SELECT battle_id, first_heard FROM arena_votes"))
+    assert stored == first_reply
+    assert svc.store.query("SELECT COUNT(*) FROM arena_refused_votes")[0][0] == 0
+    # slot A won 6 of 8 decisive votes; the reply heard first: where the chosen slot was the first started
+    slot, first = svc.slot_bias(), svc.position_bias()
+    assert (slot.k, slot.n) == (6, 8)
+    assert (first.k, first.n) == (sum(first_reply[b] == s for b, s in
+                                      svc.store.query("SELECT battle_id, slot FROM arena_votes")), 8)
+    # a battle whose clips were never recorded (served by an older version) cannot take a vote
+    view = svc.serve_battle("s1", "10.0.0.1")
+    with svc.store.transaction() as conn:
+        conn.execute("DELETE FROM arena_battle_clips WHERE battle_id=?", (view.battle_id,))
+    with pytest.raises(VoteRefused) as exc:
+        svc.submit_vote(view.battle_id, "s1", "10.0.0.1", "A", listen=heard(view))
+    assert exc.value.reason_code == "expired" and "new battle" in exc.value.message
