@@ -13,18 +13,25 @@ belongs to `ArenaService`; this module only wires events to it.
 - Audio: plain <audio> elements whose `src` is the battle's clip route
   (arena/media.py: battle id + clip, never a file path), so Gradio is never
   handed a file from the data dir.
-- Listening is tracked in the browser from each <audio> element's `played`
-  ranges (seconds of the clip actually played). The vote buttons unlock once
-  every clip has played for its minimum; the service re-checks on its side
-  (time since serving) and its refusal message is shown as is.
+- Listening: one rule for page and server (arena/listening.py). The battle
+  carries the rule's numbers (per clip: seconds to hear; the tolerance; the
+  fastest playback rate, which the page enforces on its players). The page
+  measures each clip's seconds actually played from its <audio> element's
+  `played` ranges (so clips played together or at 2x count honestly), shows a
+  countdown, unlocks the vote buttons when every clip is covered, and sends
+  those numbers and the order the clips were first played with the vote; the
+  service applies the same rule to them ("not yet" is shown, not logged).
 - Keyboard: 1/a = A better, 2/b = B better, 3/t = tie, 4/x = both bad,
-  p = play all in order, n = next battle.
+  p = play all in order, n = next battle; a vote key pressed before the vote
+  unlocks says why instead.
 """
 from __future__ import annotations
 
 import html
 import json
 import gradio as gr
+
+from eval_backend import safejson
 
 from .media import audio_html
 from eval_backend.inert import md, md_inline
@@ -41,63 +48,118 @@ WRITE_QUEUE = "arena_writes"
 HELP = """### Voice arena
 Listen to what the user said (and the context, when there is one), then to two anonymous spoken replies.
 Vote for the reply that responds **more empathetically** — in its words *and* in its voice. The buttons unlock once
-each clip has played for at least 3 seconds (or to its end, if shorter). Names are revealed after your vote.
+you have heard the start of each clip (the countdown shows how long is left; clips may play together, or at up to
+2× speed). Names are revealed after your vote.
 
 **Keys:** `1`/`a` A better · `2`/`b` B better · `3`/`t` tie · `4`/`x` both bad · `p` play all in order · `n` next battle
 """
 
-# The listening meter: polls the three <audio> elements and unlocks the vote buttons (via a Python event,
-# so the unlock also checks the battle is still open) once each clip's played time reaches its minimum.
+# The listening meter: polls the battle's <audio> elements, measures each clip's seconds played (within the part
+# the rule asks for) from its `played` ranges, shows the countdown, and unlocks the vote buttons (via a Python event,
+# so the unlock also checks the battle is still open) once every clip is covered. `arenaRemaining` is
+# listening.remaining, to the same numbers; `window.__arenaListenReport()` is what the vote sends.
 METER_JS = r"""
-const IDS = {user: "arena-audio-user", a: "arena-audio-a", b: "arena-audio-b"};
-const LABELS = {user: "user", a: "reply A", b: "reply B"};
-let unlockedFor = null;
-function played(audio) {
+const LABELS = {user: "the user", A: "reply A", B: "reply B"};
+const S = window.__arenaListen = window.__arenaListen || {battle: null, order: [], unlockedFor: null};
+function arenaRemaining(need, played, tol) { return played >= need - tol ? 0 : need - played; }
+window.__arenaRemaining = arenaRemaining;
+function audioFor(clip) { return document.querySelector("#arena-audio-" + clip.toLowerCase() + " audio"); }
+function covered(audio, need) {          // seconds of [0, need] actually played
   let s = 0;
-  for (let i = 0; i < audio.played.length; i++) s += audio.played.end(i) - audio.played.start(i);
-  return s;
-}
-function tick() {
-  const meter = element.querySelector(".arena-meter");
-  if (!meter || !meter.dataset.battle) return;
-  const need = JSON.parse(meter.dataset.need || "{}");
-  let done = true;
-  const parts = [];
-  for (const key of Object.keys(IDS)) {
-    if (!(key in need)) continue;
-    const audio = document.querySelector("#" + IDS[key] + " audio");
-    const heard = audio && audio.currentSrc ? played(audio) : 0;
-    const req = Math.max(0, need[key] - 0.05);   // 50 ms slack for timer granularity
-    const ok = heard >= req;
-    done = done && ok;
-    parts.push(LABELS[key] + " " + (ok ? "✓" : heard.toFixed(1) + " / " + need[key].toFixed(1) + " s"));
+  for (let i = 0; i < audio.played.length; i++) {
+    const a = Math.min(audio.played.start(i), need), b = Math.min(audio.played.end(i), need);
+    if (b > a) s += b - a;
   }
-  const status = meter.querySelector(".arena-meter-status");
-  if (status) status.textContent = done ? "All clips heard: you can vote." : "Heard: " + parts.join(" · ");
-  meter.dataset.heard = done ? "1" : "0";
-  if (done && unlockedFor !== meter.dataset.battle) {
-    unlockedFor = meter.dataset.battle;
+  return Math.round(s * 1000) / 1000;    // the number sent, so page and server compare the same value
+}
+function current() {
+  const meter = document.querySelector(".arena-meter");
+  if (!meter || !meter.dataset.battle) return null;
+  if (S.battle !== meter.dataset.battle) { S.battle = meter.dataset.battle; S.order = []; }
+  const rule = JSON.parse(meter.dataset.listen || "{}");
+  const clips = rule.clips || {};
+  const played = {}, left = {};
+  for (const c of Object.keys(clips)) {
+    const audio = audioFor(c);
+    played[c] = audio && audio.currentSrc ? covered(audio, clips[c].need_s) : 0;
+    const r = arenaRemaining(clips[c].need_s, played[c], rule.tolerance_s || 0);
+    if (r > 0) left[c] = r;
+  }
+  return {meter, rule, clips, played, left, battle: meter.dataset.battle};
+}
+function clipOf(audio) {
+  const st = current();
+  if (!st) return null;
+  return Object.keys(st.clips).find((c) => audioFor(c) === audio) || null;
+}
+function countdown(st) {
+  const keys = Object.keys(st.left);
+  if (!keys.length) return "";
+  const total = keys.reduce((t, c) => t + st.left[c], 0);
+  return "Vote in " + Math.ceil(total) + " s: still to hear " + keys.map((c) => (LABELS[c] || c) + " " +
+    st.played[c].toFixed(1) + " / " + st.clips[c].need_s.toFixed(1) + " s").join(" · ");
+}
+window.__arenaListenReport = () => {
+  const st = current();
+  return st ? JSON.stringify({battle_id: st.battle, played_s: st.played, order: S.order.slice()}) : "";
+};
+function tick() {
+  const st = current();
+  if (!st) return;
+  const done = !Object.keys(st.left).length;
+  const status = st.meter.querySelector(".arena-meter-status");
+  if (status) status.textContent = done ? "All clips heard: you can vote." : countdown(st);
+  st.meter.dataset.heard = done ? "1" : "0";
+  const hint = st.meter.querySelector(".arena-meter-hint");
+  if (hint && hint.dataset.kind === "not-yet") {       // a key pressed too early: keep its answer current
+    hint.textContent = done ? "" : "Not yet: " + countdown(st) + ".";
+    if (done) hint.dataset.kind = "";
+  }
+  if (done && S.unlockedFor !== st.battle) {
+    S.unlockedFor = st.battle;
     trigger("submit");
   }
 }
 setInterval(tick, 250);
 if (!window.__arenaKeys) {
   window.__arenaKeys = true;
+  // the order clips first started playing (the vote stores the reply heard first), and the rate cap
+  document.addEventListener("playing", (e) => {
+    const c = e.target && e.target.tagName === "AUDIO" ? clipOf(e.target) : null;
+    if (c && !S.order.includes(c)) S.order.push(c);
+  }, true);
+  document.addEventListener("ratechange", (e) => {
+    const a = e.target, st = current();
+    if (st && a && a.tagName === "AUDIO" && clipOf(a) && st.rule.max_rate && a.playbackRate > st.rule.max_rate)
+      a.playbackRate = st.rule.max_rate;
+  }, true);
   const KEYS = {"1": "arena-vote-a", "a": "arena-vote-a", "2": "arena-vote-b", "b": "arena-vote-b",
                 "3": "arena-vote-tie", "t": "arena-vote-tie", "4": "arena-vote-bad", "x": "arena-vote-bad",
                 "n": "arena-next", "p": "arena-play-all"};
+  const explain = (text, kind) => {
+    const meter = document.querySelector(".arena-meter");
+    const hint = meter && meter.querySelector(".arena-meter-hint");
+    if (hint) { hint.textContent = text; hint.dataset.kind = kind; }
+  };
   document.addEventListener("keydown", (e) => {
     const t = e.target;
     if (e.ctrlKey || e.metaKey || e.altKey || e.repeat) return;
     if (t && (t.tagName === "INPUT" || t.tagName === "TEXTAREA" || t.tagName === "SELECT" || t.isContentEditable)) return;
     const id = KEYS[(e.key || "").toLowerCase()];
     const btn = id && document.getElementById(id);
-    if (btn && !btn.disabled && btn.offsetParent !== null) { e.preventDefault(); btn.click(); }
+    if (btn && !btn.disabled && btn.offsetParent !== null) { e.preventDefault(); btn.click(); return; }
+    if (!id || !id.startsWith("arena-vote-") || !btn) return;
+    const st = current();              // a vote key while voting is locked: say why
+    const reveal = document.getElementById("arena-reveal");
+    if (!st) explain("Start a battle first (press n).", "no-battle");
+    else if (Object.keys(st.left).length) explain("Not yet: " + countdown(st) + ".", "not-yet");
+    else if (reveal && reveal.offsetParent !== null) explain("You have voted on this battle: press n for the next one.", "voted");
+    else explain("The vote is unlocking…", "unlocking");
   });
 }
 """
 
-# Plays the user's utterance, then A, then B (A is always heard first; the service records that).
+# Plays the user's utterance, then A, then B (the page reports the order clips actually started in).
 PLAY_ALL_JS = r"""
 () => {
   const els = ["arena-audio-user", "arena-audio-a", "arena-audio-b"]
@@ -121,12 +183,14 @@ def clip_html(label: str, url: str | None) -> str:
     return audio_html(label, url, preload="auto")
 
 
-def _meter_html(battle_id: str | None, need: dict[str, float] | None, text: str = "") -> str:
+def _meter_html(battle_id: str | None, listening: dict | None, text: str = "") -> str:
+    """The meter: `listening` is the battle's rule payload (listening.ListenRule.payload), read by METER_JS."""
+    hint = '<span class="arena-meter-hint" role="status" aria-live="polite"></span>'
     if not battle_id:
-        return f'<div class="arena-meter"><span class="arena-meter-status">{html.escape(text)}</span></div>'
+        return f'<div class="arena-meter"><span class="arena-meter-status">{html.escape(text)}</span> {hint}</div>'
     return (f'<div class="arena-meter" data-battle="{html.escape(battle_id)}" '
-            f'data-need="{html.escape(json.dumps(need or {}))}">'
-            f'<span class="arena-meter-status">Play each clip to unlock the vote.</span></div>')
+            f'data-listen="{html.escape(json.dumps(listening or {}))}">'
+            f'<span class="arena-meter-status">Play each clip to unlock the vote.</span> {hint}</div>')
 
 
 def _identity(st: dict, request: gr.Request | None, profile: gr.OAuthProfile | None
@@ -137,9 +201,21 @@ def _identity(st: dict, request: gr.Request | None, profile: gr.OAuthProfile | N
     return session, ip, user
 
 
-def need_seconds(view) -> dict[str, float]:
-    """Per-clip minimum listening time of a BattleView, keyed as the meter's clips: user, a, b."""
-    return {k.lower(): float(v) for k, v in view.min_listen_s.items()}
+# The vote sends the page's listen report through this hidden box (filled by the click's js, LISTEN_JS).
+LISTEN_JS = "(...args) => [...args.slice(0, -1), window.__arenaListenReport ? window.__arenaListenReport() : '']"
+MAX_LISTEN_REPORT_BYTES = 2048
+
+
+def listen_report(text: str | None, battle_id: str | None) -> dict | None:
+    """The page's listen report for this battle (None when absent, unreadable or for another battle: then the
+    service sees no listening, and answers "not yet")."""
+    try:
+        report = safejson.loads(text or "null", max_depth=3, max_bytes=MAX_LISTEN_REPORT_BYTES)
+    except ValueError:
+        return None
+    if not isinstance(report, dict) or report.get("battle_id") != battle_id:
+        return None
+    return report
 
 
 def reveal_markdown(result) -> str:
@@ -169,10 +245,10 @@ def build_arena_tab(ctx) -> TabHandles:
     service = ctx.arena
     from .abuse import Refused
     from .writer import run_write
-    from .service import NoBattleAvailable, VoteRefused
+    from .service import NoBattleAvailable, NotYet, VoteRefused
 
     state = gr.State({})     # {"session", "battle_id", "voted"}: per browser session, server-side only
-    gr.Markdown(HELP)
+    gr.Markdown(HELP.replace("up to 2×", f"up to {service.settings.max_playback_rate:g}×"))
     context_md = gr.Markdown(visible=False, elem_id="arena-context")
     def player(key: str) -> gr.HTML:
         return gr.HTML(clip_html(AUDIO_LABELS[key], None), elem_id=AUDIO_IDS[key], js_on_load=None,
@@ -195,6 +271,7 @@ def build_arena_tab(ctx) -> TabHandles:
             sounded = gr.Radio(SUB_CHOICES, label="How it sounded (the voice)", elem_id="arena-sounded")
         reason = gr.Textbox(label="Reason (optional)", max_lines=3, max_length=500, elem_id="arena-reason")
     message = gr.Markdown(elem_id="arena-message")
+    listen_box = gr.Textbox(visible=False, elem_id="arena-listen")    # the page's listen report (LISTEN_JS)
     reveal = gr.Markdown(visible=False, elem_id="arena-reveal")
     next_btn = gr.Button("Start a battle (n)", variant="primary", elem_id="arena-next")
 
@@ -219,7 +296,7 @@ def build_arena_tab(ctx) -> TabHandles:
             gr.update(visible=bool(ctx), value=ctx),
             clip_html(AUDIO_LABELS["user"], view.user_audio), clip_html(AUDIO_LABELS["a"], view.audio_a),
             clip_html(AUDIO_LABELS["b"], view.audio_b),
-            _meter_html(view.battle_id, need_seconds(view)),
+            _meter_html(view.battle_id, view.listening),
             *locked,
             gr.update(value=None, interactive=True), gr.update(value=None, interactive=True),
             gr.update(value="", interactive=True),
@@ -228,10 +305,12 @@ def build_arena_tab(ctx) -> TabHandles:
 
     def unlock(st: dict):
         open_ = bool(st.get("battle_id")) and not st.get("voted")
-        return [gr.update(interactive=open_)] * len(buttons)
+        # a "not yet" answer from before the page counted every clip heard is out of date now
+        return [gr.update(interactive=open_)] * len(buttons) + ["" if st.get("not_yet") else gr.update()]
 
     def make_vote(slot: str):
-        def vote(st: dict, said_v, sounded_v, reason_v, request: gr.Request, profile: gr.OAuthProfile | None):
+        def vote(st: dict, said_v, sounded_v, reason_v, listen_v, request: gr.Request,
+                 profile: gr.OAuthProfile | None):
             if not st.get("battle_id") or st.get("voted"):
                 return (st, *locked, gr.update(), gr.update(), gr.update(), "Start a new battle first.",
                         gr.update(), gr.update(visible=True))
@@ -239,7 +318,12 @@ def build_arena_tab(ctx) -> TabHandles:
             try:
                 service.admit_vote(ip)
                 result = run_write(service.submit_vote, st["battle_id"], session, ip, slot, said=said_v or None,
-                                   sounded=sounded_v or None, reason=(reason_v or "").strip() or None, user=user)
+                                   sounded=sounded_v or None, reason=(reason_v or "").strip() or None, user=user,
+                                   listen=listen_report(listen_v, st["battle_id"]))
+            except NotYet as exc:
+                keep = [gr.update()] * len(buttons)
+                return ({**st, "not_yet": True}, *keep, gr.update(), gr.update(), gr.update(), f"⏳ {md(exc.message)}",
+                        gr.update(), gr.update())
             except (VoteRefused, Refused) as exc:
                 keep = [gr.update()] * len(buttons)
                 return (st, *keep, gr.update(), gr.update(), gr.update(), message_markdown(exc.message), gr.update(),
@@ -258,11 +342,11 @@ def build_arena_tab(ctx) -> TabHandles:
     # sleeps up to 100 ms per retry).
     next_btn.click(new_battle, [state], battle_outputs, concurrency_limit=1, concurrency_id=WRITE_QUEUE,
                    api_visibility="private")
-    meter.submit(unlock, [state], buttons, concurrency_limit=None, api_visibility="private",
+    meter.submit(unlock, [state], [*buttons, message], concurrency_limit=None, api_visibility="private",
                  show_progress="hidden")
     play_all.click(None, None, None, js=PLAY_ALL_JS)
     vote_outputs = [state, *buttons, said, sounded, reason, message, reveal, next_btn]
     for slot, btn in vote_buttons.items():
-        btn.click(make_vote(slot), [state, said, sounded, reason], vote_outputs, concurrency_limit=1,
-                  concurrency_id=WRITE_QUEUE, api_visibility="private")
+        btn.click(make_vote(slot), [state, said, sounded, reason, listen_box], vote_outputs, concurrency_limit=1,
+                  concurrency_id=WRITE_QUEUE, api_visibility="private", js=LISTEN_JS)
     return TabHandles()

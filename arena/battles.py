@@ -19,7 +19,7 @@ from eval_backend.benchmark.model import Benchmark, dimension_of
 from eval_backend.store import Reply
 from eval_backend.tasks import SPOKEN_TASKS, build_requests
 
-from . import storage
+from . import battle_clips, listening, storage
 from .abuse import Ticket
 from .matchmaking import MatchParams, choose_pair
 from .media import battle_clip_url
@@ -36,6 +36,15 @@ class VoteRefused(Exception):
         self.message = message
 
 
+class NotYet(VoteRefused):
+    """An early vote (the listening does not cover the clips yet): answered, never logged as a refusal.
+    `remaining_s`: per clip, seconds still to hear."""
+
+    def __init__(self, message: str, remaining_s: dict):
+        super().__init__(listening.NOT_YET, message)
+        self.remaining_s = remaining_s
+
+
 class NoBattleAvailable(RuntimeError):
     """No two unpaused models have servable replies to a common request (the message says why)."""
 
@@ -48,9 +57,10 @@ class BattleView:
     user_audio: str            # URLs of the battle's clips (arena/media.py): the battle id, no path, no name
     audio_a: str
     audio_b: str
-    min_listen_s: dict         # {"user": s, "A": s, "B": s}: min(settings.min_listen_s, clip length)
-    first_heard: str           # the slot to play first ("A")
+    min_listen_s: dict         # {"user": s, "A": s, "B": s}: seconds of each clip the listening rule asks for
+    first_heard: str           # the slot "play all" plays first ("A"); the vote stores the one actually heard first
     expires_at: float
+    listening: dict = field(default_factory=dict)   # the rule's numbers for the page (ListenRule.payload)
 
     @property
     def total_min_listen_s(self) -> float:
@@ -235,9 +245,9 @@ class Battles:
         model_a, model_b = pair if self.rng.random() < 0.5 else (pair[1], pair[0])
         audio_a = str(self.store.abspath(cand.replies[model_a].audio_path))
         audio_b = str(self.store.abspath(cand.replies[model_b].audio_path))
-        floor = self.settings.min_listen_s
-        listen = {"user": min(floor, self._duration(cand.user_audio)),
-                  "A": min(floor, self._duration(audio_a)), "B": min(floor, self._duration(audio_b))}
+        rule = self.settings.listen_rule
+        clips = {"user": self._duration(cand.user_audio), "A": self._duration(audio_a), "B": self._duration(audio_b)}
+        listen = rule.needs(clips)
         now = self.clock()
         battle_id = secrets.token_urlsafe(24)
         attribute = cand.attribute
@@ -246,8 +256,10 @@ class Battles:
                 conn, (battle_id, session_id, user, self.ip_hash(ip), cand.benchmark_hash, cand.request_id, cand.task,
                  cand.item_id, cand.variant, attribute, dimension_of(attribute) if attribute else None,
                  model_a, model_b, "A", sum(listen.values()), now, now + self.settings.battle_ttl_s))
+            battle_clips.add_clips(conn, battle_id, clips)
         urls = [battle_clip_url(battle_id, clip) for clip in ("user", "A", "B")]
-        return BattleView(battle_id, cand.context_text, *urls, listen, "A", now + self.settings.battle_ttl_s)
+        return BattleView(battle_id, cand.context_text, *urls, listen, "A", now + self.settings.battle_ttl_s,
+                          rule.payload(clips))
 
     def battle_clip(self, battle_id: str, clip: str) -> Path | None:
         """The file behind clip user | A | B of a served, unexpired battle, from the battle's row (so any
@@ -267,23 +279,31 @@ class Battles:
         rel = self.store.reply_audio_path(model, battle["benchmark_hash"], battle["request_id"])
         return self.store.abspath(rel) if rel else None
 
+    def clip_fetched(self, battle_id: str, clip: str) -> None:
+        """The audio route served this clip of this battle: record its first fetch (the listening rule)."""
+        self.fetches.fetched(battle_id, clip)
+
     # ------------------------------------------------------------------ votes
     def submit_vote(self, battle_id: str, session_id: str, ip: str | None, overall: str,
                     said: str | None = None, sounded: str | None = None, reason: str | None = None,
-                    user: str | None = None, claimed_models: tuple[str, str] | list[str] | None = None) -> VoteResult:
+                    user: str | None = None, claimed_models: tuple[str, str] | list[str] | None = None,
+                    listen=None) -> VoteResult:
+        """`listen`: what the client heard (listening.parse_report: {"played_s": {clip: s}, "order": [...]})."""
         ip_hash = self.ip_hash(ip)
         try:
             result = self._submit(battle_id, session_id, ip_hash, overall, said, sounded, reason, user,
-                                  claimed_models)
+                                  claimed_models, listen)
             self.gate.closed(session_id, battle_id)
             return result
+        except NotYet:
+            raise                                  # early, not abuse: no refusal row
         except VoteRefused as refusal:
             storage.log_refusal(self.store, battle_id if isinstance(battle_id, str) else None,
                                 session_id if isinstance(session_id, str) else None, ip_hash,
                                 refusal.reason_code, refusal.message)
             raise
 
-    def _submit(self, battle_id, session_id, ip_hash, overall, said, sounded, reason, user, claimed):
+    def _submit(self, battle_id, session_id, ip_hash, overall, said, sounded, reason, user, claimed, listen):
         if overall not in SLOTS:
             raise VoteRefused("bad_value", f"the vote must be one of {', '.join(SLOTS)}, got {overall!r}")
         for name, value in (("said", said), ("sounded", sounded)):
@@ -295,6 +315,10 @@ class Battles:
             raise VoteRefused("bad_value", "battle id and session id must be text")
         if claimed is not None and (not isinstance(claimed, (tuple, list)) or len(claimed) != 2):
             raise VoteRefused("bad_value", "claimed models must be a pair of names")
+        try:
+            report = listening.parse_report(listen)
+        except ValueError as exc:
+            raise VoteRefused("bad_value", str(exc)) from None
         s = self.settings
         with self.store.transaction() as conn:
             now = self.clock()
@@ -310,11 +334,19 @@ class Battles:
                                              "load a new battle")
             if claimed is not None and tuple(claimed) != (battle["model_a"], battle["model_b"]):
                 raise VoteRefused("tampered", "the models sent with the vote are not the ones in this battle")
-            waited = now - battle["served_at"]
-            if waited < battle["min_listen_s"]:
-                raise VoteRefused("too_fast", f"please listen to all three clips first: the vote came "
-                                              f"{waited:.1f} s after the battle was served, the clips need "
-                                              f"{battle['min_listen_s']:.1f} s")
+            clips, fetched = battle_clips.read(conn, battle_id)
+            if not clips:
+                raise VoteRefused("expired", "this battle was served before its clips were recorded; "
+                                             "load a new battle")
+            try:
+                report = listening.parse_report(report, clips)
+            except ValueError as exc:
+                raise VoteRefused("bad_value", str(exc)) from None
+            decision = listening.decide(s.listen_rule, clips, fetched, report, now)
+            if decision.verdict == listening.NOT_YET:
+                raise NotYet(decision.message, decision.remaining_s)
+            if decision.verdict == listening.IMPOSSIBLE:
+                raise VoteRefused(listening.IMPOSSIBLE, f"impossible listening ({decision.why}): {decision.message}")
             user = user or battle["user"]
             limits = [("session_id", session_id, s.session_votes_per_minute, s.session_votes_per_day),
                       ("ip_hash", ip_hash, s.ip_votes_per_minute, s.ip_votes_per_day)]
@@ -332,7 +364,7 @@ class Battles:
             row = {"battle_id": battle_id, "model_a": battle["model_a"], "model_b": battle["model_b"],
                    "winner": winner, "slot": overall, "said": said, "sounded": sounded,
                    "reason": (reason or "").strip() or None, "session_id": session_id, "user": user,
-                   "ip_hash": ip_hash, "first_heard": battle["first_heard"], "attribute": battle["attribute"],
+                   "ip_hash": ip_hash, "first_heard": report.first_of(), "attribute": battle["attribute"],
                    "dimension": battle["dimension"], "benchmark_hash": battle["benchmark_hash"],
                    "request_id": battle["request_id"], "created_at": now, "source": "live"}
             vote_id, new = self._record(conn, row)

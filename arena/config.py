@@ -6,11 +6,13 @@ across restarts but are never derivable from a raw IP without the salt.
 """
 from __future__ import annotations
 
+import math
 import os
 import secrets
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from .listening import ListenRule
 from .ratings import TrueSkillParams
 
 SALT_ENV = "EMPATHY_ARENA_SALT"
@@ -32,7 +34,12 @@ DEFAULT_IDENTITY_PATTERNS: tuple[str, ...] = (
 class ArenaSettings:
     trueskill: TrueSkillParams = field(default_factory=TrueSkillParams)
     # integrity
-    min_listen_s: float = 3.0               # per clip: min(min_listen_s, clip length)
+    # the listening rule (arena/listening.py), one for the page and the server: a vote counts once each clip's
+    # first min_listen_s seconds (all of a shorter clip; inf: every clip in full) were played, at no more than
+    # max_playback_rate x speed since the clip's audio was fetched; 0 turns the rule off
+    min_listen_s: float = 3.0
+    max_playback_rate: float = 2.0          # the page caps playback at this rate; faster claims are impossible
+    listen_tolerance_s: float = 0.1         # timer granularity and decoder rounding, both ways
     battle_ttl_s: float = 30 * 60.0         # a served battle can be voted on for this long
     session_votes_per_minute: int = 10
     session_votes_per_day: int = 500
@@ -60,6 +67,10 @@ class ArenaSettings:
     bridge_boost: float = 5.0
     salt: str = ""
 
+    @property
+    def listen_rule(self) -> ListenRule:
+        return ListenRule(self.min_listen_s, self.max_playback_rate, self.listen_tolerance_s)
+
     def with_salt(self, data_dir: Path) -> "ArenaSettings":
         return self if self.salt else replace(self, salt=load_salt(data_dir))
 
@@ -84,6 +95,29 @@ def load_salt(data_dir: Path) -> str:
     return path.read_text().strip()
 
 
+LISTEN_ENV = "EMPATHY_ARENA_LISTEN_S"              # min_listen_s: seconds of each clip to hear, or "all"
+PLAYBACK_RATE_ENV = "EMPATHY_ARENA_MAX_PLAYBACK_RATE"  # max_playback_rate
+
+
+def listen_from_env(env=os.environ) -> dict:
+    """The listening rule's settings given in the environment (a bad value stops the start with its name)."""
+    out = {}
+    for name, key in ((LISTEN_ENV, "min_listen_s"), (PLAYBACK_RATE_ENV, "max_playback_rate")):
+        raw = (env.get(name) or "").strip()
+        if not raw:
+            continue
+        try:
+            value = math.inf if key == "min_listen_s" and raw.lower() == "all" else float(raw)
+        except ValueError:
+            value = math.nan
+        if not (value >= (1 if key == "max_playback_rate" else 0)):    # also refuses nan
+            raise ValueError(f"{name}={raw!r}: expected " + ("a number of seconds >= 0 or 'all'"
+                                                            if key == "min_listen_s" else "a rate >= 1"))
+        out[key] = value
+    return out
+
+
 def settings_from_env(data_dir: Path, **overrides) -> ArenaSettings:
-    """Settings with the salt resolved; numeric limits may be overridden by keyword."""
-    return ArenaSettings(**overrides).with_salt(data_dir)
+    """Settings with the salt resolved; the listening rule from the environment (EMPATHY_ARENA_LISTEN_S,
+    EMPATHY_ARENA_MAX_PLAYBACK_RATE); numeric limits may be overridden by keyword."""
+    return ArenaSettings(**{**listen_from_env(), **overrides}).with_salt(data_dir)

@@ -1,8 +1,11 @@
 """A small JSON HTTP API for programmatic voting (and the load test), on the app's FastAPI server.
 
     POST /api/arena/battle  {"session": optional}      -> 200 battle view (no model names), or 503
-    POST /api/arena/vote    {"battle_id", "session", "overall", "said"?, "sounded"?, "reason"?}
-                                                        -> 200 reveal, or 4xx {"error": code, "message"}
+    POST /api/arena/vote    {"battle_id", "session", "overall", "said"?, "sounded"?, "reason"?,
+                             "listen"?: {"played_s": {clip: seconds}, "order": [clip, ...]}}
+                                                        -> 200 reveal, or 4xx {"error": code, "message"}:
+                                                           425 not_yet (+ "remaining_s": {clip: s}),
+                                                           403 impossible (see arena/listening.py)
     (both: 400 bad_json, 403 bad_session, 413 too_large, 429 rate_limited | too_many_open with Retry-After)
     GET  /api/arena/audio/{battle_id}/{clip}            -> the wav of clip user | A | B of a served battle
                                                            (arena/media.py: mounted beside this API)
@@ -54,9 +57,10 @@ PREFIX = "/api/arena"
 MAX_SESSION_CHARS = 128
 API_JSON_DEPTH = 4            # our bodies are flat objects
 INLINE_PARSE_BYTES = 4096     # larger bodies are scanned and parsed on the thread pool, not the event loop
-# Refusal code -> HTTP status. too_fast is 425 Too Early: the client may retry the same vote later.
+# Refusal code -> HTTP status. not_yet is 425 Too Early: the client may send the same vote again once it has
+# listened more; impossible (a listening claim no client can make) is 403.
 STATUS = {"bad_value": 422, "unknown_battle": 404, "wrong_session": 403, "already_voted": 409, "expired": 410,
-          "too_fast": 425, "tampered": 409, "rate_limited": 429, "too_many_open": 429, "bad_session": 403}
+          "not_yet": 425, "impossible": 403, "tampered": 409, "rate_limited": 429, "too_many_open": 429, "bad_session": 403}
 
 
 def _error(status: int, code: str, message: str) -> JSONResponse:
@@ -120,7 +124,7 @@ class EarlyRefusal:
 
 
 def build_router(service) -> APIRouter:
-    from .service import NoBattleAvailable, VoteRefused
+    from .service import NoBattleAvailable, NotYet, VoteRefused
 
     router = APIRouter(prefix=PREFIX)
 
@@ -165,7 +169,7 @@ def build_router(service) -> APIRouter:
         return {"session": session, "battle_id": view.battle_id, "context_text": view.context_text,
                 "audio": {"user": view.user_audio, "A": view.audio_a, "B": view.audio_b},
                 "min_listen_s": view.min_listen_s, "first_heard": view.first_heard,
-                "expires_at": view.expires_at}
+                "listening": view.listening, "expires_at": view.expires_at}
 
     @router.post("/vote")
     async def vote(request: Request, response: Response):
@@ -187,7 +191,12 @@ def build_router(service) -> APIRouter:
         try:
             result = await write(response, service.submit_vote, body["battle_id"], body["session"], ip,
                                  body["overall"], said=body.get("said") or None,
-                                 sounded=body.get("sounded") or None, reason=reason if reason else None)
+                                 sounded=body.get("sounded") or None, reason=reason if reason else None,
+                                 listen=body.get("listen"))
+        except NotYet as exc:
+            return JSONResponse({"error": exc.reason_code, "message": exc.message,
+                                 "remaining_s": {c: round(r, 3) for c, r in exc.remaining_s.items()}},
+                                status_code=STATUS[exc.reason_code])
         except VoteRefused as exc:
             return _error(STATUS.get(exc.reason_code, 400), exc.reason_code, exc.message)
         _timing(response, t0)

@@ -12,6 +12,8 @@ one file the server chose, so there is no path for a stranger to spell.
 
 - A battle id is the battle's unguessable token (arena_battles.id); the route looks the battle up in the
   database (models, request), so any replica sharing the database serves it. Expired battles serve nothing.
+  The first fetch of each clip is recorded (arena/battle_clips.py): the listening rule refuses a vote on
+  audio that never left the server. The Gradio tab's players use these same URLs.
 - Reply and benchmark-clip tokens are signed with the server key (`eval_backend.signing.Signer`, purposes
   "reply-audio" and "bench-clip"): the signed value names a database row or a benchmark item, not a file, and
   a client cannot make one up. Replicas must share the signing key (see signing.py).
@@ -127,6 +129,16 @@ def _not_found(what: str) -> JSONResponse:
     return JSONResponse({"error": "not_found", "message": f"no such {what}"}, status_code=404)
 
 
+def _battle_file(service, battle_id: str, clip: str) -> Path | None:
+    """The servable file behind a battle clip; serving it records the clip's first fetch (the listening rule,
+    arena/listening.py: a vote needs the audio to have left the server)."""
+    path = service.battle_clip(battle_id, clip)
+    path = servable(path, service.store.root, REPLY_DIRS + CLIP_DIRS) if path else None
+    if path is not None:
+        service.clip_fetched(battle_id, clip)
+    return path
+
+
 def build_media_router(service, tokens: MediaTokens | None = None,
                        benchmark: Callable[[], object] = lambda: None,
                        clip_file: Callable[..., str | None] = lambda *key: None) -> APIRouter:
@@ -140,8 +152,7 @@ def build_media_router(service, tokens: MediaTokens | None = None,
     async def battle_clip(battle_id: str, clip: str):
         if clip not in BATTLE_CLIPS or len(battle_id) > MAX_TOKEN_CHARS:
             return _not_found("clip: serve a battle first (clips are user, A, B)")
-        path = await run_in_threadpool(service.battle_clip, battle_id, clip)
-        path = servable(path, store.root, REPLY_DIRS + CLIP_DIRS) if path else None
+        path = await run_in_threadpool(_battle_file, service, battle_id, clip)
         if path is None:
             return _not_found("clip: serve a battle first (clips are user, A, B); expired battles have none")
         return _audio(path, f"{clip}.wav" if path.suffix.lower() == ".wav" else f"{clip}{path.suffix}",

@@ -101,8 +101,13 @@ class RatingQueries:
         return ratings_rows(ts, fit, n)
 
     def position_bias(self) -> bt.Proportion:
-        """Share of decisive live votes won by the first-heard reply, with a 95% Wilson interval."""
+        """Share of decisive votes won by the reply the voter started first, with a 95% Wilson interval
+        (votes that do not say which reply was heard first are left out)."""
         return bt.position_bias((v.first_heard, v.slot) for v in self.votes())
+
+    def slot_bias(self) -> bt.Proportion:
+        """Share of decisive votes won by slot A (the left/first-listed reply), whatever was heard first."""
+        return bt.position_bias(("A", v.slot) for v in self.votes())
 
     def pairwise_matrices(self, axis: str = "overall") -> dict:
         """{'models', 'win_rate' (row beat column; ties half; None where never met), 'battles'}."""

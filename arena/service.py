@@ -3,19 +3,24 @@
     svc = ArenaService(Store(data_dir))                 # settings: arena.config.ArenaSettings
     view = svc.serve_battle(session_id, ip)            # BattleView: audio URLs only, no names, no paths
     svc.battle_clip(view.battle_id, "A")               # the file behind a clip URL (arena/media.py serves it)
-    result = svc.submit_vote(view.battle_id, session_id, ip, "A", said="B", sounded="A")
-    # -> VoteResult (names, transcripts, new ratings) or raises VoteRefused(reason_code, message)
+    svc.clip_fetched(view.battle_id, "A")              # the audio route records each clip's first fetch
+    result = svc.submit_vote(view.battle_id, session_id, ip, "A", said="B", sounded="A",
+                             listen={"played_s": {"user": 2.4, "A": 3, "B": 3}, "order": ["user", "B", "A"]})
+    # -> VoteResult (names, transcripts, new ratings) or raises VoteRefused(reason_code, message);
+    #    NotYet (a VoteRefused) when the listening does not cover the clips yet
 
 Integrity rules, checked in one write transaction (BEGIN IMMEDIATE) so two racing
 votes on one battle cannot both pass: the battle must exist, belong to the
-voting session, be unvoted, unexpired, not answered sooner than its clips'
-minimum listening time, name the same models if the client sends them, and the
+voting session, be unvoted, unexpired, name the same models if the client sends
+them, pass the listening rule (arena/listening.py: the reported listening covers
+each clip, and is possible given when each clip's audio was fetched), and the
 session and IP must be under their rate limits. Every refusal is logged with its
-reason in arena_refused_votes. The vote insert and the rating update commit
-together; the vote is acknowledged (returned) only after the commit.
+reason in arena_refused_votes, except `not_yet` (an honest early vote: no abuse).
+The vote insert and the rating update commit together; the vote is acknowledged
+(returned) only after the commit.
 
-Reason codes: unknown_battle, wrong_session, already_voted, expired, too_fast,
-tampered, rate_limited, bad_value.
+Reason codes: unknown_battle, wrong_session, already_voted, expired, not_yet (not
+logged), impossible, tampered, rate_limited, bad_value.
 
 Ratings are online TrueSkill per axis (overall, said, sounded, and the user's
 vocal dimension: speaker, paralinguistic, environment), replayable exactly from
@@ -36,16 +41,17 @@ from typing import Callable, Iterable
 from eval_backend.benchmark.model import Benchmark
 from eval_backend.store import Store
 
+from . import battle_clips
 from .abuse import BattleGate
 from .battles import (MAX_REASON_CHARS, Battles, BattleView, IdentityScreen, NoBattleAvailable, Revealed,
-                      VoteRefused, VoteResult, _Candidate)
+                      VoteRefused, VoteResult, _Candidate, NotYet)
 from .config import ArenaSettings
 from .rating_queries import RatingQueries, _num, board_order, ratings_rows
 from .storage import VoteRow
 from .vote_log import VoteLog
 
 __all__ = ["MAX_REASON_CHARS", "ArenaService", "BattleView", "IdentityScreen", "NoBattleAvailable", "Revealed",
-           "VoteRefused", "VoteResult", "board_order", "ratings_rows", "_Candidate", "_num"]
+           "VoteRefused", "NotYet", "VoteResult", "board_order", "ratings_rows", "_Candidate", "_num"]
 
 
 class ArenaService(Battles, VoteLog, RatingQueries):
@@ -74,3 +80,4 @@ class ArenaService(Battles, VoteLog, RatingQueries):
         self.gate = BattleGate(s.ip_battles_per_minute, s.session_open_battles, s.ip_vote_attempts_per_minute,
                                s.battle_ttl_s, clock)
         self._signer = None
+        self.fetches = battle_clips.FetchLog(store, clock)

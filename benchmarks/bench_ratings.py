@@ -6,7 +6,8 @@
    against the `trueskill` package timed on a sample and extrapolated.
 2. Bradley-Terry: aggregate N battles into pair counts, then fit + `rounds` bootstrap rounds.
 3. (--live K) K serve_battle + submit_vote round trips on a real Store in a temp dir
-   (seeded with espeak-ng clips by tests.arena_fixtures), fsync'd commits included.
+   (seeded with espeak-ng clips by tests.arena_fixtures), fsync'd commits included; and, timed apart, the
+   first-fetch record of each of the battle's three clips (the audio route's write, arena/battle_clips.py).
 Prints the median of --runs runs.
 """
 from __future__ import annotations
@@ -83,8 +84,8 @@ def package_rate(votes: list[Vote]) -> float:
     return (time.perf_counter() - t) / len(votes)
 
 
-def live_round_trips(k: int) -> float:
-    """Median seconds per serve_battle + submit_vote on a real store."""
+def live_round_trips(k: int) -> tuple[float, float]:
+    """Median seconds per serve_battle + submit_vote on a real store, and per clip-fetch record."""
     from arena.config import ArenaSettings
     from arena.service import ArenaService
     from eval_backend.store import Store
@@ -103,15 +104,22 @@ def live_round_trips(k: int) -> float:
                                                      session_votes_per_day=10**6, ip_votes_per_day=10**6),
                            clock=clock)
         svc.serve_battle("warm-up", "127.0.0.1")
-        times = []
+        times, fetches = [], []
         for i in range(k):
             t = time.perf_counter()
             view = svc.serve_battle(f"s{i % 7}", "127.0.0.1")
+            elapsed = time.perf_counter() - t
+            for clip in view.min_listen_s:              # the player fetches each clip (the audio route records it)
+                t = time.perf_counter()
+                svc.clip_fetched(view.battle_id, clip)
+                fetches.append(time.perf_counter() - t)
             clock.t += view.total_min_listen_s + 1       # the listening time, without waiting for it
-            svc.submit_vote(view.battle_id, f"s{i % 7}", "127.0.0.1", random.choice("AB"))
-            times.append(time.perf_counter() - t)
+            t = time.perf_counter()
+            svc.submit_vote(view.battle_id, f"s{i % 7}", "127.0.0.1", random.choice("AB"),
+                            listen={"played_s": view.min_listen_s, "order": ["user", "A", "B"]})
+            times.append(elapsed + time.perf_counter() - t)
         assert svc.replay_ratings() == svc.stored_ratings()
-        return statistics.median(times)
+        return statistics.median(times), statistics.median(fetches)
 
 
 def main() -> int:
@@ -150,9 +158,9 @@ def main() -> int:
     print(f"BT fit + {args.rounds} bootstrap rounds: {t_boot:.2f} s wall, {CPU['boot']:.2f} s CPU "
           f"(mean 95% interval width {float(np.mean(res.high - res.low)):.1f} Elo points)")
     if args.live:
-        t_live = live_round_trips(args.live)
+        t_live, t_fetch = live_round_trips(args.live)
         print(f"live serve_battle + submit_vote (real SQLite, synchronous=FULL): {t_live * 1e3:.1f} ms median "
-              f"over {args.live}")
+              f"over {args.live}; first-fetch record per clip (3 a battle, apart): {t_fetch * 1e3:.2f} ms median")
     return 0
 
 

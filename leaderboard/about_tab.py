@@ -39,9 +39,15 @@ appear in a section of their own below the table, for context, and are not ranke
 
 ## How ratings work
 
-In the **arena** you hear the user's clip and two anonymous replies to it (which model is A, the one played
-first, is drawn at random; the slot heard first is recorded with the vote), listen to all of them, and vote
+In the **arena** you hear the user's clip and two anonymous replies to it (which model is A is drawn at random;
+the reply you start first is recorded with the vote), listen to all of them, and vote
 A, B, tie or both bad; the names are revealed after the vote. Optional separate votes for *what was said* and *how it sounded*.
+
+- **Listening rule** (one rule, applied by the page and by the server to the same numbers): a vote counts once you
+  have heard __LISTEN__. The page measures what actually played, so
+  playing clips together or faster (up to __RATE__×) counts honestly, and shows how long is left ("Vote in 4 s").
+  An early vote is answered "not yet" and is not counted as abuse; the server refuses as impossible only a vote on
+  audio it never sent, or more listening than the time since it sent the audio allows at __RATE__× speed.
 
 - **Bradley–Terry** is the headline: fitted on all votes at once (order-free; ties count half a win each,
   both-bad votes are left out) with 95% bootstrap intervals. The board is ranked and sorted by it: rank = 1 + the
@@ -58,8 +64,9 @@ A, B, tie or both bad; the names are revealed after the vote. Optional separate 
   (matchmaking). It depends on the order of the votes, so the vote log is append-only and replayed in a fixed
   order (vote id). Its μ, σ and conservative μ − 3σ are under *All columns* on the board and in the API; they do
   not order the board.
-- **Position bias**: the share of decisive votes won by the reply heard first, with its interval; if it is
-  far from ½, listeners favour a slot rather than a reply.
+- **Position bias**: the share of decisive votes won by the reply the voter started first (recorded by the page),
+  with its interval, and apart from it the share won by slot A; if either is far from ½, listeners favour an order
+  or a slot rather than a reply.
 - The Benchmark tab compares both worlds: the rank correlation between arena score and a benchmark board,
   and which automatic measures prefer the reply people voted for (per axis, from stored scores). How often
   the scorer's pairwise judge (asked in both orders) agrees with the human vote costs judge calls, so only
@@ -67,7 +74,7 @@ A, B, tie or both bad; the names are revealed after the vote. Optional separate 
 
 ## Data policy
 
-**Stored** (in the Space's private database): the votes (battle, models, choice, the slot heard first,
+**Stored** (in the Space's private database): the votes (battle, models, choice, the reply heard first,
 optional reason, time); a *salted hash* of the voter's IP address (never the address itself), used for rate
 limits; the session id; and, when you sign in with Hugging Face, your user name (for per-account limits and
 submissions). Submissions store the form (display name, organisation, link, licence, endpoint URL, model id)
@@ -84,12 +91,19 @@ Failed evaluations are listed with their reason on the Submit tab; nothing is si
 """
 
 
-def about_text(floor: int | None = None) -> str:
-    """ABOUT with the arena's vote floor (ArenaSettings.provisional_votes) filled in."""
-    if floor is None:
-        from arena.config import ArenaSettings
-        floor = ArenaSettings().provisional_votes
-    return ABOUT.replace("__FLOOR__", str(floor))
+def about_text(floor: int | None = None, settings=None) -> str:
+    """ABOUT with the arena's vote floor (ArenaSettings.provisional_votes) and listening rule filled in
+    (`settings`: the arena's ArenaSettings; default: the defaults and the environment's listening rule)."""
+    import math
+
+    from arena.config import ArenaSettings, listen_from_env
+    settings = settings or ArenaSettings(**listen_from_env())
+    floor = settings.provisional_votes if floor is None else floor
+    s = settings.min_listen_s
+    listen = ("each clip in full" if math.isinf(s) else "nothing (this arena asks for no listening time)" if s == 0
+              else f"the first {s:g} s of each clip (all of a shorter clip)")
+    return (ABOUT.replace("__FLOOR__", str(floor)).replace("__LISTEN__", listen)
+            .replace("__RATE__", f"{settings.max_playback_rate:g}"))
 
 
 JUDGE_COLUMNS = ["model", "benchmark", "text judge", "audio judge", "judge failures", "stopped by the budget"]
@@ -147,7 +161,8 @@ def judge_status(ctx) -> str:
 
 def build_about_tab(ctx=None) -> TabHandles:
     arena = getattr(ctx, "arena", None)
-    gr.Markdown(about_text(arena.settings.provisional_votes if arena is not None else None), elem_id="about-text")
+    gr.Markdown(about_text(arena.settings.provisional_votes if arena is not None else None,
+                           arena.settings if arena is not None else None), elem_id="about-text")
     if ctx is None or getattr(ctx, "store", None) is None:
         return TabHandles()
     gr.Markdown("## Judges", elem_id="about-judges-head")

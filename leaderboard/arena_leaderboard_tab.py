@@ -81,11 +81,17 @@ def board_rows(rows: list[dict], provisional_votes: int, all_columns: bool = Fal
     return pd.DataFrame(out, columns=columns)
 
 
-def bias_line(p) -> str:
+def bias_line(p, slot=None) -> str:
+    """Position bias: the reply the voter started first (`p`, from the listen events), and slot A (`slot`)."""
     if p.n == 0 or _nan(p.share):
-        return "**Position bias:** no decisive votes yet."
-    return (f"**Position bias:** the reply heard first won {100 * p.share:.1f}% of {p.n} decisive votes "
-            f"(95% interval {100 * p.low:.1f}–{100 * p.high:.1f}%; 50% = no bias).")
+        line = "**Position bias:** no decisive votes that say which reply was heard first yet."
+    else:
+        line = (f"**Position bias:** the reply heard first won {100 * p.share:.1f}% of {p.n} decisive votes "
+                f"(95% interval {100 * p.low:.1f}–{100 * p.high:.1f}%; 50% = no bias).")
+    if slot is not None and slot.n and not _nan(slot.share):
+        line += (f" **Slot:** reply A (listed first) won {100 * slot.share:.1f}% of {slot.n} decisive votes "
+                 f"(95% interval {100 * slot.low:.1f}–{100 * slot.high:.1f}%).")
+    return line
 
 
 def health_line(h: dict) -> str:
@@ -164,7 +170,7 @@ def build_arena_leaderboard_tab(ctx) -> TabHandles:
         mats = service.pairwise_matrices(axis_name)
         return (
             rows,
-            bias_line(service.position_bias()),
+            bias_line(service.position_bias(), service.slot_bias()),
             health_line(service.integrity_health()),
             plots.interval_chart([r["model"] for r in fitted], [r["bt"] for r in fitted],
                                  [r["bt_low"] for r in fitted], [r["bt_high"] for r in fitted]),

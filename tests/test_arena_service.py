@@ -11,7 +11,7 @@ import soundfile as sf
 from arena import matchmaking
 from arena.config import ArenaSettings
 from arena.ratings import Rating
-from arena.service import ArenaService, NoBattleAvailable, VoteRefused
+from arena.service import ArenaService, NoBattleAvailable, NotYet, VoteRefused
 from arena.storage import AXES
 from arena.votes_io import VoteImportError
 from eval_backend.store import Reply, Store
@@ -48,9 +48,21 @@ def make(seeded, tmp_path, copy_database, module_database_url):
     return _make
 
 
+def fetch_all(svc, view):
+    """What a player does first: fetch every clip of the battle (the audio route records it)."""
+    for clip in view.min_listen_s:
+        svc.clip_fetched(view.battle_id, clip)
+
+
+def heard(view) -> dict:
+    """The listen report of a voter who played every clip as far as the rule asks, user, A, then B."""
+    return {"played_s": dict(view.min_listen_s), "order": ["user", "A", "B"]}
+
+
 def vote_after_listening(svc, clock, view, session, ip, overall, **kw):
+    fetch_all(svc, view)
     clock.t += view.total_min_listen_s + 0.5
-    return svc.submit_vote(view.battle_id, session, ip, overall, **kw)
+    return svc.submit_vote(view.battle_id, session, ip, overall, listen=heard(view), **kw)
 
 
 def test_battle_view_is_blind_and_sets_listening_floor(make):
@@ -99,7 +111,10 @@ def test_forged_votes_are_refused_and_logged(make):
         codes.append(code)
 
     view = svc.serve_battle("s1", "10.0.0.1")
-    refused("too_fast", view.battle_id, "s1", "10.0.0.1", "A")
+    refused("impossible", view.battle_id, "s1", "10.0.0.1", "A", listen=heard(view))    # audio never fetched
+    fetch_all(svc, view)
+    with pytest.raises(NotYet):                       # fetched, not yet heard: answered, not logged
+        svc.submit_vote(view.battle_id, "s1", "10.0.0.1", "A")
     clock.t += view.total_min_listen_s + 1
     refused("unknown_battle", "forged-" + view.battle_id, "s1", "10.0.0.1", "A")
     refused("wrong_session", view.battle_id, "s2", "10.0.0.1", "A")
@@ -107,7 +122,8 @@ def test_forged_votes_are_refused_and_logged(make):
     refused("bad_value", view.battle_id, "s1", "10.0.0.1", "A", said="both")
     row = svc.store.query("SELECT model_a, model_b FROM arena_battles WHERE id=?", (view.battle_id,))[0]
     refused("tampered", view.battle_id, "s1", "10.0.0.1", "A", claimed_models=(row[1], row[0]))
-    ok = svc.submit_vote(view.battle_id, "s1", "10.0.0.1", "B", claimed_models=(row[0], row[1]))
+    ok = svc.submit_vote(view.battle_id, "s1", "10.0.0.1", "B", claimed_models=(row[0], row[1]),
+                         listen=heard(view))
     assert ok.winner == row[1]
     refused("already_voted", view.battle_id, "s1", "10.0.0.1", "A")
     late = svc.serve_battle("s1", "10.0.0.1")
@@ -127,21 +143,23 @@ def test_rate_limits_per_session_and_per_ip(make):
         v = svc.serve_battle("s1", "10.0.0.1")
         vote_after_listening(svc, clock, v, "s1", "10.0.0.1", "A")
     v = svc.serve_battle("s1", "10.0.0.1")
+    fetch_all(svc, v)
     clock.t += v.total_min_listen_s + 0.5
     with pytest.raises(VoteRefused) as exc:
-        svc.submit_vote(v.battle_id, "s1", "10.0.0.1", "A")
+        svc.submit_vote(v.battle_id, "s1", "10.0.0.1", "A", listen=heard(v))
     assert exc.value.reason_code == "rate_limited" and "session" in exc.value.message
     # another session behind the same address: one more vote fits under the IP limit, then refused
     v2 = svc.serve_battle("s2", "10.0.0.1")
     vote_after_listening(svc, clock, v2, "s2", "10.0.0.1", "B")
     v3 = svc.serve_battle("s3", "10.0.0.1")
+    fetch_all(svc, v3)
     clock.t += v3.total_min_listen_s + 0.5
     with pytest.raises(VoteRefused) as exc:
-        svc.submit_vote(v3.battle_id, "s3", "10.0.0.1", "A")
+        svc.submit_vote(v3.battle_id, "s3", "10.0.0.1", "A", listen=heard(v3))
     assert exc.value.reason_code == "rate_limited" and "network address" in exc.value.message
     # a minute later the session may vote again (its battle is still valid)
     clock.t += 61
-    assert svc.submit_vote(v.battle_id, "s1", "10.0.0.1", "A").vote_id
+    assert svc.submit_vote(v.battle_id, "s1", "10.0.0.1", "A", listen=heard(v)).vote_id
 
 
 def test_daily_cap_per_signed_in_user_across_sessions_and_addresses(make):
@@ -150,9 +168,10 @@ def test_daily_cap_per_signed_in_user_across_sessions_and_addresses(make):
         v = svc.serve_battle(f"s{k}", f"10.0.1.{k}", user="alice")
         vote_after_listening(svc, clock, v, f"s{k}", f"10.0.1.{k}", "A", user="alice")
     v = svc.serve_battle("s9", "10.0.1.9", user="alice")
+    fetch_all(svc, v)
     clock.t += v.total_min_listen_s + 1
     with pytest.raises(VoteRefused) as exc:
-        svc.submit_vote(v.battle_id, "s9", "10.0.1.9", "A")          # the battle remembers who was served
+        svc.submit_vote(v.battle_id, "s9", "10.0.1.9", "A", listen=heard(v))   # the battle remembers who was served
     assert exc.value.reason_code == "rate_limited" and "account" in exc.value.message
     other = svc.serve_battle("s8", "10.0.1.8", user="bob")
     assert vote_after_listening(svc, clock, other, "s8", "10.0.1.8", "B", user="bob").vote_id
@@ -164,12 +183,13 @@ def test_daily_cap_per_signed_in_user_across_sessions_and_addresses(make):
 def test_concurrent_votes_on_one_battle_count_once(make):
     svc, clock = make()
     view = svc.serve_battle("s1", "10.0.0.1")
+    fetch_all(svc, view)
     clock.t += view.total_min_listen_s + 1
     results = []
 
     def go(choice):
         try:
-            results.append(svc.submit_vote(view.battle_id, "s1", "10.0.0.1", choice).vote_id)
+            results.append(svc.submit_vote(view.battle_id, "s1", "10.0.0.1", choice, listen=heard(view)).vote_id)
         except VoteRefused as exc:
             results.append(exc.reason_code)
 
@@ -343,3 +363,41 @@ def test_identity_screen_and_salt(tmp_path, monkeypatch):
     assert (tmp_path / "arena_salt").stat().st_mode & 0o777 == 0o600
     monkeypatch.setenv(SALT_ENV, "from-env")
     assert load_salt(tmp_path) == "from-env"
+
+
+def test_listening_rule_fetches_seen_by_any_replica_and_first_reply_heard_stored(make):
+    """Clip lengths are stored with the battle and fetches in the database, so a vote on one replica sees a
+    fetch another served; the reply the voter started first is stored and drives the position-bias figure,
+    slot A's share is reported apart; early votes are answered, never logged."""
+    svc, clock = make(session_votes_per_minute=100, ip_votes_per_minute=100)
+    replica = ArenaService(Store(svc.store.root, database_url=svc.store.database_url), svc.settings, clock=clock)
+    first_reply = {}
+    for i in range(8):
+        view = svc.serve_battle("s1", "10.0.0.1")
+        assert view.listening["clips"].keys() == {"user", "A", "B"}
+        assert {c: v["need_s"] for c, v in view.listening["clips"].items()} == view.min_listen_s
+        fetch_all(replica, view)                       # the audio came from the other replica
+        with pytest.raises(NotYet) as early:
+            svc.submit_vote(view.battle_id, "s1", "10.0.0.1", "A",
+                            listen={"played_s": {"user": 0.1}, "order": ["user"]})
+        assert early.value.remaining_s.keys() == {"A", "B"} | ({"user"} if view.min_listen_s["user"] > 0.2 else set())
+        clock.t += max(view.min_listen_s.values()) / svc.settings.max_playback_rate + 0.01   # all at once, 2x
+        order = ["B", "user", "A"] if i % 2 else ["user", "A", "B"]
+        first_reply[view.battle_id] = "B" if i % 2 else "A"
+        svc.submit_vote(view.battle_id, "s1", "10.0.0.1", "A" if i < 6 else "B",
+                        listen={"played_s": dict(view.min_listen_s), "order": order})
+    stored = dict(svc.store.query("SELECT battle_id, first_heard FROM arena_votes"))
+    assert stored == first_reply
+    assert svc.store.query("SELECT COUNT(*) FROM arena_refused_votes")[0][0] == 0
+    # slot A won 6 of 8 decisive votes; the reply heard first: where the chosen slot was the first started
+    slot, first = svc.slot_bias(), svc.position_bias()
+    assert (slot.k, slot.n) == (6, 8)
+    assert (first.k, first.n) == (sum(first_reply[b] == s for b, s in
+                                      svc.store.query("SELECT battle_id, slot FROM arena_votes")), 8)
+    # a battle whose clips were never recorded (served by an older version) cannot take a vote
+    view = svc.serve_battle("s1", "10.0.0.1")
+    with svc.store.transaction() as conn:
+        conn.execute("DELETE FROM arena_battle_clips WHERE battle_id=?", (view.battle_id,))
+    with pytest.raises(VoteRefused) as exc:
+        svc.submit_vote(view.battle_id, "s1", "10.0.0.1", "A", listen=heard(view))
+    assert exc.value.reason_code == "expired" and "new battle" in exc.value.message

@@ -390,16 +390,20 @@ def test_browse_tab_plays_audio_from_token_urls(space):
 
 # ----------------------------------------------------------------------------------------------- 4. votes
 def _cast_votes(url: str, n: int) -> list[str]:
-    """n votes through the HTTP API (battles served together, so the minimum listening time passes once);
-    returns the battle ids whose vote was acknowledged (200)."""
+    """n votes through the HTTP API (battles served and their audio fetched together, so the listening time
+    passes once); returns the battle ids whose vote was acknowledged (200)."""
     async def run():
         async with httpx.AsyncClient(base_url=url, timeout=60) as http:
             battles = [(await http.post("/api/arena/battle", json={})).json() for _ in range(n)]
+            for b in battles:
+                for clip_url in b["audio"].values():
+                    assert (await http.get(clip_url)).status_code == 200
             await asyncio.sleep(max(sum(b["min_listen_s"].values()) for b in battles) + 0.5)
             acked = []
             for b in battles:
                 r = await http.post("/api/arena/vote", json={"battle_id": b["battle_id"], "session": b["session"],
-                                                              "overall": random.choice(["A", "B", "tie"])})
+                                                              "overall": random.choice(["A", "B", "tie"]),
+                                                              "listen": {"played_s": b["min_listen_s"]}})
                 assert r.status_code == 200, r.text
                 acked.append(b["battle_id"])
             return acked
