@@ -16,7 +16,8 @@ one file the server chose, so there is no path for a stranger to spell.
   "reply-audio" and "bench-clip"): the signed value names a database row or a benchmark item, not a file, and
   a client cannot make one up. Replicas must share the signing key (see signing.py).
 - Every resolved file is also checked on its own: an audio suffix, a regular file, and inside the data dir
-  only under replies/ (replies) or benchmarks/ and cache/hub/ (benchmark clips): a tampered row or
+  only under replies/ (replies) or benchmarks/ and cache/hub/ (benchmark clips), or live/ (a live battle's clips,
+  battle route only): a tampered row or
   benchmark.json pointing at ../store.sqlite3 gets a 404, not the database.
 """
 from __future__ import annotations
@@ -41,6 +42,7 @@ AUDIO_TYPES = {".wav": "audio/wav", ".flac": "audio/flac", ".mp3": "audio/mpeg",
 # Where under the data dir a served file may live (outside it: the benchmark's own folder, chosen by the operator).
 REPLY_DIRS = ("replies",)
 CLIP_DIRS = ("benchmarks", "cache/hub")
+LIVE_DIRS = ("live",)          # live battles' clips (arena/live_store.py), served by the battle route only
 MAX_TOKEN_CHARS = 512
 
 
@@ -152,7 +154,7 @@ def build_media_router(service, tokens: MediaTokens | None = None,
         if clip not in BATTLE_CLIPS or len(battle_id) > MAX_TOKEN_CHARS:
             return _not_found("clip: serve a battle first (clips are user, A, B)")
         path = await run_in_threadpool(service.battle_clip, battle_id, clip)
-        path = servable(path, store.root, REPLY_DIRS + CLIP_DIRS) if path else None
+        path = servable(path, store.root, REPLY_DIRS + CLIP_DIRS + LIVE_DIRS) if path else None
         if path is None:
             return _not_found("clip: serve a battle first (clips are user, A, B); expired battles have none")
         return _audio(path, f"{clip}.wav" if path.suffix.lower() == ".wav" else f"{clip}{path.suffix}",

@@ -350,11 +350,14 @@ class ArenaService:
         replica on the database can answer); None for anything else."""
         if not isinstance(battle_id, str) or clip not in ("user", "A", "B"):
             return None
-        rows = self.store.query("SELECT benchmark_hash, request_id, model_a, model_b, expires_at "
+        rows = self.store.query("SELECT benchmark_hash, request_id, model_a, model_b, expires_at, source "
                                 "FROM arena_battles WHERE id=?", (battle_id,))
         if not rows or self.clock() > rows[0]["expires_at"]:
             return None
         battle = rows[0]
+        if battle["source"] == "live":          # the voter's own clip and the live replies (arena/live_store.py)
+            from . import live_store
+            return live_store.clip_path(self.store, battle_id, clip)
         if clip == "user":
             key = (battle["benchmark_hash"], battle["request_id"])
             if key not in self._user_audio:
@@ -436,15 +439,22 @@ class ArenaService:
                    "reason": (reason or "").strip() or None, "session_id": session_id, "user": user,
                    "ip_hash": ip_hash, "first_heard": battle["first_heard"], "attribute": battle["attribute"],
                    "dimension": battle["dimension"], "benchmark_hash": battle["benchmark_hash"],
-                   "request_id": battle["request_id"], "created_at": now, "source": "live"}
+                   "request_id": battle["request_id"], "created_at": now, "source": "live",
+                   "battle_source": battle["source"]}
             vote_id, new = self._record(conn, row)
             conn.execute("UPDATE arena_battles SET voted=1 WHERE id=?", (battle_id,))
             counts = {r["model"]: r["votes"] for r in conn.execute(
                 "SELECT model, votes FROM arena_ratings WHERE axis='overall' AND model IN (?, ?)",
                 (battle["model_a"], battle["model_b"]))}
-        said_text = {r["model"]: r["transcript"] or r["text"] for r in self.store.query(
-            "SELECT model, transcript, text FROM replies WHERE benchmark_hash=? AND request_id=? AND model IN (?, ?)",
-            (battle["benchmark_hash"], battle["request_id"], battle["model_a"], battle["model_b"]))}
+        if battle["source"] == "live":          # live replies' words live beside the battle (arena/live_store.py)
+            from . import live_store
+            words = live_store.reply_texts(self.store, battle_id)
+            said_text = {battle["model_a"]: words.get("A"), battle["model_b"]: words.get("B")}
+        else:
+            said_text = {r["model"]: r["transcript"] or r["text"] for r in self.store.query(
+                "SELECT model, transcript, text FROM replies WHERE benchmark_hash=? AND request_id=? "
+                "AND model IN (?, ?)", (battle["benchmark_hash"], battle["request_id"], battle["model_a"],
+                                        battle["model_b"]))}
 
         def reveal(model: str) -> Revealed:
             return Revealed(model, said_text.get(model), new[model], counts.get(model, 0))
@@ -563,10 +573,15 @@ class ArenaService:
                                                                min_votes=self.settings.provisional_votes))
         return cached[1]
 
-    def ratings_table(self, axis: str = "overall", rounds: int | None = None) -> list[dict]:
+    def ratings_table(self, axis: str = "overall", rounds: int | None = None, source: str | None = None
+                      ) -> list[dict]:
         """Leaderboard rows in `board_order` (Bradley-Terry interval rank, then score; provisional models
         last). TrueSkill (mu, sigma, conservative) rides along: it is the live rating and drives
-        matchmaking, but it does not order the board. BT columns are NaN and bt_rank None where not fitted."""
+        matchmaking, but it does not order the board. BT columns are NaN and bt_rank None where not fitted.
+        `source` benchmark | live: the same rows over that kind of battle only (arena/by_source.py)."""
+        from . import by_source
+        if by_source.check(source) != "all":
+            return by_source.board_table(self, axis, rounds, source)
         votes = self.votes()
         bt_rows = self.bradley_terry(axis, rounds, votes=votes).as_dict()
         paused = self.paused()
@@ -581,8 +596,13 @@ class ArenaService:
         rows.sort(key=board_order)
         return rows
 
-    def replayed_table(self, rounds: int | None = None, axis: str = "overall") -> list[dict]:
-        """The CLI's `ratings --json`: replayed TrueSkill, BT with interval, votes on the axis (incl. both-bad)."""
+    def replayed_table(self, rounds: int | None = None, axis: str = "overall", source: str | None = None
+                       ) -> list[dict]:
+        """The CLI's `ratings --json`: replayed TrueSkill, BT with interval, votes on the axis (incl. both-bad).
+        `source` benchmark | live: over that kind of battle only."""
+        from . import by_source
+        if by_source.check(source) != "all":
+            return by_source.replayed_table(self, axis, rounds, source)
         votes = self.votes()
         ts = self.replay_ratings(axis, votes)
         fit = self.bradley_terry(axis, rounds, votes=votes).as_dict()

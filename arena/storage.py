@@ -126,6 +126,38 @@ register_migration("arena_0003_append_only", (
 register_migration("arena_0004_battle_seq", "SELECT 1",
                    postgres="ALTER TABLE arena_battles ADD COLUMN IF NOT EXISTS seq BIGINT GENERATED ALWAYS AS IDENTITY")
 
+# Live battles (arena/live.py): a battle and its vote say where the battle came from, `benchmark` (a benchmark
+# request's stored replies) or `live` (a voter's own recording answered live). arena_votes.source already says
+# where the *vote* came from (live | import), so the vote's copy of the battle's kind is `battle_source`.
+# arena_live keeps what a live battle adds: the transcript, the replies' words, consent and the deletion date.
+register_migration("arena_0005_live", (
+    "ALTER TABLE arena_battles ADD COLUMN source TEXT NOT NULL DEFAULT 'benchmark' "
+    "CHECK (source IN ('benchmark', 'live'))",
+    "ALTER TABLE arena_votes ADD COLUMN battle_source TEXT NOT NULL DEFAULT 'benchmark' "
+    "CHECK (battle_source IN ('benchmark', 'live'))",
+    "CREATE INDEX IF NOT EXISTS arena_votes_battle_source ON arena_votes (battle_source, id)",
+    """CREATE TABLE IF NOT EXISTS arena_live (
+    battle_id       TEXT PRIMARY KEY,
+    "user"          TEXT,
+    ip_hash         TEXT NOT NULL,
+    transcript      TEXT,
+    text_a          TEXT,
+    text_b          TEXT,
+    consent_store   INTEGER NOT NULL CHECK (consent_store IN (0, 1)),
+    consent_release INTEGER NOT NULL CHECK (consent_release IN (0, 1)),
+    crisis          INTEGER NOT NULL DEFAULT 0 CHECK (crisis IN (0, 1)),
+    screen          TEXT,
+    replaced        TEXT,
+    audio_dir       TEXT,
+    created_at      REAL NOT NULL,
+    delete_after    REAL NOT NULL,
+    deleted_at      REAL
+)""",
+    "CREATE INDEX IF NOT EXISTS arena_live_due ON arena_live (deleted_at, delete_after)",
+    'CREATE INDEX IF NOT EXISTS arena_live_user ON arena_live ("user", created_at)',
+    "CREATE INDEX IF NOT EXISTS arena_live_ip ON arena_live (ip_hash, created_at)",
+))
+
 
 @dataclass(slots=True)
 class VoteRow:
