@@ -163,8 +163,9 @@ def message_markdown(text: str) -> str:
     return f"⚠️ {md(text)}"
 
 
-def build_arena_tab(service) -> None:
-    """Build the arena tab's components inside the current gr.Blocks/gr.Tab context."""
+def build_arena_tab(service) -> dict:
+    """Build the arena tab's components inside the current gr.Blocks/gr.Tab context; returns the battle's
+    components (state, vote buttons, battle outputs, reveal) for the live section."""
     from .abuse import Refused
     from .http_api import run_write
     from .service import NoBattleAvailable, VoteRefused
@@ -263,3 +264,5 @@ def build_arena_tab(service) -> None:
     for slot, btn in vote_buttons.items():
         btn.click(make_vote(slot), [state, said, sounded, reason], vote_outputs, concurrency_limit=1,
                   concurrency_id=WRITE_QUEUE, api_visibility="private")
+    # the live section (arena/live_ui.py) fills these same components, so a live battle is voted on here
+    return {"state": state, "buttons": buttons, "battle_outputs": battle_outputs, "reveal": reveal}
