@@ -7,7 +7,8 @@ EMPATHY_ARENA_BOOTSTRAP (1: build the demo and run the baselines if needed),
 EMPATHY_ARENA_WORKER (1: run an evaluation worker in-process), its judges (EMPATHY_ARENA_JUDGE_* and
 EMPATHY_ARENA_AUDIO_JUDGE_*, see eval_backend/scoring/judge_env.py), Hub sync (README),
 GRADIO_SERVER_NAME / GRADIO_SERVER_PORT (127.0.0.1:7860; Spaces sets 0.0.0.0),
-EMPATHY_ARENA_TRUSTED_PROXIES (reverse proxies whose X-Forwarded-For is believed: eval_backend/client_address.py).
+EMPATHY_ARENA_TRUSTED_PROXIES (reverse proxies whose X-Forwarded-For is believed: eval_backend/client_address.py),
+EMPATHY_ARENA_LIVE_* (live battles: arena/live.py).
 """
 from __future__ import annotations
 
@@ -26,6 +27,9 @@ from fastapi import FastAPI  # noqa: E402
 
 from arena.config import settings_from_env  # noqa: E402
 from arena.http_api import mount_http_api  # noqa: E402
+from arena.live import LiveService, LiveSettings, contestants_from_models  # noqa: E402
+from arena.live_api import mount_live_api  # noqa: E402
+from arena.live_ui import build_live_section  # noqa: E402
 from arena.media import MediaTokens, mount_media  # noqa: E402
 from arena.service import ArenaService  # noqa: E402
 from arena.ui import build_arena_tab  # noqa: E402
@@ -76,6 +80,15 @@ class SpaceContext:
             log.error("judge settings ignored, scoring without a judge: %s", exc)
         if judge_config:
             self.submissions = self.submissions.with_(judge_config=judge_config)
+        # Live battles (arena/live.py): the models file's audio models answer the voter's own recording; the
+        # baselines at the bootstrap's port, which the bootstrap starts first, so live mode does not wait for it.
+        try:
+            contestants = contestants_from_models(
+                baseline_url=f"http://127.0.0.1:{self.bootstrap.baseline_port}/v1")
+        except (ValueError, OSError) as exc:
+            contestants = []
+            log.error("live mode off: the models file cannot be read: %s", exc)
+        self.live = LiveService(self.arena, contestants, LiveSettings.from_env())
         self.hub = HubSync(self.store, append_votes=self.arena.append_votes)
         self.media = MediaTokens(Signer.for_data_dir(self.data_dir))   # audio URLs for Browse and model pages
         self.worker = None
@@ -94,7 +107,7 @@ def build_blocks(ctx: SpaceContext) -> gr.Blocks:
         status = gr.Markdown(ctx.status_line())
         gr.Timer(2.0).tick(ctx.status_line, None, status)
         with gr.Tab("Arena", id="arena"):
-            build_arena_tab(ctx.arena)
+            build_live_section(ctx.live, build_arena_tab(ctx.arena))
         with gr.Tab("Arena leaderboard", id="arena-board"):
             build_arena_leaderboard_tab(ctx.arena)
         with gr.Tab("Benchmark leaderboard", id="bench-board"):
@@ -121,6 +134,7 @@ def build_app(ctx: SpaceContext) -> BodyLimit:
     SQLite's locks and could lose acknowledged votes)."""
     app = FastAPI(title="Empathy Arena")
     mount_http_api(app, ctx.arena)
+    mount_live_api(app, ctx.live)
     mount_media(app, ctx.arena, ctx.media, lambda: ctx.benchmark)
     identity_for(ctx).mount(app)        # /operator sign-in and the guest cookie (leaderboard/identity.py)
     app = gr.mount_gradio_app(app, build_blocks(ctx), path="/", blocked_paths=[str(ctx.data_dir)],
@@ -157,6 +171,7 @@ def main() -> None:
     ctx.hub.start()          # restores from the Hub before serving (no-op when not configured or offline)
     atexit.register(ctx.hub.stop)
     ctx.bootstrap.start()
+    ctx.live.start_sweeper()     # deletes live recordings on schedule (retention)
     if os.environ.get("EMPATHY_ARENA_WORKER", "1") != "0":
         ctx.worker = start_worker_thread(store=ctx.store, settings=ctx.submissions)
     start_health_checks(ctx)

@@ -243,3 +243,40 @@ def test_retention_deletes_what_was_not_consented_for(tmp_path):
         now[0] += 30 * 86400
         assert app.live.sweep() == [kept["battle_id"]]                 # consented: kept for keep_days, then gone
         assert not (root / kept["battle_id"]).exists()
+
+
+def test_live_mode_is_up_before_the_benchmark_bootstrap_ends(tmp_path, monkeypatch, speech):
+    """The Space's own context: the bootstrap starts the baseline server first, and live battles are served while
+    the benchmark is still being prepared (held here until the live battle is done)."""
+    import threading
+
+    import app as space
+    from eval_backend import bootstrap as boot
+    from fault_server import free_port
+
+    monkeypatch.setenv("EMPATHY_ARENA_BASELINE_PORT", str(free_port()))
+    hold, released = threading.Event(), threading.Event()
+
+    def slow_benchmark(self):
+        released.set()
+        hold.wait(120)
+        raise RuntimeError("stopped by the test")      # the bootstrap fails and stops its server
+
+    monkeypatch.setattr(boot.Bootstrap, "_prepare_benchmark", slow_benchmark)
+    ctx = space.SpaceContext(tmp_path / "data")
+    ctx.bootstrap.start()
+    try:
+        assert released.wait(30)
+        deadline = time.monotonic() + 120
+        while not ctx.live.ready():
+            assert time.monotonic() < deadline, "the live contestants never answered"
+            time.sleep(0.5)
+        assert ctx.bootstrap.status.stage not in ("ready", "running baselines")
+        battle = ctx.live.battle_sync(speech, ctx.arena.new_session(), "127.0.0.1", consent_store=False,
+                                      consent_release=False)
+        models = ctx.store.query("SELECT model_a, model_b FROM arena_battles WHERE id=?", (battle.battle_id,))[0]
+        assert {models[0], models[1]} == {"cascade-blind", "cascade-cue"}
+    finally:
+        hold.set()
+        ctx.bootstrap.ready.wait(30)
+    assert ctx.bootstrap.server is None or ctx.bootstrap.server.poll() is not None
