@@ -83,6 +83,10 @@ def test_live_battle_against_the_baselines(tmp_path, baselines, speech):
         assert app.arena.replayed_table(rounds=10, source="benchmark") == []
         board = {r["model"]: r for r in app.arena.ratings_table(rounds=10, source="live")}
         assert board[row["winner"]]["wins"] == 1
+        api = client.get("/api/arena/ratings", params={"source": "live"}).json()
+        assert {r["model"] for r in api["rows"]} == {"cascade-blind", "cascade-cue"}
+        assert client.get("/api/arena/ratings", params={"source": "benchmark"}).json()["rows"] == []
+        assert client.get("/api/arena/ratings", params={"source": "bogus"}).status_code == 422
         # the consented clip is kept past the short retention; the user's words are kept with it
         assert app.live.sweep() == []
 
