@@ -32,7 +32,6 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import io
-import json
 import math
 import os
 import random
