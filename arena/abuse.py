@@ -1,6 +1,6 @@
 """Bounds on what one client can ask of the arena, checked in memory before anything reaches the database.
 
-Battles and votes are written by the process's single writer thread (http_api.WRITER). A flood that reached
+Battles and votes are written by the process's single writer thread (writer.WRITER). A flood that reached
 it would queue in front of every honest voter, so these checks run on the caller's thread (the event loop,
 or Gradio's handler) and cost a dict lookup:
 

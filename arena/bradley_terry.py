@@ -40,9 +40,10 @@ from typing import Iterable, Sequence
 
 import numpy as np
 
+from eval_backend.numbers import Z95, Proportion, wilson  # noqa: F401  (part of this module's API)
+
 ELO_SCALE = 400.0 / math.log(10.0)
 ELO_BASE = 1000.0
-Z95 = 1.959963984540054
 
 
 @dataclass
@@ -242,26 +243,6 @@ def pairwise(counts: PairCounts) -> tuple[np.ndarray, np.ndarray]:
     with np.errstate(invalid="ignore", divide="ignore"):
         rate = np.where(n > 0, w / n, np.nan)
     return rate, n
-
-
-@dataclass
-class Proportion:
-    share: float           # NaN when n == 0 (nothing measured)
-    low: float
-    high: float
-    k: int
-    n: int
-
-
-def wilson(k: int, n: int, z: float = Z95) -> Proportion:
-    """Wilson score interval: well-behaved near 0, 1 and for small n."""
-    if n <= 0:
-        return Proportion(math.nan, math.nan, math.nan, k, n)
-    p = k / n
-    denom = 1 + z * z / n
-    centre = (p + z * z / (2 * n)) / denom
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
-    return Proportion(p, max(0.0, centre - half), min(1.0, centre + half), k, n)
 
 
 def position_bias(votes: Iterable[tuple[str | None, str]]) -> Proportion:

@@ -52,8 +52,7 @@ class ArenaSettings:
     # would leave a young arena (hundreds of votes in all) with no ranked model at all.
     provisional_votes: int = 30
     bootstrap_rounds: int = 200
-    # battles
-    spoken_tasks: tuple[str, ...] = ("conversation", "context", "tone")
+    # battles (from the replies of eval_backend.tasks.SPOKEN_TASKS)
     identity_patterns: tuple[str, ...] = DEFAULT_IDENTITY_PATTERNS
     benchmark_specs: tuple[str, ...] = ("demo",)   # loaded lazily for user audio and context text
     # matchmaking weights (see matchmaking.py)

@@ -17,9 +17,12 @@ from __future__ import annotations
 import dataclasses
 import logging
 import math
+import threading
 import time
 from dataclasses import dataclass
 from datetime import datetime, timezone
+
+from . import storage
 
 log = logging.getLogger("arena.health")
 
@@ -56,14 +59,8 @@ class Counts:
 
 # ---------------------------------------------------------------- store access
 def load_counts(store, since: float, until: float, bucket_s: float) -> Counts:
-    """Aggregated in SQL, so a week of a busy arena is a few hundred rows."""
-    def grouped(table: str, col: str, extra: str = "", where: str = "") -> list:
-        return store.query(f"SELECT {store.int_floor(f'{col} / ?')} AS b{extra}, COUNT(*) FROM {table} "
-                           f"WHERE {col} >= ? AND {col} < ? {where} GROUP BY b{extra}", (bucket_s, since, until))
-    served = {r[0]: r[1] for r in grouped("arena_battles", "served_at")}
-    accepted = {r[0]: r[1] for r in grouped("arena_votes", "created_at", where="AND source = 'live'")}
-    refused = {(r[0], r[1]): r[2] for r in grouped("arena_refused_votes", "created_at", extra=", reason")}
-    return Counts(served, accepted, refused)
+    """Aggregated in SQL (arena/storage.py), so a week of a busy arena is a few hundred rows."""
+    return Counts(*storage.bucket_counts(store, since, until, bucket_s))
 
 
 # ---------------------------------------------------------------- pure core
@@ -154,8 +151,13 @@ class HealthMonitor:
         self._alerting_since: float | None = None
         self._last_logged = -math.inf
         self.status = "integrity health not checked yet"
+        self._lock = threading.Lock()    # the app's one monitor is checked by its loop and by open pages
 
     def check(self) -> dict:
+        with self._lock:
+            return self._check()
+
+    def _check(self) -> dict:
         now = self.clock()
         report = health_report(self.store, self.cfg, now)
         msg = report["alert"]

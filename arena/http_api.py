@@ -10,7 +10,7 @@
     GET  /api/arena/health                              -> {"ok": true}
 
 Battles and votes (the writes) run on one worker thread per process, shared with
-the Gradio tab (`run_write`): SQLite takes one writer at a time anyway, and
+the Gradio tab (arena/writer.py): SQLite takes one writer at a time anyway, and
 threads racing for its lock fall into its busy handler, which sleeps up to
 100 ms per retry, unfairly. Measured at saturation (50 voters back to back): a
 40-thread pool gave p99 7.7-8.7 s, the single writer 1.4-1.9 s, for ~20% fewer
@@ -38,7 +38,6 @@ from __future__ import annotations
 import asyncio
 import math
 import time
-from concurrent.futures import ThreadPoolExecutor
 
 from fastapi import APIRouter, FastAPI, Request, Response
 from fastapi.responses import JSONResponse
@@ -46,8 +45,10 @@ from starlette.concurrency import run_in_threadpool
 
 from eval_backend import client_address, safejson
 from eval_backend.body_limit import API_BODY_BYTES
+from eval_backend.numbers import json_number
 
 from .abuse import Refused
+from .writer import WRITER
 
 PREFIX = "/api/arena"
 MAX_SESSION_CHARS = 128
@@ -56,15 +57,6 @@ INLINE_PARSE_BYTES = 4096     # larger bodies are scanned and parsed on the thre
 # Refusal code -> HTTP status. too_fast is 425 Too Early: the client may retry the same vote later.
 STATUS = {"bad_value": 422, "unknown_battle": 404, "wrong_session": 403, "already_voted": 409, "expired": 410,
           "too_fast": 425, "tampered": 409, "rate_limited": 429, "too_many_open": 429, "bad_session": 403}
-
-
-# The process's one writer thread for arena battles and votes (HTTP API and Gradio tab alike).
-WRITER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="arena-writer")
-
-
-def run_write(fn, *args, **kwargs):
-    """Run a writing service call on the writer thread and wait for it (for synchronous callers)."""
-    return WRITER.submit(fn, *args, **kwargs).result()
 
 
 def _error(status: int, code: str, message: str) -> JSONResponse:
@@ -95,8 +87,7 @@ async def _json_body(request: Request) -> dict | JSONResponse:
     return body
 
 
-def _num(x) -> float | None:
-    return None if x is None or (isinstance(x, float) and math.isnan(x)) else x
+_num = json_number     # NaN / inf -> None (JSON has neither), other values unchanged
 
 
 def _timing(response: Response, t0: float) -> None:

@@ -54,7 +54,7 @@ from eval_backend.clients.limits import ReplyLimits
 from eval_backend.config import ModelSpec
 from eval_backend.tasks import SYSTEM_CONVERSATION, Request
 
-from . import live_store
+from . import live_store, storage
 from .abuse import Refused
 from .matchmaking import MatchParams, choose_pair
 from .media import battle_clip_url
@@ -88,8 +88,9 @@ class LiveSettings:
     def from_env(cls, env: dict | None = None, spaces: bool | None = None) -> "LiveSettings":
         env = os.environ if env is None else env
         if spaces is None:
-            from leaderboard.identity import on_spaces
-            spaces = on_spaces()
+            # Gradio's own test, as leaderboard/identity.py:on_spaces (not imported: arena never imports leaderboard)
+            from gradio.utils import get_space
+            spaces = get_space() is not None
 
         def num(name: str, default: float, kind=float):
             raw = env.get(LIVE_PREFIX + name)
@@ -380,16 +381,19 @@ class LiveService:
             now = self.clock()
             expires = now + self.arena.settings.battle_ttl_s
             keep = self.settings.keep_days * 86400 if store_ok else self.settings.retention_s
-            from .http_api import WRITER   # the process's one writer thread, shared with votes
+            from .writer import WRITER   # the process's one writer thread, shared with votes
 
             def write():
+                ip_hash = self.arena.ip_hash(ip)
                 with self.store.transaction() as conn:
-                    live_store.insert_battle(
-                        conn, battle_id=battle_id, session_id=session, user=user, ip_hash=self.arena.ip_hash(ip),
-                        model_a=a.model, model_b=b.model, min_listen_s=sum(listen.values()), served_at=now,
-                        expires_at=expires, transcript=transcript, text_a=a.text, text_b=b.text,
-                        consent_store=store_ok, consent_release=release_ok, crisis=crisis, screen=screen_name,
-                        replaced=replaced, delete_after=now + keep)
+                    storage.insert_battle(conn, live_store.battle_values(
+                        battle_id=battle_id, session_id=session, user=user, ip_hash=ip_hash, model_a=a.model,
+                        model_b=b.model, min_listen_s=sum(listen.values()), served_at=now, expires_at=expires),
+                        source="live")
+                    live_store.insert_live(
+                        conn, battle_id=battle_id, user=user, ip_hash=ip_hash, served_at=now, transcript=transcript,
+                        text_a=a.text, text_b=b.text, consent_store=store_ok, consent_release=release_ok,
+                        crisis=crisis, screen=screen_name, replaced=replaced, delete_after=now + keep)
             await loop.run_in_executor(WRITER, write)
         except BaseException:
             shutil.rmtree(folder, ignore_errors=True)     # a battle not made leaves nothing behind
@@ -421,7 +425,7 @@ class LiveService:
                           (AudioRef(str(user_wav)),), True)
         audio_b64 = [openai_chat.input_audio_b64(request.audios[0])]
         limits = ReplyLimits(max_audio_s=self.settings.reply_audio_s, show_body=False)
-        from .service import IdentityScreen
+        from .battles import IdentityScreen
         from .config import DEFAULT_IDENTITY_PATTERNS
         leak = IdentityScreen(self.arena.settings.identity_patterns or DEFAULT_IDENTITY_PATTERNS, list(specs))
         tried: set[str] = set()
@@ -487,5 +491,4 @@ def _seconds(wav: bytes) -> float:
 
 
 def _stored_counts(arena) -> dict[str, dict]:
-    from . import storage
     return storage.stored_ratings(arena.store)

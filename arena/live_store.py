@@ -13,6 +13,33 @@ import json
 import shutil
 from pathlib import Path
 
+from eval_backend.store import register_migration
+
+# arena_live: what a live battle adds beside its arena_battles row (arena/storage.py's arena_0005_live gives
+# that row its `source`): the transcript, the replies' words, consent and the deletion date.
+register_migration("arena_live_0001", (
+    """CREATE TABLE IF NOT EXISTS arena_live (
+    battle_id       TEXT PRIMARY KEY,
+    "user"          TEXT,
+    ip_hash         TEXT NOT NULL,
+    transcript      TEXT,
+    text_a          TEXT,
+    text_b          TEXT,
+    consent_store   INTEGER NOT NULL CHECK (consent_store IN (0, 1)),
+    consent_release INTEGER NOT NULL CHECK (consent_release IN (0, 1)),
+    crisis          INTEGER NOT NULL DEFAULT 0 CHECK (crisis IN (0, 1)),
+    screen          TEXT,
+    replaced        TEXT,
+    audio_dir       TEXT,
+    created_at      REAL NOT NULL,
+    delete_after    REAL NOT NULL,
+    deleted_at      REAL
+)""",
+    "CREATE INDEX IF NOT EXISTS arena_live_due ON arena_live (deleted_at, delete_after)",
+    'CREATE INDEX IF NOT EXISTS arena_live_user ON arena_live ("user", created_at)',
+    "CREATE INDEX IF NOT EXISTS arena_live_ip ON arena_live (ip_hash, created_at)",
+))
+
 LIVE_DIR = "live"
 CLIPS = ("user", "A", "B")
 BENCHMARK_HASH = "live"       # arena_battles.benchmark_hash of a live battle (its request is the voter's clip)
@@ -22,16 +49,18 @@ def battle_dir(root: Path, battle_id: str) -> Path:
     return Path(root) / LIVE_DIR / battle_id
 
 
-def insert_battle(conn, *, battle_id: str, session_id: str, user: str | None, ip_hash: str, model_a: str,
-                  model_b: str, min_listen_s: float, served_at: float, expires_at: float, transcript: str | None,
-                  text_a: str | None, text_b: str | None, consent_store: bool, consent_release: bool,
-                  crisis: bool, screen: str | None, replaced: list, delete_after: float) -> None:
-    conn.execute(
-        """INSERT INTO arena_battles (id, session_id, "user", ip_hash, benchmark_hash, request_id, task, item_id,
-               variant, attribute, dimension, model_a, model_b, first_heard, min_listen_s, served_at, expires_at,
-               voted, source) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,0,'live')""",
-        (battle_id, session_id, user, ip_hash, BENCHMARK_HASH, f"live/{battle_id}", "live", battle_id, "-",
-         None, None, model_a, model_b, "A", min_listen_s, served_at, expires_at))
+def battle_values(*, battle_id: str, session_id: str, user: str | None, ip_hash: str, model_a: str, model_b: str,
+                  min_listen_s: float, served_at: float, expires_at: float) -> tuple:
+    """A live battle's arena_battles values, in arena/storage.py:insert_battle's column order (its request is
+    the voter's own clip, so the benchmark fields name the battle)."""
+    return (battle_id, session_id, user, ip_hash, BENCHMARK_HASH, f"live/{battle_id}", "live", battle_id, "-",
+            None, None, model_a, model_b, "A", min_listen_s, served_at, expires_at)
+
+
+def insert_live(conn, *, battle_id: str, user: str | None, ip_hash: str, served_at: float,
+                transcript: str | None, text_a: str | None, text_b: str | None, consent_store: bool,
+                consent_release: bool, crisis: bool, screen: str | None, replaced: list, delete_after: float) -> None:
+    """What a live battle adds beside its arena_battles row (same transaction as that row)."""
     conn.execute(
         """INSERT INTO arena_live (battle_id, "user", ip_hash, transcript, text_a, text_b, consent_store,
                consent_release, crisis, screen, replaced, audio_dir, created_at, delete_after)
@@ -82,8 +111,3 @@ def delete_due(store, now: float) -> list[str]:
                          "WHERE battle_id=? AND deleted_at IS NULL", (now, r["battle_id"]))
         done.append(r["battle_id"])
     return done
-
-
-def live_vote_ids(store, source: str) -> set[int]:
-    """Ids of the votes on battles of one kind (benchmark | live): the ratings' per-source views."""
-    return {int(r[0]) for r in store.query("SELECT id FROM arena_votes WHERE battle_source=?", (source,))}

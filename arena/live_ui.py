@@ -13,6 +13,9 @@ import gradio as gr
 
 from eval_backend import client_address
 from eval_backend.inert import md
+from eval_backend.tab_contract import PageLoad, TabHandles
+
+from .arena_tab import build_arena_tab
 
 SEND_QUEUE = "arena_live"
 
@@ -34,11 +37,21 @@ you live; you then vote for the more empathetic reply, as in any battle. Before 
 {sign_in}"""
 
 
-def build_live_section(live, parts: dict) -> None:
-    """Build the section inside the arena tab. `parts`: what `build_arena_tab` returns (its state, players,
-    meter, vote buttons and reveal)."""
+def build_arena_live_tab(ctx) -> TabHandles:
+    """The Arena tab (arena/arena_tab.py) with the "Use my voice" section below it when `ctx.live` is set (the
+    tab contract of eval_backend/tab_contract.py: the section's page-load hook joins the tab's own)."""
+    handles = build_arena_tab(ctx)
+    live = getattr(ctx, "live", None)
+    if live is None:
+        return TabHandles(loads=handles.loads)
+    return TabHandles(loads=(*handles.loads, *build_live_section(live, handles.parts)))
+
+
+def build_live_section(live, parts: dict) -> tuple[PageLoad, ...]:
+    """Build the section inside the arena tab. `parts`: the arena tab's battle components (`ArenaTabHandles.parts`:
+    its state, players, meter, vote buttons and reveal). Returns the section's page-load hook (the status line)."""
     from .live import LiveRefused
-    from .ui import AUDIO_LABELS, _meter_html, clip_html, message_markdown, need_seconds
+    from .arena_tab import AUDIO_LABELS, _meter_html, clip_html, message_markdown, need_seconds
 
     s = live.settings
     consent_state = gr.State({})        # {"store": bool, "release": bool} once the consent step is done
@@ -50,7 +63,7 @@ def build_live_section(live, parts: dict) -> None:
                 "starting).")
 
     with gr.Accordion("🎙️ Use my voice: two models answer you live", open=False, elem_id="live-section") as section:
-        status = gr.Markdown(show_status, elem_id="live-status")      # a callable: checked on every page load
+        status = gr.Markdown(elem_id="live-status")      # filled on every page load (the hook returned below)
         with gr.Group(visible=True, elem_id="live-consent") as consent_box:
             gr.Markdown(consent_markdown(s))
             store_box = gr.Checkbox(label="Store my recording, its transcript and the replies for scoring "
@@ -134,3 +147,4 @@ def build_live_section(live, parts: dict) -> None:
         concurrency_limit=s.concurrency, concurrency_id=SEND_QUEUE, api_visibility="private")
     parts["reveal"].change(after_vote, [state], [heard], api_visibility="private", show_progress="hidden")
     section.expand(show_status, None, status, api_visibility="private", show_progress="hidden")
+    return (PageLoad(show_status, None, status, dict(api_visibility="private", show_progress="hidden")),)

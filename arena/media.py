@@ -111,25 +111,11 @@ def servable(path: str | Path | None, data_dir: Path, inside: tuple[str, ...]) -
 
 def reply_file(store, model: str, benchmark_hash: str, request_id: str) -> Path | None:
     """The audio of one ok reply, from its database row."""
-    rows = store.query("SELECT audio_path FROM replies WHERE model=? AND benchmark_hash=? AND request_id=? "
-                       "AND status='ok'", (model, benchmark_hash, request_id))
-    if not rows or not rows[0][0]:
+    rel = store.reply_audio_path(model, benchmark_hash, request_id)
+    if not rel:
         return None
-    p = store.abspath(rows[0][0])
+    p = store.abspath(rel)
     return p if p.resolve().is_relative_to(store.root.resolve() / "replies") else None
-
-
-def bench_clip_file(benchmark, benchmark_hash: str, collection: str, item_id: str, index: int) -> str | None:
-    """The path of clip `index` of a Browse item of the served benchmark (the one the token was minted for)."""
-    from leaderboard import browse
-
-    if benchmark is None or benchmark.hash != benchmark_hash or collection not in browse.COLLECTIONS:
-        return None
-    try:
-        clips = browse.item_view(benchmark, collection, item_id).clips
-    except KeyError:
-        return None
-    return clips[index][1] if 0 <= index < len(clips) else None
 
 
 def _audio(path: Path, name: str, cache: str) -> FileResponse:
@@ -144,8 +130,11 @@ def _not_found(what: str) -> JSONResponse:
 
 
 def build_media_router(service, tokens: MediaTokens | None = None,
-                       benchmark: Callable[[], object] = lambda: None) -> APIRouter:
-    """`service`: the ArenaService (its store and battles); `benchmark()`: the benchmark Browse shows, or None."""
+                       benchmark: Callable[[], object] = lambda: None,
+                       clip_file: Callable[..., str | None] = lambda *key: None) -> APIRouter:
+    """`service`: the ArenaService (its store and battles); `benchmark()`: the benchmark Browse shows, or None;
+    `clip_file(benchmark, benchmark_hash, collection, item_id, index)`: the path of a Browse clip, or None
+    (leaderboard.browse.clip_file; injected, so the arena does not import the leaderboard)."""
     router = APIRouter()
     store = service.store
 
@@ -175,7 +164,7 @@ def build_media_router(service, tokens: MediaTokens | None = None,
     @router.get(CLIP_PREFIX + "/{token}")
     async def bench_clip(token: str):
         key = tokens.clip_key(token)
-        path = await run_in_threadpool(bench_clip_file, benchmark(), *key) if key else None
+        path = await run_in_threadpool(clip_file, benchmark(), *key) if key else None
         path = servable(path, store.root, CLIP_DIRS)
         if path is None:
             return _not_found("benchmark clip")
@@ -185,6 +174,7 @@ def build_media_router(service, tokens: MediaTokens | None = None,
 
 
 def mount_media(app: FastAPI, service, tokens: MediaTokens | None = None,
-                benchmark: Callable[[], object] = lambda: None) -> None:
+                benchmark: Callable[[], object] = lambda: None,
+                clip_file: Callable[..., str | None] = lambda *key: None) -> None:
     """Add the media routes to `app` before Gradio is mounted at "/" (the first matching route wins)."""
-    app.include_router(build_media_router(service, tokens, benchmark))
+    app.include_router(build_media_router(service, tokens, benchmark, clip_file))

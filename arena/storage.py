@@ -10,14 +10,21 @@
 - ratings: current TrueSkill per (axis, model), updated in the vote's transaction.
 - refused_votes: every refused submission with its reason (integrity health).
 - paused_models: never served while paused.
+
+Every SQL text that names an arena table is in this module (tests/test_seams.py checks it); the service,
+the health report, the board and the Hub sync call the functions below.
 """
 from __future__ import annotations
 
+import hashlib
+import json
 import time
 from dataclasses import dataclass
 
 from eval_backend.store import Store, register_migration
+from eval_backend.sync_logs import RestoreContext, SyncLog, register_sync_log
 
+from . import live_store  # noqa: F401  (registers arena_live's migration with the arena's own)
 from .ratings import BOTH_BAD, TIE, Rating, Vote
 
 AXES = ("overall", "said", "sounded", "speaker", "paralinguistic", "environment")
@@ -129,33 +136,13 @@ register_migration("arena_0004_battle_seq", "SELECT 1",
 # Live battles (arena/live.py): a battle and its vote say where the battle came from, `benchmark` (a benchmark
 # request's stored replies) or `live` (a voter's own recording answered live). arena_votes.source already says
 # where the *vote* came from (live | import), so the vote's copy of the battle's kind is `battle_source`.
-# arena_live keeps what a live battle adds: the transcript, the replies' words, consent and the deletion date.
+# What a live battle adds (transcript, the replies' words, consent, deletion date) is arena/live_store.py's table.
 register_migration("arena_0005_live", (
     "ALTER TABLE arena_battles ADD COLUMN source TEXT NOT NULL DEFAULT 'benchmark' "
     "CHECK (source IN ('benchmark', 'live'))",
     "ALTER TABLE arena_votes ADD COLUMN battle_source TEXT NOT NULL DEFAULT 'benchmark' "
     "CHECK (battle_source IN ('benchmark', 'live'))",
     "CREATE INDEX IF NOT EXISTS arena_votes_battle_source ON arena_votes (battle_source, id)",
-    """CREATE TABLE IF NOT EXISTS arena_live (
-    battle_id       TEXT PRIMARY KEY,
-    "user"          TEXT,
-    ip_hash         TEXT NOT NULL,
-    transcript      TEXT,
-    text_a          TEXT,
-    text_b          TEXT,
-    consent_store   INTEGER NOT NULL CHECK (consent_store IN (0, 1)),
-    consent_release INTEGER NOT NULL CHECK (consent_release IN (0, 1)),
-    crisis          INTEGER NOT NULL DEFAULT 0 CHECK (crisis IN (0, 1)),
-    screen          TEXT,
-    replaced        TEXT,
-    audio_dir       TEXT,
-    created_at      REAL NOT NULL,
-    delete_after    REAL NOT NULL,
-    deleted_at      REAL
-)""",
-    "CREATE INDEX IF NOT EXISTS arena_live_due ON arena_live (deleted_at, delete_after)",
-    'CREATE INDEX IF NOT EXISTS arena_live_user ON arena_live ("user", created_at)',
-    "CREATE INDEX IF NOT EXISTS arena_live_ip ON arena_live (ip_hash, created_at)",
 ))
 
 
@@ -267,3 +254,198 @@ def set_paused(store: Store, model: str, paused: bool, reason: str | None = None
                          "reason=excluded.reason, paused_at=excluded.paused_at", (model, reason, time.time()))
         else:
             conn.execute("DELETE FROM arena_paused_models WHERE model=?", (model,))
+
+
+# ---------------------------------------------------------------- battles
+def insert_battle(conn, values: tuple, source: str = "benchmark") -> None:
+    """One served battle, unvoted; `values` in the column order below; `source` benchmark | live."""
+    conn.execute(
+        """INSERT INTO arena_battles (id, session_id, "user", ip_hash, benchmark_hash, request_id, task,
+               item_id, variant, attribute, dimension, model_a, model_b, first_heard, min_listen_s,
+               served_at, expires_at, voted, source) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,0,?)""",
+        (*values, source))
+
+
+def battle_clip_row(store: Store, battle_id: str):
+    """The row a clip URL is answered from (request and models), or None."""
+    rows = store.query("SELECT benchmark_hash, request_id, model_a, model_b, expires_at, source "
+                       "FROM arena_battles WHERE id=?", (battle_id,))
+    return rows[0] if rows else None
+
+
+def battle_row(conn, battle_id: str):
+    """The whole battle row, read inside the vote's write transaction; None when unknown."""
+    return conn.execute("SELECT * FROM arena_battles WHERE id=?", (battle_id,)).fetchone()
+
+
+def mark_voted(conn, battle_id: str) -> None:
+    conn.execute("UPDATE arena_battles SET voted=1 WHERE id=?", (battle_id,))
+
+
+# ---------------------------------------------------------------- votes
+RATE_COLUMNS = ("session_id", "ip_hash", '"user"')
+
+
+def recent_votes(conn, col: str, key: str, now: float) -> tuple[int | None, int]:
+    """(votes in the last minute, votes in the last day) of one session, address or user (`col`)."""
+    if col not in RATE_COLUMNS:
+        raise ValueError(f"not a rate-limited column: {col}")
+    return conn.execute(
+        f"SELECT SUM(CASE WHEN created_at > ? THEN 1 ELSE 0 END), COUNT(*) FROM arena_votes "
+        f"WHERE {col}=? AND created_at > ?",
+        (now - 60, key, now - 86400)).fetchone()
+
+
+def overall_vote_counts(conn, model_a: str, model_b: str) -> dict[str, int]:
+    return {r["model"]: r["votes"] for r in conn.execute(
+        "SELECT model, votes FROM arena_ratings WHERE axis='overall' AND model IN (?, ?)", (model_a, model_b))}
+
+
+def vote_ids_by_battle_source(store: Store, source: str) -> set[int]:
+    """Ids of the votes on battles of one kind (benchmark | live): the ratings' per-source views."""
+    return {int(r[0]) for r in store.query("SELECT id FROM arena_votes WHERE battle_source=?", (source,))}
+
+
+def sync_vote_ids(store: Store, conn) -> None:
+    """After a restore with explicit vote ids (see Store.sync_ids)."""
+    store.sync_ids(conn, "arena_votes")
+
+
+def has_votes_table(store: Store) -> bool:
+    return store.has_table("arena_votes")
+
+
+def count_votes(store: Store) -> int:
+    if not has_votes_table(store):
+        return 0
+    return store.query("SELECT COUNT(*) FROM arena_votes")[0][0]
+
+
+def vote_log_version(store: Store) -> tuple:
+    """(count, last id) of the vote log: changes whenever a vote is added."""
+    return tuple(store.query("SELECT COUNT(*), MAX(id) FROM arena_votes")[0])
+
+
+# ---------------------------------------------------------------- integrity health
+def integrity_counts(store: Store, since: float) -> tuple[int, dict[str, int]]:
+    """(live votes accepted, {refusal reason: count}) since `since`."""
+    accepted = store.query("SELECT COUNT(*) FROM arena_votes WHERE source='live' AND created_at > ?",
+                           (since,))[0][0]
+    refused = {r[0]: r[1] for r in store.query(
+        "SELECT reason, COUNT(*) FROM arena_refused_votes WHERE created_at > ? GROUP BY reason", (since,))}
+    return accepted, refused
+
+
+def bucket_counts(store: Store, since: float, until: float, bucket_s: float) -> tuple[dict, dict, dict]:
+    """Battles served, live votes accepted and votes refused (by reason) per bucket index
+    (floor(time / bucket_s)), aggregated in SQL so a week of a busy arena is a few hundred rows."""
+    def grouped(table: str, col: str, extra: str = "", where: str = "") -> list:
+        return store.query(f"SELECT {store.int_floor(f'{col} / ?')} AS b{extra}, COUNT(*) FROM {table} "
+                           f"WHERE {col} >= ? AND {col} < ? {where} GROUP BY b{extra}", (bucket_s, since, until))
+    served = {r[0]: r[1] for r in grouped("arena_battles", "served_at")}
+    accepted = {r[0]: r[1] for r in grouped("arena_votes", "created_at", where="AND source = 'live'")}
+    refused = {(r[0], r[1]): r[2] for r in grouped("arena_refused_votes", "created_at", extra=", reason")}
+    return served, accepted, refused
+
+
+# ---------------------------------------------------------------- the Hub logs (eval_backend/hub_sync)
+# Private fields stay home: no session ids, IP hashes or user names.
+VOTE_FIELDS = ("id", "battle_id", "model_a", "model_b", "winner", "slot", "said", "sounded", "reason", "first_heard",
+               "attribute", "dimension", "benchmark_hash", "request_id", "created_at", "source")
+BATTLE_FIELDS = ("id", "benchmark_hash", "request_id", "task", "item_id", "variant", "attribute", "dimension",
+                 "model_a", "model_b", "first_heard", "min_listen_s", "served_at", "expires_at")
+REFUSED_FIELDS = ("id", "battle_id", "reason", "message", "created_at")
+
+
+def battle_seq(store) -> str:
+    """Battles' insertion order: SQLite's rowid, or the identity column arena_0004 adds on PostgreSQL."""
+    return "rowid" if store.dialect == "sqlite" else "seq"
+
+
+def _with_battle_seq(store, text: str) -> str:
+    return text.replace("{battle_seq}", battle_seq(store))
+
+
+def vote_key(rec: dict) -> str:
+    """A vote's identity across writers: its battle (live votes), else its content (imports)."""
+    if rec.get("battle_id"):
+        return "b:" + rec["battle_id"]
+    body = {k: rec.get(k) for k in VOTE_FIELDS if k not in ("id", "battle_id")}
+    return "c:" + hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
+
+
+def _restore_votes(ctx: RestoreContext, records: list[dict]) -> int:
+    """With an empty vote table the votes keep their ids (the canonical order, so the vote-log hash is the same
+    as before the restart); otherwise the missing ones are appended after the local ones (a late restore after
+    serving local data). Ratings are recorded as for live votes, by the arena's `append_votes`."""
+    if ctx.append_votes is None:
+        raise RuntimeError("the vote log needs the arena's append_votes to be restored")
+    local = [dict(r) for r in ctx.conn.execute(f"SELECT {', '.join(VOTE_FIELDS)} FROM arena_votes")]
+    have = {vote_key(r) for r in local}
+    # a vote logged by several writers (a late merge re-logs it under a new id): the latest id wins,
+    # which is the order of the writer that merged last
+    best: dict[str, dict] = {}
+    for rec in records:
+        k = vote_key(rec)
+        if k not in have and (k not in best or rec["id"] > best[k]["id"]):
+            best[k] = rec
+    fresh = sorted(best.values(), key=lambda r: (r["id"], r["created_at"], vote_key(r)))
+    keep_ids = not local and len({r["id"] for r in fresh}) == len(fresh)
+    rows = [{**{k: rec.get(k) for k in VOTE_FIELDS if keep_ids or k != "id"},
+             "session_id": None, "user": None, "ip_hash": None} for rec in fresh]
+    n = ctx.append_votes(rows, ctx.conn)
+    if keep_ids and fresh:
+        ctx.mark(max(r["id"] for r in fresh))
+    return n
+
+
+def _restore_battles(ctx: RestoreContext, records: list[dict]) -> int:
+    conn = ctx.conn
+    empty = conn.execute("SELECT COUNT(*) FROM arena_battles").fetchone()[0] == 0
+    n = 0
+    for rec in records:
+        cur = conn.execute(
+            f"INSERT INTO arena_battles ({', '.join(BATTLE_FIELDS)}, session_id, ip_hash, voted) "
+            f"VALUES ({', '.join('?' * len(BATTLE_FIELDS))}, '', '', "
+            "CASE WHEN EXISTS (SELECT 1 FROM arena_votes WHERE battle_id = ?) THEN 1 ELSE 0 END) "
+            "ON CONFLICT (id) DO NOTHING",
+            (*[rec.get(k) for k in BATTLE_FIELDS], rec["id"]))
+        n += cur.rowcount
+    if empty and n:
+        ctx.mark(conn.execute(f"SELECT MAX({battle_seq(ctx.store)}) FROM arena_battles").fetchone()[0])
+    return n
+
+
+def _restore_refused(ctx: RestoreContext, records: list[dict]) -> int:
+    conn = ctx.conn
+    have = {tuple(r) for r in conn.execute(
+        "SELECT battle_id, reason, message, created_at FROM arena_refused_votes")}
+    empty = not have
+    n = 0
+    for rec in sorted(records, key=lambda r: r["id"]):
+        key = (rec.get("battle_id"), rec["reason"], rec["message"], rec["created_at"])
+        if key in have:
+            continue
+        have.add(key)
+        conn.execute("INSERT INTO arena_refused_votes (battle_id, session_id, ip_hash, reason, message, "
+                     "created_at) VALUES (?, NULL, NULL, ?, ?, ?)", key)
+        n += 1
+    if empty and n:
+        ctx.mark(conn.execute("SELECT MAX(id) FROM arena_refused_votes").fetchone()[0])
+    return n
+
+
+register_sync_log(SyncLog(
+    "votes", "arena_votes",
+    f"SELECT id AS seq, {', '.join(VOTE_FIELDS)} FROM arena_votes WHERE id > ? AND id <= ? ORDER BY id LIMIT ?",
+    "SELECT MAX(id) FROM arena_votes", _restore_votes, order=10, count=count_votes))
+register_sync_log(SyncLog(
+    "battles", "arena_battles",
+    f"SELECT {{battle_seq}} AS seq, {', '.join(BATTLE_FIELDS)} FROM arena_battles WHERE {{battle_seq}} > ? "
+    "AND {battle_seq} <= ? ORDER BY {battle_seq} LIMIT ?",
+    "SELECT MAX({battle_seq}) FROM arena_battles", _restore_battles, order=20, dialect=_with_battle_seq))
+register_sync_log(SyncLog(
+    "refused", "arena_refused_votes",
+    f"SELECT id AS seq, {', '.join(REFUSED_FIELDS)} FROM arena_refused_votes WHERE id > ? AND id <= ? "
+    "ORDER BY id LIMIT ?",
+    "SELECT MAX(id) FROM arena_refused_votes", _restore_refused, order=30))

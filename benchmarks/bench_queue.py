@@ -111,7 +111,7 @@ def worker_overhead(runs: int) -> dict:
             return wrapper
         wmod.Worker._query = timed("query", orig["_query"])
         wmod.Worker._score = timed("score", orig["_score"])
-        orig_handoff = wmod.arena_handoff
+        orig_handoff = wmod.hand_off
 
         def handoff(*a, **kw):
             t0 = time.perf_counter()
@@ -119,7 +119,7 @@ def worker_overhead(runs: int) -> dict:
                 return orig_handoff(*a, **kw)
             finally:
                 phases["arena"].append(time.perf_counter() - t0)
-        wmod.arena_handoff = handoff
+        wmod.hand_off = handoff
         try:
             for i in range(runs + 1):           # the first job pays the scorer's imports: reported apart
                 svc.submit(SubmissionForm(name=f"Bench {i}", base_url=srv.base_url, model_id=f"m{i}",
@@ -133,7 +133,7 @@ def worker_overhead(runs: int) -> dict:
         finally:
             for k, fn in orig.items():
                 setattr(wmod.Worker, k, fn)
-            wmod.arena_handoff = orig_handoff
+            wmod.hand_off = orig_handoff
     first = {k: v[0] * 1e3 for k, v in phases.items()}
     return {"first_job_ms": first, "median_ms": {k: statistics.median(v[1:]) * 1e3 for k, v in phases.items()}}
 

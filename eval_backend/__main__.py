@@ -16,7 +16,7 @@ COMMANDS = {
     "rescore": ("eval_backend.scoring.rescore_cli", "recompute results from stored replies only"),
     "submit": ("eval_backend.submissions.cli", "validate and queue a model submission (--dry-run, --json)"),
     "worker": ("eval_backend.worker_cli", "evaluate queued submissions (--once, --poll S)"),
-    "agreement": ("eval_backend.scoring.human_agreement",
+    "agreement": ("leaderboard.agreement_cli",
                   "which automatic metrics prefer the reply people voted for (--json)"),
 }
 

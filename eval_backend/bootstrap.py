@@ -112,9 +112,12 @@ class Bootstrap:
     """Runs the preparation steps in a daemon thread."""
 
     def __init__(self, data_dir: Path, benchmark_spec: str = "demo", models_file: str | None = None,
-                 run_baselines: bool = True, concurrency: int = 4):
+                 run_baselines: bool = True, concurrency: int = 4, load=None):
+        """`load(spec) -> Benchmark`: the app's shared loader (eval_backend/benchmark/cache.py); by default
+        `load_benchmark(spec, data_dir)`."""
         self.data_dir = data_dir
         self.benchmark_spec = benchmark_spec
+        self.load = load
         self.models_file = models_file
         self.run_baselines = run_baselines
         self.concurrency = concurrency
@@ -164,7 +167,8 @@ class Bootstrap:
             from .benchmark.demo import build_demo
             self._set("building demo benchmark", "espeak-ng synthesis, about a minute on 2 cores")
             build_demo(self.data_dir / "benchmarks" / "demo", seed=0)
-        self.benchmark = load_benchmark(self.benchmark_spec, self.data_dir)
+        self.benchmark = (self.load(self.benchmark_spec) if self.load is not None
+                          else load_benchmark(self.benchmark_spec, self.data_dir))
         for callback in self.on_benchmark:
             callback(self.benchmark)
 
@@ -193,7 +197,7 @@ class Bootstrap:
             failed = getattr(summary, "failed", 0)
             if failed:
                 self.status.errors.append(f"{spec.name}: {failed} requests failed (see the Browse tab)")
-            self._score(spec.name)
+            self._score(spec.name, store)
         self.status.done = total
 
     def _start_server_early(self) -> None:
@@ -204,13 +208,13 @@ class Bootstrap:
         if port_is_free(self.baseline_port):
             self.start_server(self.baseline_port)
 
-    def _score(self, model: str) -> None:
+    def _score(self, model: str, store: Store) -> None:
         """Baselines get leaderboard rows like any submission (no judge: judge columns say "not computed")."""
-        from .scoring.cli import build_settings, score_one
+        from .scoring.cli import build_settings
+        from .scoring.run import score_model
 
         self._set("scoring baselines", model, done=self.status.done, total=self.status.total)
-        score_one(model, self.benchmark_spec, self.data_dir, build_settings(None, self.data_dir),
-                  benchmark=self.benchmark)
+        score_model(store, model, self.benchmark, build_settings(None, self.data_dir), spec=self.benchmark_spec)
 
     def start_server(self, port: int) -> subprocess.Popen:
         self.server = start_baseline_server(port, self.data_dir / "baselines.log")

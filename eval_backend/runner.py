@@ -38,7 +38,7 @@ from .clients.limits import ReplyLimits
 from .clients.openai_chat import call, input_audio_b64, new_session
 from .config import ModelSpec
 from .store import Reply, Store
-from .tasks import PROMPT_VERSION, TASKS, Request, build_requests
+from .tasks import PROMPT_VERSION, TASKS, Request, select_requests
 
 log = logging.getLogger(__name__)
 
@@ -86,15 +86,6 @@ class RunSummary:
         return (f"{self.model}: {self.requests} requests, {self.already_done} already done, "
                 f"{self.unusable} unusable (skipped), {self.ok} ok, {self.failed} failed ({fails}), "
                 f"{self.attempts} attempts, {self.elapsed_s:.1f} s")
-
-
-def select_requests(benchmark: Benchmark, tasks: list[str] | None = None, limit: int | None = None) -> list[Request]:
-    """The requests of a run, in a stable order, so a restarted run selects the same ones."""
-    unknown = [t for t in tasks or [] if t not in TASKS]
-    if unknown:
-        raise ValueError(f"unknown task(s) {', '.join(unknown)}; known: {', '.join(TASKS)}")
-    requests = build_requests(benchmark, tasks or None)
-    return requests[:limit] if limit is not None else requests
 
 
 def _reply(spec: ModelSpec, bhash: str, req: Request, **kw) -> Reply:

@@ -301,6 +301,33 @@ class Store:
         sql += " ORDER BY model, request_id"
         return [Reply(**dict(r)) for r in self.query(sql, tuple(params))]
 
+    # The reads other modules need, so the replies table's SQL stays here (tests/test_seams.py checks it).
+    def reply(self, model: str, benchmark_hash: str, request_id: str) -> Reply | None:
+        rows = self.query("SELECT * FROM replies WHERE model=? AND benchmark_hash=? AND request_id=?",
+                          (model, benchmark_hash, request_id))
+        return Reply(**dict(rows[0])) if rows else None
+
+    def reply_audio_path(self, model: str, benchmark_hash: str, request_id: str) -> str | None:
+        """The data-dir-relative audio path of one ok reply, or None."""
+        rows = self.query("SELECT audio_path FROM replies WHERE model=? AND benchmark_hash=? AND request_id=? "
+                          "AND status='ok'", (model, benchmark_hash, request_id))
+        return rows[0][0] if rows and rows[0][0] else None
+
+    def reply_texts(self, benchmark_hash: str, request_id: str, models: tuple[str, str]) -> dict[str, str | None]:
+        """{model: what it said (the audio transcript, else the reply text)} for two models' replies to a request."""
+        return {r["model"]: r["transcript"] or r["text"] for r in self.query(
+            "SELECT model, transcript, text FROM replies WHERE benchmark_hash=? AND request_id=? AND model IN (?, ?)",
+            (benchmark_hash, request_id, *models))}
+
+    def replies_version(self) -> tuple:
+        """(count, newest created_at) of the replies table: changes whenever a reply is stored."""
+        return tuple(self.query("SELECT COUNT(*), MAX(created_at) FROM replies")[0])
+
+    def has_replies_named(self, name: str, conn=None) -> bool:
+        """Whether any reply is stored under `name`, case-insensitively (in the caller's transaction if given)."""
+        conn = conn or self.connect()
+        return conn.execute("SELECT 1 FROM replies WHERE lower(model)=lower(?) LIMIT 1", (name,)).fetchone() is not None
+
     def models_with_replies(self, benchmark_hash: str | None = None) -> list[str]:
         if benchmark_hash:
             rows = self.query("SELECT DISTINCT model FROM replies WHERE benchmark_hash=? ORDER BY model",
@@ -310,11 +337,24 @@ class Store:
         return [r[0] for r in rows]
 
     # --- small key/value for run metadata (benchmark hashes, manifests) ---
-    def put_meta(self, key: str, value: object) -> None:
+    def put_meta(self, key: str, value: object, conn=None) -> None:
+        """Set `key`; pass `conn` to write inside the caller's transaction."""
+        if conn is None:
+            with self.transaction() as conn:
+                return self.put_meta(key, value, conn)
+        conn.execute("INSERT INTO meta VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value=excluded.value",
+                     (key, json.dumps(value)))
+
+    def put_meta_once(self, key: str, value: object) -> None:
+        """Set `key` unless it is set (the first writer wins)."""
         with self.transaction() as conn:
-            conn.execute("INSERT INTO meta VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value=excluded.value",
-                         (key, json.dumps(value)))
+            conn.execute("INSERT INTO meta VALUES (?, ?) ON CONFLICT (key) DO NOTHING", (key, json.dumps(value)))
 
     def get_meta(self, key: str, default: object = None) -> object:
         row = self.connect().execute("SELECT value FROM meta WHERE key=?", (key,)).fetchone()
         return json.loads(row[0]) if row else default
+
+    def meta_rows(self, prefix: str) -> list:
+        """Rows (key, value as stored JSON text) whose key starts with `prefix`."""
+        escaped = prefix.replace("!", "!!").replace("%", "!%").replace("_", "!_")
+        return self.query("SELECT key, value FROM meta WHERE key LIKE ? ESCAPE '!'", (escaped + "%",))

@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import gradio as gr
 
+from eval_backend.tab_contract import PageLoad, TabHandles
+
 ABOUT = """
 ## What is measured
 
@@ -143,17 +145,15 @@ def judge_status(ctx) -> str:
     return "\n\n".join(lines)
 
 
-def build_about_tab(ctx=None) -> None:
+def build_about_tab(ctx=None) -> TabHandles:
     arena = getattr(ctx, "arena", None)
     gr.Markdown(about_text(arena.settings.provisional_votes if arena is not None else None), elem_id="about-text")
     if ctx is None or getattr(ctx, "store", None) is None:
-        return
+        return TabHandles()
     gr.Markdown("## Judges", elem_id="about-judges-head")
     status = gr.Markdown(elem_id="about-judges")
     table = gr.Dataframe(headers=JUDGE_COLUMNS, interactive=False, elem_id="about-judge-rows", wrap=True)
 
     def render():
         return judge_status(ctx), judge_rows(ctx.store) or [["—", "—", "no results yet", "—", 0, 0]]
-    root = gr.context.Context.root_block
-    if root is not None:
-        root.load(render, None, [status, table])
+    return TabHandles(loads=(PageLoad(render, None, [status, table]),))

@@ -15,6 +15,8 @@ import math
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Mapping, Sequence
 
+from eval_backend.numbers import is_number, wilson
+
 
 @dataclass(frozen=True)
 class Stat:
@@ -46,13 +48,9 @@ def _ranks(xs: Sequence[float]) -> list[float]:
     return ranks
 
 
-def _finite(x) -> bool:
-    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
-
-
 def rank_correlation(pairs: Mapping[str, tuple[float, float]], min_models: int = 3) -> Stat:
     """pairs: model -> (arena rating, benchmark score); only models with both finite values count."""
-    ok = {m: (a, b) for m, (a, b) in pairs.items() if _finite(a) and _finite(b)}
+    ok = {m: (a, b) for m, (a, b) in pairs.items() if is_number(a) and is_number(b)}
     if len(ok) < min_models:
         return Stat(None, len(ok), f"not computed: {len(ok)} model(s) have both an arena rating and this "
                                    f"benchmark score; at least {min_models} are needed")
@@ -65,14 +63,6 @@ def rank_correlation(pairs: Mapping[str, tuple[float, float]], min_models: int =
     if va == 0 or vb == 0:
         return Stat(None, len(ok), "not computed: every model has the same rating or the same score")
     return Stat(cov / math.sqrt(va * vb), len(ok))
-
-
-def wilson(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
-    p = k / n
-    d = 1 + z * z / n
-    c = (p + z * z / (2 * n)) / d
-    h = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / d
-    return max(0.0, c - h), min(1.0, c + h)
 
 
 def agreement_rate(pairs: Iterable[tuple[str | None, str | None]]) -> Stat:
@@ -91,7 +81,8 @@ def agreement_rate(pairs: Iterable[tuple[str | None, str | None]]) -> Stat:
     if n == 0:
         return Stat(None, 0, "not computed: no battle has both a human preference and a judge verdict",
                     excluded=excluded)
-    lo, hi = wilson(agree, n)
+    p = wilson(agree, n)
+    lo, hi = p.low, p.high
     return Stat(agree / n, n, None, lo, hi, excluded)
 
 

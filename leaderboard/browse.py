@@ -107,6 +107,15 @@ def reply_markdown(reply: Reply | None) -> str:
 
 
 def find_reply(store: Store, benchmark_hash: str, model: str, request_id: str) -> Reply | None:
-    rows = store.query("SELECT * FROM replies WHERE model=? AND benchmark_hash=? AND request_id=?",
-                       (model, benchmark_hash, request_id))
-    return Reply(**dict(rows[0])) if rows else None
+    return store.reply(model, benchmark_hash, request_id)
+
+
+def clip_file(benchmark, benchmark_hash: str, collection: str, item_id: str, index: int) -> str | None:
+    """The path of clip `index` of a Browse item of the served benchmark (the one the token was minted for)."""
+    if benchmark is None or benchmark.hash != benchmark_hash or collection not in COLLECTIONS:
+        return None
+    try:
+        clips = item_view(benchmark, collection, item_id).clips
+    except KeyError:
+        return None
+    return clips[index][1] if 0 <= index < len(clips) else None

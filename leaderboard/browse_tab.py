@@ -8,11 +8,12 @@ import gradio as gr
 
 from . import browse
 from arena.media import audio_html
+from eval_backend.tab_contract import PageLoad, TabHandles
 
 NO_BENCHMARK = "_The benchmark is still being prepared (see the status line above)._"
 
 
-def build_browse_tab(ctx) -> None:
+def build_browse_tab(ctx) -> TabHandles:
     """ctx: an object with `.benchmark` (or None while preparing), `.store` and `.media` (arena.media.MediaTokens)."""
     with gr.Row():
         collection = gr.Radio([(v, k) for k, v in browse.COLLECTIONS.items()], value="scripts",
@@ -70,4 +71,4 @@ def build_browse_tab(ctx) -> None:
     item.change(show_item, [collection, item], [detail, request, *clips])
     for trigger in (model.change, request.change):
         trigger(show_reply, [model, request], [reply_text, reply_audio])
-    return list_items, collection, item, model
+    return TabHandles(loads=(PageLoad(list_items, [collection], [item, model]),))

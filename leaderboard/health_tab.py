@@ -4,13 +4,14 @@ from __future__ import annotations
 import gradio as gr
 import pandas as pd
 
-from arena.health import HealthConfig, HealthMonitor, health_figure
+from arena.health import health_figure
+from eval_backend.tab_contract import PageLoad, TabHandles
 
 
-def build_health_tab(ctx) -> HealthMonitor:
-    """A monitor whose check() also logs alerts; the tab's timer keeps calling it while a page is open,
-    and app.py calls it on its own schedule so alerts reach the log with no page open."""
-    monitor = HealthMonitor(ctx.store, HealthConfig.from_settings(ctx.arena.settings))
+def build_health_tab(ctx) -> TabHandles:
+    """Renders the app's one monitor (ctx.health, whose check() also logs alerts): on page load and Refresh
+    here, and on the context's own schedule (app_context.py) so alerts reach the log with no page open."""
+    monitor = ctx.health
     gr.Markdown("Share of vote submissions that were counted, and why the others were refused. An anti-abuse "
                 "rule that voids honest votes shows up here as a drop in the counted share.")
     status = gr.Markdown()
@@ -28,4 +29,4 @@ def build_health_tab(ctx) -> HealthMonitor:
         return f"**{monitor.status}**", health_figure(report["rows"], monitor.cfg.alert_share), frame
 
     refresh.click(render, None, [status, plot, table])
-    return monitor, render, [status, plot, table]
+    return TabHandles(loads=(PageLoad(render, None, [status, plot, table]),))

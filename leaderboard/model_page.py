@@ -11,8 +11,8 @@ import pandas as pd
 
 from arena.media import audio_html
 from eval_backend.inert import md, md_inline as mi
+from eval_backend.tasks import SPOKEN_TASKS
 
-SPOKEN = ("conversation", "context", "tone")
 N_SAMPLES = 3
 OTHER_KEYS = ("dimension", "type", "kind")     # shown together in one table, one row per (key, label)
 
@@ -53,7 +53,7 @@ def other_breakdowns(doc: dict) -> pd.DataFrame:
 def sample_replies(store, model: str, benchmark_hash: str, n: int = N_SAMPLES, media=None) -> list[dict]:
     """Up to n ok spoken replies with audio on disk (stable order), else text replies. "audio": the reply's
     media URL (`media`: arena.media.MediaTokens), or None without audio (or without `media`)."""
-    rows = [r for t in SPOKEN for r in store.replies(model=model, benchmark_hash=benchmark_hash, task=t, status="ok")]
+    rows = [r for t in SPOKEN_TASKS for r in store.replies(model=model, benchmark_hash=benchmark_hash, task=t, status="ok")]
     rows.sort(key=lambda r: r.request_id)
     with_audio = [r for r in rows if r.audio_path and store.abspath(r.audio_path).is_file()]
     picked = (with_audio or rows)[:n]

@@ -12,12 +12,14 @@ figures that have no like-for-like counterpart here get their own "(paper)" colu
 from __future__ import annotations
 
 import json
-import math
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Iterable, Mapping
 
 import pandas as pd
+
+from eval_backend.numbers import is_number
+from eval_backend.scoring.boards import tabled_boards
 
 REPORTED_PATH = Path(__file__).parent / "data" / "echomind_reported.json"
 REPORTED_SOURCE = "reported, not reproduced here"
@@ -29,16 +31,14 @@ REPORTED_HEADING = ("Reported by the EchoMind paper, on its own benchmark; for c
                     "rows above")
 NOT_RANKED = "not ranked"
 
-BOARDS = ("LB1", "LB2", "LB3", "selection")
-BOARD_LABELS = {"LB1": "LB1 (understanding + reasoning)", "LB2": "LB2 (vocal empathy)",
-                "LB3": "LB3 ((C1+C4)/2)", "selection": "Selection (EmpathyEval final)"}
+# The board columns come from the scorer's board registry (eval_backend/scoring/boards.py), single-number boards only.
+BOARDS = tuple(b.key for b in tabled_boards())
+BOARD_LABELS = {b.key: b.label for b in tabled_boards()}
 BOARD_CI = tuple(f"{b} 95% CI" for b in BOARDS)
-# What a board's `source` must name for its value to fill the board's column: a result whose board was
-# filled from another metric (older scorers put DNSMOS OVRL, speech quality, under LB2 when no VES judge
-# ran) is shown as not computed, the other metric staying in its own column.
-BOARD_SOURCE = {"LB1": ("l1.understanding_acc", "l2.reasoning_acc"), "LB2": ("(VES",),
-                "LB3": ("c1", "c4"), "selection": ("sel.final",)}
-SORT_PRESETS = {"LB1": "LB1", "LB2": "LB2", "LB3": "LB3", "Selection": "selection"}
+# What a board's `source` must name for its value to fill the board's column (Board.source): a result whose
+# board was filled from another metric is shown as not computed, the other metric staying in its own column.
+BOARD_SOURCE = {b.key: b.source for b in tabled_boards()}
+SORT_PRESETS = {b.name: b.key for b in tabled_boards()}
 # metric family -> column group
 FAMILY_GROUP = {"level1": "Level 1: understanding", "reasoning": "Level 2: reasoning",
                 "level3_text": "Level 3: conversation (text)", "judge_text": "Level 3: conversation (text)",
@@ -129,8 +129,7 @@ def latest_per_model(docs: Iterable[dict], benchmark_hash: str | None = None) ->
 
 
 # ---------------------------------------------------------------- cells
-def _num(x) -> bool:
-    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
+_num = is_number     # a real finite number: a cell that shows as a score
 
 
 def cell(value, reason: str | None) -> float | str:

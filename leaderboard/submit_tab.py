@@ -16,8 +16,8 @@ import gradio as gr
 import pandas as pd
 
 from eval_backend.inert import md, md_inline as mi
-from eval_backend.submissions import (LICENCES, JobError, SubmissionForm, SubmissionService, SubmissionSettings,
-                                      settings_from_env)
+from eval_backend.submissions import LICENCES, JobError, SubmissionForm, SubmissionService
+from eval_backend.tab_contract import PageLoad, TabHandles
 from eval_backend.submissions.service import HIDDEN
 from leaderboard.identity import Identity, on_spaces  # noqa: F401  (on_spaces: the tests' Spaces probe)
 
@@ -89,34 +89,11 @@ def error_updates(errors: dict[str, str]) -> list:
             else gr.update(value="", visible=False) for f in FIELDS]
 
 
-def service_for(ctx) -> SubmissionService:
-    """The submissions service over ctx.store, made once per context. `ctx.submissions` may hold the
-    operator's SubmissionSettings (app.py) or a ready SubmissionService; absent, the demo settings."""
-    svc = getattr(ctx, "submission_service", None)
-    if svc is None:
-        given = getattr(ctx, "submissions", None)
-        if isinstance(given, SubmissionService):
-            svc = given
-        else:
-            svc = SubmissionService(ctx.store, given if isinstance(given, SubmissionSettings)
-                                    else settings_from_env(demo=True))
-        ctx.submission_service = svc
-    return svc
-
-
-def identity_for(ctx) -> Identity:
-    """Who is asking, made once per context (app.py mounts its routes before Gradio's)."""
-    ident = getattr(ctx, "identity", None)
-    if ident is None:
-        ident = Identity.from_env(service_for(ctx).settings.operators, ctx.store.root)
-        ctx.identity = ident
-    return ident
-
-
-def build_submit_tab(ctx) -> None:
-    svc = service_for(ctx)
+def build_submit_tab(ctx) -> TabHandles:
+    """ctx.submission_service and ctx.identity: the app's one service and identity (app_context.py)."""
+    svc: SubmissionService = ctx.submission_service
     settings = svc.settings
-    ident = identity_for(ctx)
+    ident: Identity = ctx.identity
     spaces = ident.cfg.spaces
     gr.Markdown("## Submit a model\nAn OpenAI-compatible chat-completions endpoint is queried with every benchmark "
                 "request, or you upload your predictions. The queue below shows every request and, when one "
@@ -276,7 +253,5 @@ def build_submit_tab(ctx) -> None:
     job_pick.change(show, [job_pick], [detail])
     timer = gr.Timer(3.0)
     timer.tick(listing, [job_pick], listed).then(show, [job_pick], [detail])
-    from gradio.context import Context
-    if Context.root_block is not None:          # who you are and what you may do, as soon as the page opens
-        Context.root_block.load(listing, [job_pick], listed)
-    return listing, listed
+    # who you are and what you may do, as soon as the page opens
+    return TabHandles(loads=(PageLoad(listing, [job_pick], listed),))

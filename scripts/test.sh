@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Sets up everything the tests need (Debian + Python packages) and runs the whole test suite twice: on SQLite
+# Sets up everything the tests need (Debian + Python packages), runs `ruff check .` (ruff.toml), then the whole
+# test suite twice: on SQLite
 # (the embedded default) and on PostgreSQL (a throwaway cluster the tests start on loopback with Debian's
 # postgresql binaries; no system service is used). EMPATHY_ARENA_TEST_DB=sqlite|postgresql runs one pass only.
 set -euo pipefail
@@ -8,6 +9,8 @@ bash scripts/setup.sh --test
 export GRADIO_ANALYTICS_ENABLED=False HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 TRANSFORMERS_OFFLINE=1
 unset DATABASE_URL
 . scripts/python_env.sh
+echo "=== ruff check ==="
+"$PY" -m ruff check .            # lint first: a finding fails the run before any test starts
 databases="${EMPATHY_ARENA_TEST_DB:-sqlite postgresql}"
 failed=""
 for db in $databases; do

@@ -22,6 +22,8 @@ LIVE_ENV = "EMPATHY_ARENA_TEST_LIVE_URL"   # the live contestants' base URL (the
 
 
 def build(data_dir=None):
+    import types
+
     import gradio as gr
     from fastapi import FastAPI
 
@@ -29,9 +31,9 @@ def build(data_dir=None):
     from arena.http_api import mount_http_api
     from arena.media import mount_media
     from arena.service import ArenaService
-    from arena.ui import build_arena_tab
+    from arena.live_ui import build_arena_live_tab
     from eval_backend.store import Store
-    from leaderboard.arena_board import build_arena_leaderboard_tab
+    from leaderboard.arena_leaderboard_tab import build_arena_leaderboard_tab
 
     store = Store(data_dir)
     overrides = json.loads(os.environ.get(SETTINGS_ENV) or "{}")
@@ -41,14 +43,15 @@ def build(data_dir=None):
         from arena.live import LiveService, LiveSettings, contestants_from_models
         live = LiveService(service, contestants_from_models(baseline_url=os.environ[LIVE_ENV]),
                            LiveSettings.from_env())
+    # what these two tabs read of app.py's AppContext (live: the "Use my voice" section, when set)
+    ctx = types.SimpleNamespace(store=store, arena=service, live=live)
     with gr.Blocks(title="Empathy Arena (test)") as demo:
         with gr.Tab("Arena", id="arena"):
-            parts = build_arena_tab(service)
-            if live is not None:
-                from arena.live_ui import build_live_section
-                build_live_section(live, parts)
+            arena_tab = build_arena_live_tab(ctx)
         with gr.Tab("Arena leaderboard", id="arena-board"):
-            build_arena_leaderboard_tab(service)
+            board_tab = build_arena_leaderboard_tab(ctx)
+        arena_tab.register_load(demo)
+        board_tab.register_load(demo)
     app = FastAPI()
     mount_http_api(app, service)
     mount_media(app, service)          # the clips' route: Gradio itself serves no file of the data dir

@@ -154,7 +154,7 @@ def _row(model, mu, sigma, wins, losses, ties, votes, bt=None, lo=None, hi=None,
 
 
 def test_board_rows_win_rate_interval_and_provisional():
-    from leaderboard.arena_board import board_rows
+    from leaderboard.arena_leaderboard_tab import board_rows
 
     df = board_rows([_row("x", 27.0, 2.0, 6, 2, 2, 10, 1040.0, 1010.0, 1070.0, 1, provisional=False),
                      _row("y", 23.0, 2.0, 0, 0, 0, 3)], provisional_votes=300)
@@ -181,7 +181,7 @@ def test_plots_keep_missing_cells_missing():
 
 
 def test_board_cache_recomputes_only_on_new_votes():
-    from leaderboard.arena_board import BoardCache
+    from leaderboard.arena_leaderboard_tab import BoardCache
 
     calls, version, now = [], [1], [0.0]
     cache = BoardCache(lambda axis: calls.append(axis) or (axis, len(calls)), lambda: version[0],

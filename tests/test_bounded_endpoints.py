@@ -193,9 +193,12 @@ def test_submit_tab_runs_check_and_submit_in_a_shared_bounded_pool(tmp_path):
     import gradio as gr
     from leaderboard.submit_tab import build_submit_tab
 
+    from leaderboard.identity import Identity
+
     class Ctx:
         store = Store(tmp_path / "data")
-        submissions = SubmissionSettings(check_concurrency=3)
+        submission_service = SubmissionService(store, SubmissionSettings(check_concurrency=3))
+        identity = Identity.from_env((), store.root)
 
     with gr.Blocks() as demo:
         build_submit_tab(Ctx())

@@ -123,7 +123,7 @@ def test_board_is_sorted_by_bradley_terry_rank_not_trueskill(tmp_path):
     along in the rows and under 'all columns' only. An axis without votes says so."""
     from arena.service import ArenaService, board_order
     from eval_backend.store import Store
-    from leaderboard.arena_board import ALL_COLUMNS, COLUMNS, NO_VOTES, board_rows
+    from leaderboard.arena_leaderboard_tab import ALL_COLUMNS, COLUMNS, NO_VOTES, board_rows
 
     svc = ArenaService(Store(tmp_path / "data"))
     log = report.synthetic_log(0, newcomer=True)

@@ -126,7 +126,7 @@ def test_benchmark_board_shows_the_table_and_no_visitor_judge_button(tmp_path):
     import gradio as gr
 
     from eval_backend.store import Store
-    from leaderboard.bench_board import build_bench_tab, metric_agreement_frame
+    from leaderboard.bench_tab import build_bench_tab, metric_agreement_frame
 
     votes, scores, share = seeded_log()
     docs = {d["manifest"]["model"]: d for d in _docs_for(scores)}

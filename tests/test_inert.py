@@ -151,7 +151,7 @@ def test_md_cuts_long_text_and_marks_the_cut():
 
 # ---------------------------------------------------------------- 2. Markdown builders
 def _reveal(model_a, model_b, ta, tb):
-    from arena.ui import reveal_markdown
+    from arena.arena_tab import reveal_markdown
 
     def side(m, t):
         return SimpleNamespace(model=m, transcript=t, votes=3, rating=SimpleNamespace(mu=25.0, sigma=8.0))
@@ -161,7 +161,7 @@ def _reveal(model_a, model_b, ta, tb):
 @settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(hostile, hostile, hostile)
 def test_arena_reveal_context_and_messages(name, transcript, context):
-    from arena.ui import context_markdown, message_markdown
+    from arena.arena_tab import context_markdown, message_markdown
 
     assert_inert(_reveal(name, name + "2", transcript, transcript), _reveal("x", "x2", "x", "x"),
                  [name, transcript])
@@ -271,7 +271,7 @@ def test_every_table_of_the_app_renders_cells_as_text(tmp_path, monkeypatch):
 @given(hostile)
 def test_frames_keep_untrusted_text_unchanged(t):
     from leaderboard import results_table as rt
-    from leaderboard.arena_board import board_rows
+    from leaderboard.arena_leaderboard_tab import board_rows
     from leaderboard.submit_tab import jobs_frame
 
     job = SimpleNamespace(id=1, model=t, state="FAILED", submitter=t, created_at=1.0, updated_at=2.0, reason=t)
@@ -301,7 +301,7 @@ def _strings(obj):
 def test_plot_labels_are_escaped(names):
     from leaderboard import plots
     from leaderboard.agreement import Stat
-    from leaderboard.bench_board import radar_figure, scatter_figure
+    from leaderboard.bench_tab import radar_figure, scatter_figure
 
     n = len(names)
     figs = [plots.interval_chart(names, [1.0 * i for i in range(n)], [0.0] * n, [9.0] * n),
@@ -404,7 +404,7 @@ def test_export_and_import_votes_through_the_command_line(tmp_path, capsys):
 
 
 def test_benchmark_board_csv_neutralises_formula_cells():
-    from leaderboard.bench_board import csv_frame
+    from leaderboard.bench_tab import csv_frame
 
     view = pd.DataFrame([{"model": "=cmd|' /C calc'!A0", "organisation": "@org", "LB1": 0.5, "note": "ok"}])
     out = csv_frame(view).to_csv(index=False)

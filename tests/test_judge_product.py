@@ -14,7 +14,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from judge_server import ScriptedJudge  # noqa: E402
 from test_judges import echo_json, world  # noqa: E402,F401  (the small benchmark + stored replies fixture)
 
-from eval_backend.scoring.judge_env import describe, judge_doc_from_env, space_judge_config  # noqa: E402
+from eval_backend.scoring.judge_env import describe, space_judge_config  # noqa: E402
 from eval_backend.scoring.judges import DEFAULT_CALLS_PER_DAY, JudgeCache, judge_settings  # noqa: E402
 from eval_backend.scoring.registry import METRICS, ScoringContext  # noqa: E402
 

@@ -2,7 +2,6 @@
 store) and the paper's reported rows: values, reasons, units, filters, sort presets, URL state, agreement."""
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import numpy as np
@@ -186,7 +185,7 @@ def test_judge_human_agreement_against_a_judge_over_http(tmp_path):
 
 
 def test_model_page_frames_and_board_figures(scored):
-    from leaderboard.bench_board import arena_pairs, radar_figure, scatter_figure
+    from leaderboard.bench_tab import arena_pairs, radar_figure, scatter_figure
     from leaderboard.model_page import breakdown_frame, other_breakdowns
     _, docs = scored
     doc = docs["half"]

@@ -305,8 +305,11 @@ import gradio as gr
 from gradio import helpers
 import leaderboard.submit_tab as st
 from eval_backend.store import Store
+from eval_backend.submissions import SubmissionService, settings_from_env
+from leaderboard.identity import Identity
 class Ctx: pass
 c = Ctx(); c.store = Store(tempfile.mkdtemp())
+c.submission_service = SubmissionService(c.store, settings_from_env(demo=True)); c.identity = Identity.from_env((), c.store.root)
 with gr.Blocks() as demo:
     st.build_submit_tab(c)
 assert st.on_spaces() and demo.expects_oauth

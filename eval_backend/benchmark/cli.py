@@ -8,13 +8,13 @@ import argparse
 import json
 import sys
 
-from .loaders import BenchmarkSpecError, load_benchmark
+from .loaders import LOADERS, BenchmarkSpecError, load_benchmark
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     sub = parser.add_subparsers(dest="action", required=True)
     info = sub.add_parser("info", help="summarise a benchmark: counts, attributes, hash, flagged items")
-    info.add_argument("spec", help="demo | FOLDER | hf:OWNER/NAME | echomind:PATH | empathyeval:PATH")
+    info.add_argument("spec", help=" | ".join(["demo", "FOLDER"] + [loader.usage for loader in LOADERS.values()]))
     info.add_argument("--json", action="store_true", help="print one JSON object")
     info.add_argument("--data-dir", default=None, help="data dir (default: $EMPATHY_ARENA_DATA_DIR or ./data)")
     info.add_argument("--flags", action="store_true", help="also list every flagged item and its reason")

@@ -7,14 +7,16 @@
     echomind:PATH        EchoMind's published layout (eval_backend/benchmark/echomind.py)
     empathyeval:PATH     EmpathyEval JSON items (eval_backend/benchmark/empathyeval.py)
 
-Every problem with the spec itself raises BenchmarkSpecError with a one-line
-message; a bad audio file only flags its item.
+Schemes are the `LOADERS` mapping (scheme -> reader). Every problem with the spec itself raises
+BenchmarkSpecError with a one-line message; a bad audio file only flags its item.
 """
 from __future__ import annotations
 
 import os
 import sys
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 from .. import config
 from .dataset import SPLITS, from_dataset_dict, is_project_folder, load_project_folder, parquet_splits
@@ -139,27 +141,55 @@ def load_hub(repo_id: str, data_dir=None, revision: str | None = None) -> Benchm
     return b
 
 
+def _read_echomind(rest: str, data_dir) -> Benchmark:
+    from .echomind import load_echomind
+    return load_echomind(rest)
+
+
+def _read_empathyeval(rest: str, data_dir) -> Benchmark:
+    from .empathyeval import load_empathyeval
+    return load_empathyeval(rest)
+
+
+@dataclass(frozen=True)
+class Loader:
+    read: Callable[[str, str | os.PathLike | None], Benchmark]   # (the spec after "scheme:", data dir) -> Benchmark
+    usage: str                                                   # how the spec is written, for messages
+
+
+# scheme -> reader of "scheme:REST" specs. Adding a benchmark layout = one entry here (and its reader module).
+# `demo` and plain paths are not schemes: `demo` is a name, a path is what every other spec is.
+LOADERS: dict[str, Loader] = {
+    "hf": Loader(load_hub, "hf:OWNER/NAME"),
+    "echomind": Loader(_read_echomind, "echomind:PATH"),
+    "empathyeval": Loader(_read_empathyeval, "empathyeval:PATH"),
+}
+
+
+def _scheme(spec: str) -> tuple[Loader, str] | None:
+    scheme, sep, rest = spec.partition(":")
+    loader = LOADERS.get(scheme) if sep else None
+    return (loader, rest) if loader else None
+
+
 def load_benchmark(spec: str, data_dir: str | os.PathLike | None = None, build: bool = False) -> Benchmark:
     """Load the benchmark `spec` names (see the module doc)."""
     spec = (spec or "").strip()
     if not spec:
-        raise BenchmarkSpecError("empty benchmark spec: use demo, a folder, hf:OWNER/NAME, echomind:PATH or empathyeval:PATH")
+        usages = [DEMO_NAME, "a folder"] + [loader.usage for loader in LOADERS.values()]
+        raise BenchmarkSpecError(f"empty benchmark spec: use {', '.join(usages[:-1])} or {usages[-1]}")
     try:
         if spec == DEMO_NAME:
             b = load_demo(data_dir, build=build)
-        elif spec.startswith("hf:"):
-            b = load_hub(spec[3:], data_dir)
-        elif spec.startswith("echomind:"):
-            from .echomind import load_echomind
-            b = load_echomind(spec[len("echomind:"):])
-        elif spec.startswith("empathyeval:"):
-            from .empathyeval import load_empathyeval
-            b = load_empathyeval(spec[len("empathyeval:"):])
+        elif (found := _scheme(spec)) is not None:
+            loader, rest = found
+            b = loader.read(rest, data_dir)
         else:
             path = Path(spec).expanduser()
             if not path.exists():
                 raise BenchmarkSpecError(
-                    f"unknown benchmark spec {spec!r}: not demo, hf:, echomind:, empathyeval: nor an existing path")
+                    f"unknown benchmark spec {spec!r}: not {DEMO_NAME}, "
+                    f"{', '.join(scheme + ':' for scheme in LOADERS)} nor an existing path")
             b = _load_local(path)
     except BenchmarkSpecError:
         raise

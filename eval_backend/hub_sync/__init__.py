@@ -35,6 +35,7 @@ from pathlib import Path
 
 from huggingface_hub import CommitScheduler
 
+from .. import sync_logs
 from . import logs, state
 from .config import HubSyncConfig, _true
 
@@ -110,9 +111,7 @@ class HubSync:
         log.log(level, "Hub sync: %s", status)
 
     def _local_votes(self) -> int:
-        if not self.store.has_table("arena_votes"):
-            return 0
-        return self.store.query("SELECT COUNT(*) FROM arena_votes")[0][0]
+        return sync_logs.local_rows(self.store, "votes")     # the arena registers the votes log and its count
 
     # ---------------------------------------------------------------- life cycle
     def start(self, wait_s: float | None = None) -> str:
@@ -174,7 +173,7 @@ class HubSync:
             api.create_repo(repo, repo_type=DATASET, private=self.cfg.private, exist_ok=True)
             head = api.repo_info(repo, repo_type=DATASET).sha
             names = [n for n in api.list_repo_files(repo, repo_type=DATASET, revision=head)
-                     if n.split("/")[0] in logs.NAMES and n.endswith(".jsonl")]
+                     if n.split("/")[0] in logs.names() and n.endswith(".jsonl")]
             texts = {}
             staging = self.folder.parent / "restore"
             for n in names:

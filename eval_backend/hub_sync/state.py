@@ -138,9 +138,8 @@ def restore(store, api, repo: str) -> dict:
         rows = load(_read(api, repo, REPLIES, head, Path(tmp))) if REPLIES in names else []
     added = 0
     for r in rows:
-        existing = store.query("SELECT status FROM replies WHERE model=? AND benchmark_hash=? AND request_id=?",
-                               tuple(r[c] for c in KEY))
-        if not existing or (existing[0]["status"] != "ok" and r["status"] == "ok"):
+        existing = store.reply(*(r[c] for c in KEY))
+        if not existing or (existing.status != "ok" and r["status"] == "ok"):
             store.put_reply(Reply(**r))
             added += 1
     return {"files": files, "replies": added}

@@ -26,11 +26,9 @@ from typing import Any, Callable
 import numpy as np
 
 from ..audio.io import BadAudio, read_wav
-from ..tasks import SPOKEN_TASKS
-from .judge_metrics import breakdown_keys
-from .judges import RequestInfo, describe_request, reply_text
+from ..tasks import SPOKEN_TASKS, Request, describe_request
 from .prosody_fit import MEASURES, VOICE_INDEPENDENT, Prosody, prosody_fit
-from .registry import MetricResult, ScoringContext, metric
+from .registry import MetricResult, ScoringContext, metric, reply_text
 
 DNSMOS_SR = 16_000
 _ASR: Any = None
@@ -124,7 +122,7 @@ def _spoken(ctx: ScoringContext):
                 yield rid, r, info
 
 
-def _per_clip(ctx: ScoringContext, key: str, fn: Callable[[ScoringContext, Any, RequestInfo], Any],
+def _per_clip(ctx: ScoringContext, key: str, fn: Callable[[ScoringContext, Any, Request], Any],
               workers: int = 1) -> dict:
     """Memoised {rid: value | Failure} over spoken replies with audio. `workers` > 1 measures clips in
     threads: only for code that releases the GIL and is thread-safe (DNSMOS's ONNX sessions); the values
@@ -181,7 +179,7 @@ def _result(ctx: ScoringContext, values: dict, pick: Callable[[Any], float | Non
             failures["not_measurable"] += 1
             continue
         info = describe_request(ctx.benchmark, rid)
-        keys = breakdown_keys(info) if info else {}
+        keys = info.voice_breakdown if info else {}
         if extra_breakdown:
             keys.update(extra_breakdown(v))
         for k, label in keys.items():
@@ -265,7 +263,7 @@ for _name, (_attr, _note) in _PROSODY.items():
 
 
 # ---------------------------------------------------------------- prosody_fit
-def neutral_reference_id(ctx: ScoringContext, info: RequestInfo) -> str | None:
+def neutral_reference_id(ctx: ScoringContext, info: Request) -> str | None:
     """The request id of the neutral counterpart of an item (same script / tone group), if the benchmark has one."""
     if info.task == "conversation":
         for s in ctx.benchmark.scripts:
@@ -293,7 +291,7 @@ def espeak_reference(ctx: ScoringContext, text: str) -> Prosody:
 def _fit(ctx: ScoringContext, reply, info) -> dict | Failure:
     from ..audio.synth import SynthError
     from .prosody_fit import EXPECTED
-    if not EXPECTED.get(info.voice):
+    if not EXPECTED.get(info.voice_label):
         return {"fit": None, "reference": "none", "why": "no expectation for this attribute"}
     mine = Prosody.from_features(features_of(ctx, reply.audio_path))
     ref = None
@@ -312,7 +310,7 @@ def _fit(ctx: ScoringContext, reply, info) -> dict | Failure:
             ref, kind, measures = espeak_reference(ctx, text), "espeak_default", VOICE_INDEPENDENT
         except SynthError as exc:
             return Failure("no_reference", str(exc))
-    fit = prosody_fit(info.voice, mine, ref, measures)
+    fit = prosody_fit(info.voice_label, mine, ref, measures)
     return {"fit": fit.score, "reference": kind, "checks": fit.checks, "skipped": fit.skipped}
 
 
@@ -500,5 +498,5 @@ def emoalign(ctx: ScoringContext) -> MetricResult:
         from ..baselines.asr import to_16k
         samples, sr = _clip(c, reply.audio_path)
         out = model.generate(to_16k(samples, sr), granularity="utterance", extract_embedding=False)[0]
-        return emotion_fit(info.voice, dict(zip(out["labels"], out["scores"])))
+        return emotion_fit(info.voice_label, dict(zip(out["labels"], out["scores"])))
     return _result(ctx, _per_clip(ctx, "emoalign", one), lambda v: v)

@@ -53,19 +53,14 @@ def summary_lines(doc: dict) -> list[str]:
 
 
 def score_one(model: str, spec: str, data: Path, settings: dict, metrics: list[str] | None = None,
-              benchmark=None) -> tuple[Path, dict]:
+              benchmark=None, store=None) -> tuple[Path, dict]:
+    """The command's work: load the benchmark (unless given) and score with `store` (default: the data dir's)."""
     from ..benchmark.loaders import load_benchmark
     from ..store import Store
-    from .results import score, write_results
-    store = Store(data)
+    from .run import score_model
+    store = store or Store(data)
     benchmark = benchmark or load_benchmark(spec, data)
-    replies = store.replies(model=model, benchmark_hash=benchmark.hash)
-    if not replies:
-        known = store.models_with_replies(benchmark.hash)
-        raise ValueError(f"no stored replies of model {model!r} on {spec} (hash {benchmark.hash[:12]}); "
-                         f"models with replies there: {', '.join(known) or 'none'}")
-    run = score(benchmark, replies, model, store, settings=settings, metrics=metrics, spec=spec)
-    return write_results(data, run.doc), run.doc
+    return score_model(store, model, benchmark, settings, metrics, spec=spec)
 
 
 def main(args: argparse.Namespace) -> int:

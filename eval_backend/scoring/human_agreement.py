@@ -6,10 +6,10 @@ benchmark), the metric "prefers" the reply with the better score (higher, or low
 is better). Per axis (overall, said = the words, sounded = the voice), a vote is decisive when the person
 picked A or B on that axis (ties and "both bad" are not decisive). Agreement is the share of decisive votes
 the metric scored where it prefers the same reply; a metric tie counts as not agreeing (it is reported
-apart as `ties`). Wilson 95% interval (arena.bradley_terry.wilson) and n per row.
+apart as `ties`). Wilson 95% interval (eval_backend.numbers.wilson) and n per row.
 
 Pure core (`agreement_rows`) plus the loaders the CLI and the leaderboard use:
-    python -m eval_backend agreement [--data-dir D] [--json]
+    python -m eval_backend agreement [--data-dir D] [--json]      (the CLI: leaderboard/agreement_cli.py)
 prints rows {metric, axis, agree, n, low, high, ties}. No judge is asked: only stored scores are read.
 With `--judge-config FILE --benchmark SPEC` (the operator, from a shell: it asks a paid judge, answers
 cached) it adds the pairwise judge's agreement with the overall votes (leaderboard.agreement), at most
@@ -18,12 +18,12 @@ cached) it adds the pairwise judge's agreement with the overall votes (leaderboa
 from __future__ import annotations
 
 import json
-import math
-import sys
 from collections import defaultdict
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Iterable, Mapping
+
+from ..numbers import is_number, wilson
 
 AXES = ("overall", "said", "sounded")
 
@@ -46,16 +46,11 @@ class Row:
 Scores = Mapping[tuple[str, str], Mapping[str, Mapping[str, "float | None"]]]
 
 
-def _num(x) -> bool:
-    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
-
-
 def agreement_rows(votes: Iterable, scores: Scores, higher_is_better: Mapping[str, bool],
                    axes: Iterable[str] = AXES) -> list[Row]:
     """votes: objects with model_a, model_b, benchmark_hash, request_id and `outcome(axis)` -> A | B | tie | None
     (arena.storage.VoteRow). Rows for every (metric, axis) with at least one decisive scored vote, sorted by
     axis then agreement (highest first)."""
-    from arena.bradley_terry import wilson
     axes = tuple(axes)
     counts: dict[tuple[str, str], list[int]] = defaultdict(lambda: [0, 0, 0])    # agree, n, ties
     for v in votes:
@@ -69,7 +64,7 @@ def agreement_rows(votes: Iterable, scores: Scores, higher_is_better: Mapping[st
             continue
         for metric in set(a) & set(b):
             sa, sb = (a[metric] or {}).get(v.request_id), (b[metric] or {}).get(v.request_id)
-            if not (_num(sa) and _num(sb)):
+            if not (is_number(sa) and is_number(sb)):
                 continue
             better = 1 if higher_is_better.get(metric, True) else -1
             prefers = None if sa == sb else ("A" if better * (sa - sb) > 0 else "B")
@@ -117,66 +112,3 @@ def read_result_docs(data_dir: Path) -> list[dict]:
         if isinstance(doc, dict) and "manifest" in doc and "metrics" in doc:
             out.append(doc)
     return out
-
-
-def compute(store, docs: list[dict] | None = None) -> list[Row]:
-    """Agreement rows from a Store's arena votes and the results documents under its data dir."""
-    from arena.storage import load_votes
-    if not store.has_table("arena_votes"):
-        return []
-    scores, direction = scores_from_docs(read_result_docs(store.root) if docs is None else docs)
-    return agreement_rows(load_votes(store), scores, direction)
-
-
-# ---------------------------------------------------------------- CLI
-def add_arguments(p) -> None:
-    from .. import config
-    p.add_argument("--data-dir", help=f"data dir (default ${config.DATA_DIR_ENV} or ./data)")
-    p.add_argument("--json", action="store_true", help="print the rows as JSON")
-    p.add_argument("--judge-config", help="also ask this judge (YAML as for score) on the arena's battles; operator only")
-    p.add_argument("--benchmark", default="demo", help="benchmark spec the battles are on (with --judge-config)")
-    p.add_argument("--judge-limit", type=int, default=200, help="battles the judge is asked about (default 200)")
-
-
-def _judge_row(store, args) -> Row | str:
-    """The pairwise judge-human agreement on overall votes as a row, or why it is not computed."""
-    from arena.storage import load_votes
-    from leaderboard.agreement import judge_agreement
-
-    from ..benchmark.loaders import load_benchmark
-    from .cli import build_settings
-    if args.judge_limit is not None and args.judge_limit < 1:
-        return "not computed: --judge-limit must be at least 1"
-    try:
-        settings = build_settings(args.judge_config, store.root)
-        bench = load_benchmark(args.benchmark, store.root)
-    except (ValueError, OSError) as exc:
-        return f"not computed: {exc}"
-    votes = load_votes(store) if store.has_table("arena_votes") else []
-    st = judge_agreement(store, bench, votes, settings, limit=args.judge_limit)
-    if st.value is None:
-        return st.reason or "not computed"
-    return Row("judge.pairwise", "overall", st.value, st.n, st.low, st.high, 0)
-
-
-def main(args) -> int:
-    from ..store import Store
-    store = Store(args.data_dir)
-    rows = compute(store)
-    if getattr(args, "judge_config", None):
-        judged = _judge_row(store, args)
-        if isinstance(judged, Row):
-            rows.append(judged)
-        else:
-            print(f"judge: {judged}", file=sys.stderr)
-    if args.json:
-        print(json.dumps([r.as_dict() for r in rows], indent=2))
-        return 0
-    if not rows:
-        print("no decisive arena vote on a pair of replies that an automatic metric scored")
-        return 0
-    print(f"{'axis':8} {'metric':40} {'agree':>6} {'95% CI':>15} {'n':>6} {'ties':>5}")
-    for r in rows:
-        print(f"{r.axis:8} {r.metric:40} {r.agree:6.2f} [{r.low:.2f}, {r.high:.2f}] {r.n:6d} {r.ties:5d}")
-    return 0
-

@@ -35,7 +35,7 @@ CONFIG_FILE = Path("judge") / "space_judges.yaml"
 def judge_doc_from_env(environ: Mapping[str, str] | None = None) -> dict | None:
     """{"judge": {...}, "audio_judge": {...}} from the variables; None when none is set. Raises ValueError with
     the variable's name for an incomplete or bad setting."""
-    from .judges import _parse_settings
+    from .judges.settings import parse_settings
     env = os.environ if environ is None else environ
     doc: dict = {}
     for role, prefix in ROLES.items():
@@ -57,7 +57,7 @@ def judge_doc_from_env(environ: Mapping[str, str] | None = None) -> dict | None:
         for entry in doc.values():
             entry["calls_per_day"] = n
     for role, entry in doc.items():
-        _parse_settings(entry, role)          # the scorer's own checks, at start-up rather than mid-job
+        parse_settings(entry, role)          # the scorer's own checks, at start-up rather than mid-job
     return doc or None
 
 

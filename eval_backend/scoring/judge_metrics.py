@@ -14,11 +14,10 @@ from pathlib import Path
 from statistics import mean
 from typing import Callable
 
-from ..benchmark.model import dimension_of
+from ..tasks import describe_request
 from .judge_prompts import AEQ_DELIVERY, AEQ_DISCRIMINATION, AEQ_REPLY, ECHOMIND_TEXT, VES, JudgePrompt
-from .judges import (NOT_CACHED, Judgment, RequestInfo, describe_request, injection_flags, judge_settings, judges_for,
-                     reply_text, run_judge)
-from .registry import MetricResult, ScoringContext, metric
+from .judges import NOT_CACHED, Judgment, context_text, injection_flags, judge_settings, judges_for, run_judge
+from .registry import MetricResult, ScoringContext, metric, reply_text
 
 AEQ_TASKS = ("context", "tone")
 NO_JUDGE = "no judge configured"
@@ -45,7 +44,7 @@ def _text_of(ctx: ScoringContext, reply) -> str | None:
 
 
 def _items(ctx: ScoringContext, tasks: tuple[str, ...]):
-    """(request_id, reply, info) for stored replies of these tasks, in id order."""
+    """(request_id, reply, its tasks.Request) for stored replies of these tasks, in id order."""
     for rid in sorted(ctx.replies):
         reply = ctx.replies[rid]
         if reply.task in tasks:
@@ -68,7 +67,7 @@ def _flagged(j: Judgment, words: str) -> Judgment:
 
 
 def _judge_replies(ctx: ScoringContext, prompt: JudgePrompt, tasks: tuple[str, ...], audio: bool) -> dict:
-    """Memoised per run: {"judgments": rid -> Judgment, "skipped": rid -> reason, "info": rid -> RequestInfo}."""
+    """Memoised per run: {"judgments": rid -> Judgment, "skipped": rid -> reason, "info": rid -> tasks.Request}."""
     memo_key = f"judge:{prompt.name}"
     if memo_key in ctx.cache:
         return ctx.cache[memo_key]
@@ -92,11 +91,11 @@ def _judge_replies(ctx: ScoringContext, prompt: JudgePrompt, tasks: tuple[str, .
             except OSError:
                 skipped[rid] = "bad_audio"
                 continue
-            plain = {"attribute": info.voice, "voice": info.voice}
+            plain = {"attribute": info.voice_label, "voice": info.voice_label}
             # the judge hears the reply, it does not read it: flag what the reply's words say to a judge
             words = reply_text(reply) or ""
             jobs[rid] = (lambda c=clips, p=plain, i=info, w=words: _flagged(run_judge(
-                client, prompt, {"context": i.context} if "{context}" in prompt.template else {}, p, c), w))
+                client, prompt, {"context": context_text(i)} if "{context}" in prompt.template else {}, p, c), w))
             continue
         text = _text_of(ctx, reply)
         if not text:
@@ -104,23 +103,14 @@ def _judge_replies(ctx: ScoringContext, prompt: JudgePrompt, tasks: tuple[str, .
             continue
         if prompt is ECHOMIND_TEXT:
             blocks = {"user": info.user_words, "reply": text}
-            plain = {"topic": info.topic or "(none)", "attribute": info.voice}
+            plain = {"topic": info.topic or "(none)", "attribute": info.voice_label}
         else:
-            blocks = {"context": info.context, "user": info.user_words, "reply": text}
-            plain = {"voice": info.voice}
+            blocks = {"context": context_text(info), "user": info.user_words, "reply": text}
+            plain = {"voice": info.voice_label}
         jobs[rid] = (lambda b=blocks, p=plain: run_judge(client, prompt, b, p))
     memo = {"judgments": _parallel(ctx, jobs, client.settings.concurrency), "skipped": skipped, "info": infos}
     ctx.cache[memo_key] = memo
     return memo
-
-
-def breakdown_keys(info: RequestInfo) -> dict[str, str]:
-    """Labels an item is grouped by: the same keys the results writer uses (variant / kind, attribute, dimension)."""
-    keys = {"variant": info.variant} if info.task == "conversation" else {"kind": info.task}
-    if info.voice and info.voice != "not annotated":
-        keys["attribute"] = info.voice
-        keys["dimension"] = dimension_of(info.voice) or "unknown"
-    return keys
 
 
 def _result(memo: dict, value_of: Callable[[dict[str, float]], float], scale: str) -> MetricResult:
@@ -141,7 +131,7 @@ def _result(memo: dict, value_of: Callable[[dict[str, float]], float], scale: st
             continue
         v = value_of(j.values)
         per_item[rid] = v
-        for dim, key in breakdown_keys(memo["info"][rid]).items():
+        for dim, key in memo["info"][rid].voice_breakdown.items():
             groups[dim][key].append(v)
     scored = [v for v in per_item.values() if v is not None]
     if not scored:

@@ -1,4 +1,4 @@
-"""The metric registry: adding a metric is one `@metric(...)` entry.
+"""The metric registry: adding a metric is one `@metric(...)` entry (in a module listed in `METRIC_MODULES`).
 
 A metric reads stored replies (never a model) through a ScoringContext and
 returns a MetricResult. A metric that cannot be computed returns
@@ -29,12 +29,14 @@ class ScoringContext:
 
 
 def reply_text(reply: Reply) -> str | None:
-    """The words of a reply: its text, else its transcript; None for a failed or wordless reply."""
+    """The words an ok reply says it says: its text, else its transcript, without surrounding whitespace; None for
+    a failed reply or one without words. (What our ASR hears in its audio is another thing:
+    `audio_metrics.asr_transcript`.) The one definition every metric and judge uses."""
     if reply.status != "ok":
         return None
     for candidate in (reply.text, reply.transcript):
         if candidate and candidate.strip():
-            return candidate
+            return candidate.strip()
     return None
 
 
@@ -68,6 +70,14 @@ class Metric:
 
 
 METRICS: dict[str, Metric] = {}
+
+# The modules whose `@metric` entries the scorer loads (scoring/results.py:load_metric_modules), by name in this
+# package (or a full dotted name for a module elsewhere). True: part of the scorer, an import error raises;
+# False: optional, an absent or broken module only leaves its metrics out (the results manifest says why).
+METRIC_MODULES: dict[str, bool] = {
+    "understanding": True, "text_metrics": True, "selection": True,
+    "judge_metrics": False, "audio_metrics": False,
+}
 
 
 def metric(name: str, family: str, *, higher_is_better: bool = True, headline: bool = True, note: str = "",

@@ -29,7 +29,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def known_pairs(data: Path, store) -> dict[tuple[str, str], dict]:
     """(model, spec) -> {"hash", "judge_config"} from results manifests and run records."""
     pairs: dict[tuple[str, str], dict] = {}
-    for row in store.query("SELECT key, value FROM meta WHERE key LIKE 'run/%'"):
+    for row in store.meta_rows("run/"):
         try:
             _, rest = row["key"].split("/", 1)
             model, bhash = rest.rsplit("/", 1)
@@ -81,7 +81,7 @@ def main(args: argparse.Namespace) -> int:
             if spec not in benchmarks:
                 benchmarks[spec] = load_benchmark(spec, data)
             path, _ = score_one(model, spec, data, build_settings(cfg, data, cache_only=True), metrics,
-                                benchmark=benchmarks[spec])
+                                benchmark=benchmarks[spec], store=store)
         except (ValueError, OSError) as exc:
             print(f"skipped {model} on {spec}: {exc}", file=sys.stderr)
             bad += 1

@@ -23,6 +23,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from ..store import Store, register_migration
+from ..sync_logs import RestoreContext, SyncLog, register_sync_log
 from . import secrets as secretstore
 
 STATES = ("PENDING", "RUNNING", "FINISHED", "FAILED", "CANCELLED")
@@ -208,6 +209,28 @@ class Queue:
         return [dict(r) for r in self.store.query(
             "SELECT id, job_id, at, event, actor, detail FROM submission_events WHERE job_id=? ORDER BY id", (job_id,))]
 
+    # Reads inside the submit transaction (the service's duplicate, name and quota checks).
+    def active_duplicate(self, conn, dedup_key: str):
+        """(id, state) of an active job with the same settings, or None."""
+        placeholders = ", ".join("?" * len(ACTIVE))
+        return conn.execute(f"SELECT id, state FROM submissions WHERE dedup_key=? AND state IN ({placeholders}) "
+                            f"ORDER BY id LIMIT 1", (dedup_key, *ACTIVE)).fetchone()
+
+    def active_named(self, conn, name: str):
+        """(id, state) of an active job under `name` (case-insensitive), or None."""
+        placeholders = ", ".join("?" * len(ACTIVE))
+        return conn.execute(f"SELECT id, state FROM submissions WHERE lower(model)=lower(?) AND state IN "
+                            f"({placeholders}) LIMIT 1", (name, *ACTIVE)).fetchone()
+
+    def latest_named(self, conn, name: str):
+        """(id) of the newest job under `name` (case-insensitive), or None."""
+        return conn.execute("SELECT id FROM submissions WHERE lower(model)=lower(?) ORDER BY id DESC LIMIT 1",
+                            (name,)).fetchone()
+
+    def submitted_since(self, conn, submitter: str, since: float) -> int:
+        return conn.execute("SELECT COUNT(*) FROM submissions WHERE submitter=? AND created_at>=?",
+                            (submitter, since)).fetchone()[0]
+
     def has_secret(self, job_id: int) -> bool:
         return bool(self.store.query("SELECT 1 FROM submission_secrets WHERE job_id=?", (job_id,)))
 
@@ -352,3 +375,58 @@ class Queue:
                          "updated_at=? WHERE id=?", (now, job_id))
             self._event(conn, job_id, "retried", actor, None, now)
         return self.get(job_id)
+
+
+# ---------------------------------------------------------------- the Hub log (eval_backend/hub_sync)
+# One line per submission event, with the submission's public fields at the time of the flush.
+SUBMISSION_FIELDS = ("model", "organisation", "link", "licence", "open_weights", "kind", "model_id", "audio_output",
+                     "benchmark", "tasks", "limit_n", "state", "created_at", "updated_at", "started_at",
+                     "finished_at", "error_class", "error_message", "summary")
+
+
+def _restore_submissions(ctx: RestoreContext, records: list[dict]) -> int:
+    """The public request list survives a wiped disk: each submission the store lacks comes back with its latest
+    public fields and its event history (who acted is not logged, so events have no actor). Returns how many."""
+    store, conn = ctx.store, ctx.conn
+    have = {r[0] for r in conn.execute("SELECT id FROM submissions")}
+    by_job: dict[int, list[dict]] = {}
+    for rec in records:                              # file order; a stable sort by time keeps it for ties
+        if rec.get("submission_id") not in have:
+            by_job.setdefault(int(rec["submission_id"]), []).append(rec)
+    if not by_job:
+        return 0
+    ended = []
+    for job_id, recs in sorted(by_job.items()):
+        recs.sort(key=lambda r: r["at"])
+        row = {k: recs[-1].get(k) for k in SUBMISSION_FIELDS}
+        if row["state"] in ("PENDING", "RUNNING"):
+            ended.append((job_id, row["state"]))
+        row.update(id=job_id, dedup_key=f"restored:{job_id}", submitter="(restored from the Hub)")
+        conn.execute(f"INSERT INTO submissions ({', '.join(row)}) VALUES ({', '.join('?' * len(row))})",
+                     tuple(row.values()))
+        for rec in recs:
+            conn.execute("INSERT INTO submission_events (job_id, at, event, actor, detail) VALUES (?, ?, ?, NULL, NULL)",
+                         (job_id, rec["at"], rec["event"]))
+    store.sync_ids(conn, "submissions")
+    store.sync_ids(conn, "submission_events")
+    if not have:                                     # the restored events are already in the repo
+        ctx.mark(conn.execute("SELECT MAX(id) FROM submission_events").fetchone()[0])
+    for job_id, was in ended:
+        message = (f"the Space restarted on a wiped disk while this job was {was}; its endpoint and API key are "
+                   "kept on the machine only, so it cannot resume: submit the model again")
+        conn.execute("UPDATE submissions SET state='FAILED', error_class=?, error_message=?, finished_at=updated_at "
+                     "WHERE id=?", (RESTORED_UNFINISHED, message, job_id))
+        conn.execute("INSERT INTO submission_events (job_id, at, event, actor, detail) VALUES (?, "
+                     "(SELECT updated_at FROM submissions WHERE id=?), 'failed', 'hub restore', ?)",
+                     (job_id, job_id, f"{RESTORED_UNFINISHED}: {message}"))
+    return len(by_job)
+
+
+register_sync_log(SyncLog(
+    "submissions", "submission_events",
+    "SELECT e.id AS seq, e.job_id AS submission_id, e.at, e.event, "
+    + ", ".join(f"s.{c}" for c in SUBMISSION_FIELDS)
+    + " FROM submission_events e JOIN submissions s ON s.id = e.job_id WHERE e.id > ? AND e.id <= ? "
+      "ORDER BY e.id LIMIT ?",
+    "SELECT MAX(id) FROM submission_events",
+    _restore_submissions, order=40))

@@ -45,7 +45,7 @@ from ..benchmark.model import Benchmark
 from ..store import Store
 from . import secrets as secretstore
 from .netguard import AddressPolicy, guarded_session
-from .queue import ACTIVE, Job, JobError, Queue
+from .queue import Job, JobError, Queue
 from .settings import SubmissionSettings, Submitter
 from .uploads import UploadError, check_upload
 from .validation import SubmissionForm, normalise_base_url, validate_form
@@ -77,12 +77,15 @@ def dedup_key(form: SubmissionForm, benchmark: str, tasks, limit, predictions_ha
 
 class SubmissionService:
     def __init__(self, store: Store, settings: SubmissionSettings | None = None,
-                 policy: AddressPolicy | None = None, clock=time.time):
+                 policy: AddressPolicy | None = None, clock=time.time, load=None):
+        """`load(spec) -> Benchmark`: the app's shared loader (eval_backend/benchmark/cache.py); by default
+        each spec is loaded once per service from the store's data dir."""
         self.store = store
         self.settings = settings or SubmissionSettings()
         self.policy = policy or AddressPolicy.from_strings(self.settings.allow)
         self.queue = Queue(store, clock)
         self.clock = clock
+        self.load = load
         self._benchmarks: dict[str, Benchmark] = {}
         self._busy: set[str] = set()          # submitters whose preflight is running
         self._busy_lock = threading.Lock()
@@ -143,6 +146,8 @@ class SubmissionService:
     # ------------------------------------------------------------------ submit
     def benchmark(self, spec: str | None = None) -> Benchmark:
         spec = spec or self.settings.benchmark
+        if self.load is not None:
+            return self.load(spec)
         if spec not in self._benchmarks:
             from ..benchmark.loaders import load_benchmark
             self._benchmarks[spec] = load_benchmark(spec, self.store.root)
@@ -165,7 +170,7 @@ class SubmissionService:
             return SubmitOutcome(False, {"benchmark": f"The evaluation benchmark cannot be loaded: {exc}"},
                                  dry_run=dry_run)
         s = self.settings
-        from ..runner import select_requests
+        from ..tasks import select_requests
         requests = select_requests(bench, list(s.tasks) if s.tasks else None, s.limit)
         upload_dir, upload = None, None
         notes: list[str] = []
@@ -220,25 +225,20 @@ class SubmissionService:
     def _conflicts(self, conn, name: str, key: str, who: Submitter) -> dict[str, str]:
         """Name taken, duplicate, over quota: read from the database now, never from a cache."""
         errors: dict[str, str] = {}
-        placeholders = ", ".join("?" * len(ACTIVE))
-        same = conn.execute(f"SELECT id, state FROM submissions WHERE dedup_key=? AND state IN ({placeholders}) "
-                            f"ORDER BY id LIMIT 1", (key, *ACTIVE)).fetchone()
+        same = self.queue.active_duplicate(conn, key)
         if same:
             errors["duplicate"] = (f"The same model with the same settings was already submitted "
                                    f"(#{same['id']}, {same['state']}).")
-        taken = conn.execute(f"SELECT id, state FROM submissions WHERE lower(model)=lower(?) AND state IN "
-                             f"({placeholders}) LIMIT 1", (name, *ACTIVE)).fetchone()
+        taken = self.queue.active_named(conn, name)
         if taken:
             errors["name"] = f"The name '{name}' is taken by submission #{taken['id']} ({taken['state']})."
-        elif conn.execute("SELECT 1 FROM replies WHERE lower(model)=lower(?) LIMIT 1", (name,)).fetchone():
-            failed = conn.execute("SELECT id FROM submissions WHERE lower(model)=lower(?) ORDER BY id DESC LIMIT 1",
-                                  (name,)).fetchone()
+        elif self.store.has_replies_named(name, conn):
+            failed = self.queue.latest_named(conn, name)
             hint = f" (ask the operator to retry submission #{failed['id']})" if failed else ""
             errors["name"] = f"A model named '{name}' already has stored replies here; choose another name{hint}."
         if not self._operator(who):
             since = self.clock() - self.settings.quota_window_s
-            n = conn.execute("SELECT COUNT(*) FROM submissions WHERE submitter=? AND created_at>=?",
-                             (who.name, since)).fetchone()[0]
+            n = self.queue.submitted_since(conn, who.name, since)
             if n >= self.settings.quota_per_window:
                 days = self.settings.quota_window_s / 86400
                 errors["quota"] = (f"You have made {n} submissions in the last {days:g} days; the limit is "

@@ -29,13 +29,14 @@ from pathlib import Path
 from ..benchmark.model import Benchmark
 from ..clients.failures import clip, redact
 from ..store import Store
+from ..tasks import select_requests
 from . import secrets as secretstore
+from .handoff import HandOff, hand_off
 from .netguard import AddressPolicy, guarded_session
 from .queue import Job, Queue, worker_name
 from .settings import SubmissionSettings
 
 log = logging.getLogger(__name__)
-SPOKEN_TASKS = ("conversation", "context", "tone")
 
 
 class LeaseLost(RuntimeError):
@@ -125,41 +126,17 @@ def tally(store: Store, model: str, bench: Benchmark, requests) -> Tally:
     return Tally(len(requests), ok, failed, missing, failures, first)
 
 
-def arena_handoff(store: Store, bench: Benchmark, model: str, arena_specs: tuple[str, ...] | None = None) -> dict:
-    """Whether the arena can serve this model's spoken replies, and how many.
-
-    The arena (arena/service.py) builds its battles from the replies table of the benchmarks in
-    `ArenaSettings.benchmark_specs`, rebuilding whenever replies change, skipping paused models:
-    nothing needs registering, but the job's benchmark must be one of those and the replies must
-    carry audio. This records the outcome so the UI can say why a model is not in the arena.
-    """
-    spoken = [r for t in SPOKEN_TASKS for r in store.replies(model=model, benchmark_hash=bench.hash, task=t,
-                                                              status="ok")]
-    with_audio = sum(1 for r in spoken if r.audio_path and store.abspath(r.audio_path).is_file())
-    out = {"spoken_replies": len(spoken), "with_audio": with_audio, "benchmark": bench.source}
-    try:
-        from arena import storage as arena_storage
-        from arena.config import ArenaSettings
-    except ImportError as exc:
-        return {**out, "servable": False, "why": f"the arena package is not importable: {exc}"}
-    store.migrate()                  # the arena's tables, when this store was opened before arena was imported
-    specs = arena_specs if arena_specs is not None else ArenaSettings().benchmark_specs
-    paused = model in arena_storage.paused_models(store)
-    why = None
-    if bench.source not in specs:
-        why = f"the arena serves the benchmark(s) {', '.join(specs)}, not {bench.source}"
-    elif not with_audio:
-        why = "the model gave no spoken reply with audio"
-    elif paused:
-        why = "the model is paused in the arena"
-    return {**out, "arena_benchmarks": list(specs), "paused": paused, "servable": why is None, "why": why}
-
-
 class Worker:
     def __init__(self, store: Store, settings: SubmissionSettings | None = None, name: str | None = None,
-                 policy: AddressPolicy | None = None):
+                 policy: AddressPolicy | None = None, handoff: HandOff | None = None, load=None):
+        """`handoff`: the arena's decision on a finished model (eval_backend/submissions/handoff.py); by default
+        the registered one. `load(spec) -> Benchmark`: the app's shared loader (eval_backend/benchmark/cache.py);
+        by default each job loads its benchmark afresh (a standalone worker sees a rebuilt benchmark without a
+        restart)."""
         self.store = store
+        self.handoff = handoff
         self.settings = settings or SubmissionSettings()
+        self.load = load
         if not 0 < self.settings.heartbeat_s <= self.settings.lease_s / 2:
             raise ValueError(f"the heartbeat ({self.settings.heartbeat_s:g} s) must be positive and at most half "
                              f"the lease ({self.settings.lease_s:g} s), or a live worker loses its job")
@@ -231,10 +208,10 @@ class Worker:
 
     def _evaluate(self, job: Job, key: str | None, beat: _Heartbeat, excerpt: _Excerpt) -> dict:
         from ..benchmark.loaders import load_benchmark
-        from ..runner import select_requests
         s = self.settings
         try:
-            bench = load_benchmark(job.benchmark, self.store.root)
+            bench = (self.load(job.benchmark) if self.load is not None
+                     else load_benchmark(job.benchmark, self.store.root))
         except (ValueError, OSError) as exc:
             raise JobFailed("benchmark_error", f"the benchmark {job.benchmark!r} cannot be loaded: {exc}") from None
         try:
@@ -261,13 +238,13 @@ class Worker:
                             f"{s.max_failed_share:.0%}; a retry asks only those again. First error: {t.first_error}")
         self.queue.note(job.id, self.name, "replies", f"{t.ok} ok, {t.failed} failed, {t.missing} without reply")
         results_path = self._score(job, bench)
-        arena = arena_handoff(self.store, bench, job.model, s.arena_benchmarks)
+        arena = hand_off(self.store, bench, job.model, s.arena_benchmarks, self.handoff)
         self.queue.note(job.id, self.name, "arena", "servable" if arena.get("servable") else
                         f"not servable: {arena.get('why')}")
         return {"results_path": str(results_path), "summary": t.to_dict(), "arena": arena}
 
     def _query(self, job: Job, bench: Benchmark, key: str | None, beat: _Heartbeat) -> str:
-        from ..runner import RetryPolicy, run_model, select_requests
+        from ..runner import RetryPolicy, run_model
         s = self.settings
         spec = secretstore.KeyedModelSpec(name=job.model, base_url=job.base_url, model=job.model_id,
                                           audio_output=job.audio_output, voice=job.voice,
@@ -319,12 +296,13 @@ class Worker:
         return f"import: {summary.line()}"
 
     def _score(self, job: Job, bench: Benchmark) -> Path:
-        from ..scoring.cli import build_settings, score_one
+        from ..scoring.cli import build_settings
+        from ..scoring.run import score_model
         s = self.settings
         try:
             settings = build_settings(s.judge_config, self.store.root)
-            path, _doc = score_one(job.model, bench.source or job.benchmark, self.store.root, settings,
-                                   list(s.metrics) if s.metrics else None, benchmark=bench)
+            path, _doc = score_model(self.store, job.model, bench, settings, list(s.metrics) if s.metrics else None,
+                                     spec=bench.source or job.benchmark)
         except (ValueError, OSError) as exc:
             raise JobFailed("scoring_error", f"scoring failed (the replies are kept; a retry re-scores "
                                              f"without asking the model again): {exc}") from None
@@ -343,10 +321,11 @@ class WorkerHandle:
 
 
 def start_worker_thread(data_dir: str | Path | None = None, settings: SubmissionSettings | None = None,
-                        poll_s: float = 5.0, store: Store | None = None) -> WorkerHandle:
+                        poll_s: float = 5.0, store: Store | None = None,
+                        handoff: HandOff | None = None, load=None) -> WorkerHandle:
     """An in-process worker for the Space (a daemon thread). Several app processes may each run one:
-    claims are atomic, so no job runs twice."""
-    worker = Worker(store or Store(data_dir), settings)
+    claims are atomic, so no job runs twice. `handoff`, `load`: see Worker."""
+    worker = Worker(store or Store(data_dir), settings, handoff=handoff, load=load)
     thread = threading.Thread(target=worker.run_forever, args=(poll_s,), daemon=True, name="eval-worker")
     thread.start()
     return WorkerHandle(worker, thread)

@@ -19,7 +19,10 @@ from pathlib import Path
 import gradio as gr
 import pandas as pd
 
+from arena import storage as arena_storage
+
 from . import plots
+from eval_backend.tab_contract import PageLoad, TabHandles
 
 AXES = [("Overall", "overall"), ("What was said", "said"), ("How it sounded", "sounded"),
         ("User's voice: speaker", "speaker"), ("User's voice: paralinguistic", "paralinguistic"),
@@ -126,8 +129,9 @@ class BoardCache:
         return value
 
 
-def build_arena_leaderboard_tab(service) -> None:
-    """Build the leaderboard components inside the current gr.Blocks/gr.Tab context."""
+def build_arena_leaderboard_tab(ctx) -> TabHandles:
+    """Build the leaderboard components inside the current gr.Blocks/gr.Tab context (ctx.arena: the service)."""
+    service = ctx.arena
     provisional = service.settings.provisional_votes
     gr.Markdown(
         "### Arena leaderboard\nRanked by an order-free **Bradley–Terry** score with its 95% bootstrap "
@@ -174,7 +178,7 @@ def build_arena_leaderboard_tab(service) -> None:
         )
 
     def vote_log_version():
-        return tuple(service.store.query("SELECT COUNT(*), MAX(id) FROM arena_votes")[0])
+        return arena_storage.vote_log_version(service.store)
 
     cache = BoardCache(compute, vote_log_version)
 
@@ -193,8 +197,6 @@ def build_arena_leaderboard_tab(service) -> None:
     axis.change(load, [axis, all_cols, source], outputs, api_visibility="private")
     all_cols.change(load, [axis, all_cols, source], outputs, api_visibility="private")
     source.change(load, [axis, all_cols, source], outputs, api_visibility="private")
-    root = gr.context.Context.root_block
-    if root is not None:
-        root.load(load, [axis, all_cols, source], outputs, api_visibility="private")
     export_jsonl.click(lambda: export("jsonl"), None, export_file, api_visibility="private")
     export_csv.click(lambda: export("csv"), None, export_file, api_visibility="private")
+    return TabHandles(loads=(PageLoad(load, [axis, all_cols, source], outputs, dict(api_visibility="private")),))

@@ -9,7 +9,6 @@ the view.
 from __future__ import annotations
 
 import json
-import math
 import tempfile
 from pathlib import Path
 
@@ -18,6 +17,9 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from eval_backend.inert import csv_cell, md, plot_text
+from eval_backend.numbers import is_number
+from eval_backend.scoring.boards import boards_text, tabled_boards
+from eval_backend.tab_contract import PageLoad, TabHandles
 
 from . import agreement
 from . import results_table as rt
@@ -25,8 +27,8 @@ from .model_page import build_model_page
 
 KIND_LABELS = [("Baselines", "baseline"), ("Submitted endpoints", "endpoint"), ("Submitted predictions", "predictions"),
                ("Reported by the EchoMind paper", "reported")]
-# board -> (min, max) of its scale, for the radar's 0-1 normalisation
-BOARD_SCALES = {"LB1": (0.0, 1.0), "LB2": (1.0, 5.0), "LB3": (1.0, 5.0), "selection": (0.0, 1.0)}
+# board -> (min, max) of its scale, for the radar's 0-1 normalisation (from the scorer's board registry)
+BOARD_SCALES = {b.key: b.scale for b in tabled_boards()}
 RADAR_MODELS = 6
 
 # Mirrors results_table.state_to_query (same keys, same defaults).
@@ -52,8 +54,7 @@ URL_JS = """
        "def_groups": json.dumps(",".join(str(rt.GROUPS.index(g)) for g in rt.FilterState().groups))}
 
 
-def _finite(x) -> bool:
-    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
+_finite = is_number     # a real finite number (plotted / compared)
 
 
 def _empty_fig(title: str, why: str) -> go.Figure:
@@ -143,9 +144,9 @@ def model_infos(ctx) -> dict[str, rt.ModelInfo]:
                 infos[spec.name] = rt.ModelInfo("baseline", spec.audio_output, True, "Empathy Arena (baseline)")
     except (OSError, ValueError):
         pass
-    if getattr(ctx, "store", None) is not None:
-        from .submit_tab import service_for
-        for job in reversed(service_for(ctx).list_jobs()):        # oldest first: the newest finished job wins
+    service = getattr(ctx, "submission_service", None)      # the app's one SubmissionService (app_context.py)
+    if service is not None:
+        for job in reversed(service.list_jobs()):        # oldest first: the newest finished job wins
             if job.state == "FINISHED":
                 infos[job.model] = rt.ModelInfo(job.kind, job.audio_output if job.kind == "endpoint" else None,
                                                 job.open_weights, job.organisation, job.licence, job.link)
@@ -168,7 +169,7 @@ def _ratings(ctx) -> list[dict]:
         return []
 
 
-def build_bench_tab(ctx):
+def build_bench_tab(ctx) -> TabHandles:
     reported = rt.load_reported()
     state0 = rt.FilterState()
     gr.Markdown("## Benchmark leaderboard\nScores of the models evaluated here, ranked only against models "
@@ -196,9 +197,7 @@ def build_bench_tab(ctx):
                 f"({reported.get('source', '')}). Its percentages are divided by 100 to match our 0–1 columns; "
                 "BLEU stays 0–100, judge scores and MOS 1–5. Its semantic similarity, BERTScore (rescaled "
                 "bert-base) and NISQA have no like-for-like counterpart here and keep their own '(paper)' columns. "
-                "Boards: LB1 = mean of understanding and reasoning accuracy; LB2 = VES, vocal empathy rated by an "
-                "audio judge (not computed without one: DNSMOS OVRL measures speech quality and stays in its own "
-                "column); LB3 = (C1 + C4) / 2; Selection = EmpathyEval final. Board intervals resample items "
+                f"Boards: {boards_text()}. Board intervals resample items "
                 "(LB1: understanding and reasoning questions apart).", elem_id="bench-units")
     with gr.Row():
         radar = gr.Plot(label="Radar", elem_id="bench-radar")
@@ -256,7 +255,4 @@ def build_bench_tab(ctx):
         ev(None, controls, None, js=URL_JS)
     refresh.click(render, controls, outputs)
     table.select(pick_row, [table], [model])
-    root = gr.context.Context.root_block
-    if root is not None:
-        root.load(on_load, None, [*controls, *outputs])
-    return render, controls, outputs
+    return TabHandles(loads=(PageLoad(on_load, None, [*controls, *outputs]),))

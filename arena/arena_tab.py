@@ -24,11 +24,14 @@ from __future__ import annotations
 
 import html
 import json
+from dataclasses import dataclass, field
+
 import gradio as gr
 
 from .media import audio_html
 from eval_backend.inert import md, md_inline
 from eval_backend import client_address
+from eval_backend.tab_contract import TabHandles
 
 AUDIO_IDS = {"user": "arena-audio-user", "a": "arena-audio-a", "b": "arena-audio-b"}
 AUDIO_LABELS = {"user": "The user says", "a": "Reply A", "b": "Reply B"}
@@ -163,11 +166,19 @@ def message_markdown(text: str) -> str:
     return f"⚠️ {md(text)}"
 
 
-def build_arena_tab(service) -> dict:
-    """Build the arena tab's components inside the current gr.Blocks/gr.Tab context; returns the battle's
-    components (state, vote buttons, battle outputs, reveal) for the live section."""
+@dataclass(frozen=True)
+class ArenaTabHandles(TabHandles):
+    """The tab contract's handles plus the battle's components, which the live section reuses."""
+    parts: dict = field(default_factory=dict)
+
+
+def build_arena_tab(ctx) -> ArenaTabHandles:
+    """Build the arena tab's components inside the current gr.Blocks/gr.Tab context (ctx.arena: the service).
+    The handles also carry the battle's components (state, vote buttons, battle outputs, reveal) for the live
+    section (arena/live_ui.py)."""
+    service = ctx.arena
     from .abuse import Refused
-    from .http_api import run_write
+    from .writer import run_write
     from .service import NoBattleAvailable, VoteRefused
 
     state = gr.State({})     # {"session", "battle_id", "voted"}: per browser session, server-side only
@@ -265,4 +276,5 @@ def build_arena_tab(service) -> dict:
         btn.click(make_vote(slot), [state, said, sounded, reason], vote_outputs, concurrency_limit=1,
                   concurrency_id=WRITE_QUEUE, api_visibility="private")
     # the live section (arena/live_ui.py) fills these same components, so a live battle is voted on here
-    return {"state": state, "buttons": buttons, "battle_outputs": battle_outputs, "reveal": reveal}
+    return ArenaTabHandles(parts={"state": state, "buttons": buttons, "battle_outputs": battle_outputs,
+                                  "reveal": reveal})

@@ -1,0 +1,384 @@
+"""Battles and votes: serve a battle, answer its clips, check and record a vote (ArenaService's first job).
+
+The integrity rules and reason codes are described in arena/service.py; the SQL is in arena/storage.py.
+`Battles` is a part of ArenaService (arena/service.py builds the state it uses: store, settings, clock, rng,
+gate, the candidate index, the vote-log cache of VoteLog).
+"""
+from __future__ import annotations
+
+import hashlib
+import re
+import secrets
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterable
+
+import soundfile as sf
+
+from eval_backend.benchmark.model import Benchmark, dimension_of
+from eval_backend.store import Reply
+from eval_backend.tasks import SPOKEN_TASKS, build_requests
+
+from . import storage
+from .abuse import Ticket
+from .matchmaking import MatchParams, choose_pair
+from .media import battle_clip_url
+from .ratings import BOTH_BAD, TIE, Rating, apply_vote
+from .storage import SLOTS, SUB_SLOTS
+
+MAX_REASON_CHARS = 2000
+
+
+class VoteRefused(Exception):
+    def __init__(self, reason_code: str, message: str):
+        super().__init__(message)
+        self.reason_code = reason_code
+        self.message = message
+
+
+class NoBattleAvailable(RuntimeError):
+    """No two unpaused models have servable replies to a common request (the message says why)."""
+
+
+@dataclass(frozen=True)
+class BattleView:
+    """What the voter may see before voting: no model names, no transcripts."""
+    battle_id: str
+    context_text: str | None
+    user_audio: str            # URLs of the battle's clips (arena/media.py): the battle id, no path, no name
+    audio_a: str
+    audio_b: str
+    min_listen_s: dict         # {"user": s, "A": s, "B": s}: min(settings.min_listen_s, clip length)
+    first_heard: str           # the slot to play first ("A")
+    expires_at: float
+
+    @property
+    def total_min_listen_s(self) -> float:
+        return sum(self.min_listen_s.values())
+
+
+@dataclass(frozen=True)
+class Revealed:
+    model: str
+    transcript: str | None
+    rating: Rating
+    votes: int
+
+
+@dataclass(frozen=True)
+class VoteResult:
+    vote_id: int
+    battle_id: str
+    slot: str                  # A | B | tie | both_bad
+    winner: str                # a model name, tie or both_bad
+    a: Revealed
+    b: Revealed
+
+
+@dataclass
+class _Candidate:
+    """A request the arena can serve, with the models whose replies to it are usable."""
+    benchmark_hash: str
+    request_id: str
+    task: str
+    item_id: str
+    variant: str
+    user_audio: str
+    context_text: str | None
+    attribute: str | None
+    replies: dict[str, Reply] = field(default_factory=dict)
+
+
+class IdentityScreen:
+    """Flags reply text that names a model or vendor (it would unblind the battle)."""
+
+    def __init__(self, patterns: Iterable[str], model_names: Iterable[str] = ()):
+        parts = list(patterns)
+        for name in model_names:
+            # "warm-model" also matches "warm model" / "warm_model"
+            tokens = [re.escape(t) for t in re.split(r"[-_\s/.:]+", name) if t]
+            if tokens:
+                parts.append(r"\b" + r"[-_\s/.:]*".join(tokens) + r"\b")
+        self.regex = re.compile("|".join(f"(?:{p})" for p in parts), re.IGNORECASE) if parts else None
+
+    def leaks(self, *texts: str | None) -> bool:
+        return bool(self.regex) and any(t and self.regex.search(t) for t in texts)
+
+
+class Battles:
+    """Battles, votes and paused models."""
+
+    # ------------------------------------------------------------------ helpers
+    def ip_hash(self, ip: str | None) -> str:
+        return hashlib.sha256(f"{self.settings.salt}|{ip or ''}".encode()).hexdigest()
+
+    # Sessions are issued by the server and signed (eval_backend/signing.py), so a client cannot pick one:
+    # the HTTP API refuses a session that does not verify, the Gradio tab keeps its own in server-side state.
+    SESSION_PURPOSE = "arena-session"
+
+    @property
+    def signer(self):
+        if self._signer is None:
+            from eval_backend.signing import Signer
+            self._signer = Signer.for_data_dir(self.store.root)
+        return self._signer
+
+    def new_session(self) -> str:
+        return self.signer.new_token(self.SESSION_PURPOSE)
+
+    def session_valid(self, session) -> bool:
+        return self.signer.unsign(self.SESSION_PURPOSE, session) is not None
+
+    def admit_battle(self, session_id: str, ip: str | None) -> Ticket:
+        """The in-memory limits (arena/abuse.py) for one more battle; raises abuse.Refused. Call it on the
+        request's own thread, before handing `serve_battle(..., ticket=)` to the writer."""
+        return self.gate.admit_battle(session_id, ip)
+
+    def admit_vote(self, ip: str | None) -> None:
+        """The in-memory vote-attempt limit per address; raises abuse.Refused."""
+        self.gate.admit_vote(ip)
+
+    def set_benchmarks(self, benchmarks: Iterable[Benchmark]) -> None:
+        """Serve these benchmarks from now on (the Space calls it once its background preparation ends)."""
+        with self._lock:
+            self._benchmarks = list(benchmarks)
+            self.benchmark_errors.clear()
+            self._index = None
+            self._index_key = None
+
+    def _load_benchmarks(self) -> list[Benchmark]:
+        if self._benchmarks is None:
+            from eval_backend.benchmark.loaders import load_benchmark
+            loaded = []
+            for spec in self.settings.benchmark_specs:
+                try:
+                    loaded.append(load_benchmark(spec, self.store.root))
+                except (ValueError, OSError) as exc:   # BenchmarkSpecError is a ValueError
+                    self.benchmark_errors[spec] = str(exc)
+            self._benchmarks = loaded
+        return self._benchmarks
+
+    def _duration(self, path: str) -> float:
+        if path not in self._durations:
+            self._durations[path] = float(sf.info(path).duration)
+        return self._durations[path]
+
+    def _candidates(self) -> tuple[list[_Candidate], set[tuple[str, str]]]:
+        """Servable requests and the model pairs they offer, rebuilt when the replies table changes."""
+        key = self.store.replies_version()
+        with self._lock:
+            if self._index is not None and key == self._index_key:
+                return self._index, self._pairs
+            benchmarks = self._load_benchmarks()
+            screen = IdentityScreen(self.settings.identity_patterns, self.store.models_with_replies())
+            index: list[_Candidate] = []
+            user_audio: dict[tuple[str, str], str] = {}
+            for b in benchmarks:
+                by_id = {}
+                for req in build_requests(b, SPOKEN_TASKS):
+                    if req.usable and req.audios and Path(req.audios[0].path).is_file():
+                        text = req.text.strip() or None
+                        by_id[req.id] = _Candidate(b.hash, req.id, req.task, req.item_id, req.variant,
+                                                   str(Path(req.audios[0].path).resolve()), text, req.voice)
+                for task in SPOKEN_TASKS:
+                    for r in self.store.replies(benchmark_hash=b.hash, task=task, status="ok"):
+                        cand = by_id.get(r.request_id)
+                        if (cand is None or not r.audio_path or not self.store.abspath(r.audio_path).is_file()
+                                or screen.leaks(r.text, r.transcript)):
+                            continue
+                        cand.replies[r.model] = r
+                index += [c for c in by_id.values() if len(c.replies) >= 2]
+                user_audio.update(((b.hash, c.request_id), c.user_audio) for c in by_id.values())
+            pairs = set()
+            for c in index:
+                models = sorted(c.replies)
+                pairs.update((models[x], models[y]) for x in range(len(models)) for y in range(x + 1, len(models)))
+            self._index, self._pairs, self._index_key = index, pairs, key
+            self._user_audio = user_audio
+            return index, pairs
+
+    # ------------------------------------------------------------------ battles
+    def serve_battle(self, session_id: str, ip: str | None, user: str | None = None,
+                     ticket: Ticket | None = None) -> BattleView:
+        """`ticket`: from `admit_battle` (the HTTP API and the Gradio tab); the battle then holds its
+        session's open-battle slot until voted on or expired. Direct callers (CLI, tests) pass none."""
+        if ticket is None:
+            return self._serve(session_id, ip, user)
+        try:
+            view = self._serve(session_id, ip, user)
+        except BaseException:
+            self.gate.release(ticket)
+            raise
+        self.gate.opened(ticket, view.battle_id, view.expires_at)
+        return view
+
+    def _serve(self, session_id: str, ip: str | None, user: str | None) -> BattleView:
+        if not isinstance(session_id, str) or not session_id.strip():
+            raise ValueError("a battle needs a session id")
+        paused = storage.paused_models(self.store)
+        candidates, all_pairs = self._candidates()
+        pairs = [p for p in all_pairs if p[0] not in paused and p[1] not in paused]
+        if not pairs:
+            why = "; ".join(f"{k}: {v}" for k, v in self.benchmark_errors.items())
+            raise NoBattleAvailable("no two unpaused models have usable spoken replies to the same request"
+                                    + (f" (benchmarks not loaded: {why})" if why else ""))
+        current = storage.stored_ratings(self.store)
+        ratings = {m: Rating(r["mu"], r["sigma"]) for m, r in current.items()}
+        counts = {m: r["votes"] for m, r in current.items()}
+        self._refresh_votes()
+        edges = list(self._edges)
+        params = MatchParams(self.settings.new_model_boost, self.settings.bridge_boost,
+                             trueskill=self.settings.trueskill)
+        pair = choose_pair(pairs, ratings, counts, edges, self.rng, paused, params)
+        shared = [c for c in candidates if pair[0] in c.replies and pair[1] in c.replies]
+        cand = self.rng.choice(shared)
+        model_a, model_b = pair if self.rng.random() < 0.5 else (pair[1], pair[0])
+        audio_a = str(self.store.abspath(cand.replies[model_a].audio_path))
+        audio_b = str(self.store.abspath(cand.replies[model_b].audio_path))
+        floor = self.settings.min_listen_s
+        listen = {"user": min(floor, self._duration(cand.user_audio)),
+                  "A": min(floor, self._duration(audio_a)), "B": min(floor, self._duration(audio_b))}
+        now = self.clock()
+        battle_id = secrets.token_urlsafe(24)
+        attribute = cand.attribute
+        with self.store.transaction() as conn:
+            storage.insert_battle(
+                conn, (battle_id, session_id, user, self.ip_hash(ip), cand.benchmark_hash, cand.request_id, cand.task,
+                 cand.item_id, cand.variant, attribute, dimension_of(attribute) if attribute else None,
+                 model_a, model_b, "A", sum(listen.values()), now, now + self.settings.battle_ttl_s))
+        urls = [battle_clip_url(battle_id, clip) for clip in ("user", "A", "B")]
+        return BattleView(battle_id, cand.context_text, *urls, listen, "A", now + self.settings.battle_ttl_s)
+
+    def battle_clip(self, battle_id: str, clip: str) -> Path | None:
+        """The file behind clip user | A | B of a served, unexpired battle, from the battle's row (so any
+        replica on the database can answer); None for anything else."""
+        if not isinstance(battle_id, str) or clip not in ("user", "A", "B"):
+            return None
+        battle = storage.battle_clip_row(self.store, battle_id)
+        if battle is None or self.clock() > battle["expires_at"]:
+            return None
+        if battle["source"] == "live":          # the voter's own clip and the live replies (arena/live_store.py)
+            from . import live_store
+            return live_store.clip_path(self.store, battle_id, clip)
+        if clip == "user":
+            key = (battle["benchmark_hash"], battle["request_id"])
+            if key not in self._user_audio:
+                self._candidates()              # a replica that has not served yet builds its index first
+            path = self._user_audio.get(key)
+            return Path(path) if path else None
+        model = battle["model_a"] if clip == "A" else battle["model_b"]
+        rel = self.store.reply_audio_path(model, battle["benchmark_hash"], battle["request_id"])
+        return self.store.abspath(rel) if rel else None
+
+    # ------------------------------------------------------------------ votes
+    def submit_vote(self, battle_id: str, session_id: str, ip: str | None, overall: str,
+                    said: str | None = None, sounded: str | None = None, reason: str | None = None,
+                    user: str | None = None, claimed_models: tuple[str, str] | list[str] | None = None) -> VoteResult:
+        ip_hash = self.ip_hash(ip)
+        try:
+            result = self._submit(battle_id, session_id, ip_hash, overall, said, sounded, reason, user,
+                                  claimed_models)
+            self.gate.closed(session_id, battle_id)
+            return result
+        except VoteRefused as refusal:
+            storage.log_refusal(self.store, battle_id if isinstance(battle_id, str) else None,
+                                session_id if isinstance(session_id, str) else None, ip_hash,
+                                refusal.reason_code, refusal.message)
+            raise
+
+    def _submit(self, battle_id, session_id, ip_hash, overall, said, sounded, reason, user, claimed):
+        if overall not in SLOTS:
+            raise VoteRefused("bad_value", f"the vote must be one of {', '.join(SLOTS)}, got {overall!r}")
+        for name, value in (("said", said), ("sounded", sounded)):
+            if value is not None and value not in SUB_SLOTS:
+                raise VoteRefused("bad_value", f"'{name}' must be A, B, tie or empty, got {value!r}")
+        if reason is not None and (not isinstance(reason, str) or len(reason) > MAX_REASON_CHARS):
+            raise VoteRefused("bad_value", f"the reason must be text of at most {MAX_REASON_CHARS} characters")
+        if not isinstance(battle_id, str) or not isinstance(session_id, str):
+            raise VoteRefused("bad_value", "battle id and session id must be text")
+        if claimed is not None and (not isinstance(claimed, (tuple, list)) or len(claimed) != 2):
+            raise VoteRefused("bad_value", "claimed models must be a pair of names")
+        s = self.settings
+        with self.store.transaction() as conn:
+            now = self.clock()
+            battle = storage.battle_row(conn, battle_id)
+            if battle is None:
+                raise VoteRefused("unknown_battle", "this battle does not exist; load a new battle")
+            if battle["session_id"] != session_id:
+                raise VoteRefused("wrong_session", "this battle was served to another session")
+            if battle["voted"]:
+                raise VoteRefused("already_voted", "this battle already has a vote; load a new battle")
+            if now > battle["expires_at"]:
+                raise VoteRefused("expired", f"this battle expired after {s.battle_ttl_s / 60:.0f} minutes; "
+                                             "load a new battle")
+            if claimed is not None and tuple(claimed) != (battle["model_a"], battle["model_b"]):
+                raise VoteRefused("tampered", "the models sent with the vote are not the ones in this battle")
+            waited = now - battle["served_at"]
+            if waited < battle["min_listen_s"]:
+                raise VoteRefused("too_fast", f"please listen to all three clips first: the vote came "
+                                              f"{waited:.1f} s after the battle was served, the clips need "
+                                              f"{battle['min_listen_s']:.1f} s")
+            user = user or battle["user"]
+            limits = [("session_id", session_id, s.session_votes_per_minute, s.session_votes_per_day),
+                      ("ip_hash", ip_hash, s.ip_votes_per_minute, s.ip_votes_per_day)]
+            if user:
+                limits.append(('"user"', user, s.session_votes_per_minute, s.user_votes_per_day))
+            for col, key, per_min, per_day in limits:
+                n_min, n_day = storage.recent_votes(conn, col, key, now)
+                who = {"session_id": "this session", "ip_hash": "this network address"}.get(col, "this account")
+                if (n_min or 0) >= per_min:
+                    raise VoteRefused("rate_limited", f"{who} has voted {per_min} times in the last minute; "
+                                                      "please wait a little")
+                if n_day >= per_day:
+                    raise VoteRefused("rate_limited", f"{who} has reached {per_day} votes today")
+            winner = {"A": battle["model_a"], "B": battle["model_b"]}.get(overall, overall)
+            row = {"battle_id": battle_id, "model_a": battle["model_a"], "model_b": battle["model_b"],
+                   "winner": winner, "slot": overall, "said": said, "sounded": sounded,
+                   "reason": (reason or "").strip() or None, "session_id": session_id, "user": user,
+                   "ip_hash": ip_hash, "first_heard": battle["first_heard"], "attribute": battle["attribute"],
+                   "dimension": battle["dimension"], "benchmark_hash": battle["benchmark_hash"],
+                   "request_id": battle["request_id"], "created_at": now, "source": "live",
+                   "battle_source": battle["source"]}
+            vote_id, new = self._record(conn, row)
+            storage.mark_voted(conn, battle_id)
+            counts = storage.overall_vote_counts(conn, battle["model_a"], battle["model_b"])
+        if battle["source"] == "live":          # live replies' words live beside the battle (arena/live_store.py)
+            from . import live_store
+            words = live_store.reply_texts(self.store, battle_id)
+            said_text = {battle["model_a"]: words.get("A"), battle["model_b"]: words.get("B")}
+        else:
+            said_text = self.store.reply_texts(battle["benchmark_hash"], battle["request_id"],
+                                               (battle["model_a"], battle["model_b"]))
+
+        def reveal(model: str) -> Revealed:
+            return Revealed(model, said_text.get(model), new[model], counts.get(model, 0))
+
+        return VoteResult(vote_id, battle_id, overall, winner, reveal(battle["model_a"]), reveal(battle["model_b"]))
+
+    def _record(self, conn, row: dict) -> tuple[int, dict[str, Rating]]:
+        """Insert one vote and update every axis it bears on, inside the caller's transaction."""
+        vote_id = storage.insert_vote(conn, row)
+        a, b = row["model_a"], row["model_b"]
+        fresh = Rating(self.settings.trueskill.mu, self.settings.trueskill.sigma)
+        overall: dict[str, Rating] = {}
+        for axis, outcome in storage.axes_for(row["slot"], row["said"], row["sounded"], row["dimension"]):
+            ra = storage.read_rating(conn, axis, a, fresh)
+            rb = storage.read_rating(conn, axis, b, fresh)
+            na, nb = apply_vote(ra, rb, outcome, self.settings.trueskill)
+            res_a = {"A": "win", "B": "loss", TIE: "tie", BOTH_BAD: "both_bad"}[outcome]
+            res_b = {"A": "loss", "B": "win", TIE: "tie", BOTH_BAD: "both_bad"}[outcome]
+            storage.write_rating(conn, axis, a, na, res_a, vote_id, row["created_at"])
+            storage.write_rating(conn, axis, b, nb, res_b, vote_id, row["created_at"])
+            if axis == "overall":
+                overall = {a: na, b: nb}
+        return vote_id, overall
+
+    # ------------------------------------------------------------------ admin
+    def pause_model(self, model: str, reason: str | None = None) -> None:
+        storage.set_paused(self.store, model, True, reason)
+
+    def unpause_model(self, model: str) -> None:
+        storage.set_paused(self.store, model, False)
+
+    def paused(self) -> set[str]:
+        return storage.paused_models(self.store)

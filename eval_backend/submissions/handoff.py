@@ -1,0 +1,59 @@
+"""The worker's hand-off: the worker counts a model's spoken replies, the arena decides whether it can serve them.
+
+eval_backend does not import the arena. The arena registers its decision when it is imported
+(arena/handoff.py: `register_handoff(arena_handoff)`), the app passes it to the worker explicitly, and a
+standalone worker process (`python -m eval_backend worker`) loads the plugin module named by
+EMPATHY_ARENA_HANDOFF (default `arena.handoff`; empty: no arena) so it hands off as the Space's worker does.
+
+A hand-off is `fn(store, bench, model, counts, arena_specs) -> dict`: `counts` from `reply_counts`, `arena_specs`
+the benchmark specs the arena serves (None: the arena's default); the dict carries `servable` and `why`.
+"""
+from __future__ import annotations
+
+import importlib
+import os
+from typing import Callable
+
+from ..tasks import SPOKEN_TASKS
+
+PLUGIN_ENV = "EMPATHY_ARENA_HANDOFF"
+DEFAULT_PLUGIN = "arena.handoff"
+
+HandOff = Callable[..., dict]
+_registered: list[HandOff] = []
+
+
+def reply_counts(store, bench, model: str) -> dict:
+    """The model's ok spoken replies on `bench`, and how many of them have their audio file."""
+    spoken = [r for t in SPOKEN_TASKS for r in store.replies(model=model, benchmark_hash=bench.hash, task=t,
+                                                              status="ok")]
+    with_audio = sum(1 for r in spoken if r.audio_path and store.abspath(r.audio_path).is_file())
+    return {"spoken_replies": len(spoken), "with_audio": with_audio, "benchmark": bench.source}
+
+
+def register_handoff(fn: HandOff) -> None:
+    if fn not in _registered:
+        _registered[:] = [fn]
+
+
+def registered_handoff() -> HandOff | None:
+    """The registered hand-off; if none, load the plugin module (EMPATHY_ARENA_HANDOFF) once and look again."""
+    if not _registered:
+        name = os.environ.get(PLUGIN_ENV, DEFAULT_PLUGIN).strip()
+        if name:
+            try:
+                importlib.import_module(name)
+            except ImportError as exc:
+                why = f"the arena package is not importable: {exc}"
+                return lambda store, bench, model, counts, specs=None: {**counts, "servable": False, "why": why}
+    return _registered[0] if _registered else None
+
+
+def hand_off(store, bench, model: str, arena_specs: tuple[str, ...] | None = None,
+             handoff: HandOff | None = None) -> dict:
+    """Count, then ask the arena (the injected hand-off, else the registered one)."""
+    counts = reply_counts(store, bench, model)
+    fn = handoff or registered_handoff()
+    if fn is None:
+        return {**counts, "servable": False, "why": "no arena is configured for this worker"}
+    return fn(store, bench, model, counts, arena_specs)

@@ -1,0 +1,38 @@
+"""The one contract every UI tab follows (the registry of tabs is `app.py:TABS`).
+
+A tab module is `<package>/<name>_tab.py` and exposes
+
+    build_<name>_tab(ctx) -> TabHandles
+
+called inside `with gr.Tab(...)`. `ctx` is the app's `AppContext` (app_context.py); a tab reads the services it
+needs from it (`ctx.store`, `ctx.arena`, `ctx.submission_service`, `ctx.health`, `ctx.identity`, `ctx.media`,
+`ctx.benchmark`) and never builds one itself, so each service exists once per app. What the tab wants run when a
+page opens it returns as `PageLoad`s rather than registering them on a global root block, and the assembly
+registers them with `handles.register_load(demo)` — so a tab built on its own (a test) fires no hidden events.
+
+No Gradio import here: the contract is plain data, shared by `arena/` and `leaderboard/` tabs alike.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+
+@dataclass(frozen=True)
+class PageLoad:
+    """One page-load hook: `demo.load(fn, inputs, outputs, **options)`."""
+    fn: Callable
+    inputs: Any = None
+    outputs: Any = None
+    options: dict = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class TabHandles:
+    """What a built tab hands back to the assembly: its page-load hooks (none for a static tab)."""
+    loads: tuple[PageLoad, ...] = ()
+
+    def register_load(self, demo) -> None:
+        """Register this tab's page-load hooks on the Blocks `demo` (call it inside `with demo:`)."""
+        for hook in self.loads:
+            demo.load(hook.fn, hook.inputs, hook.outputs, **hook.options)
