@@ -7,7 +7,8 @@ EMPATHY_ARENA_BOOTSTRAP (1: build the demo and run the baselines if needed),
 EMPATHY_ARENA_WORKER (1: run an evaluation worker in-process), its judges (EMPATHY_ARENA_JUDGE_* and
 EMPATHY_ARENA_AUDIO_JUDGE_*, see eval_backend/scoring/judge_env.py), Hub sync (README),
 GRADIO_SERVER_NAME / GRADIO_SERVER_PORT (127.0.0.1:7860; Spaces sets 0.0.0.0),
-EMPATHY_ARENA_TRUSTED_PROXIES (reverse proxies whose X-Forwarded-For is believed: eval_backend/client_address.py).
+EMPATHY_ARENA_TRUSTED_PROXIES (reverse proxies whose X-Forwarded-For is believed: eval_backend/client_address.py),
+EMPATHY_ARENA_LIVE_* (live battles: arena/live.py).
 
 The services are assembled once in app_context.py (AppContext); the page's tabs are the TABS list below, each a
 `build_<name>_tab(ctx) -> TabHandles` (eval_backend/tab_contract.py).
@@ -28,8 +29,9 @@ import gradio as gr  # noqa: E402
 from fastapi import FastAPI  # noqa: E402
 
 from app_context import AppContext  # noqa: E402
-from arena.arena_tab import build_arena_tab  # noqa: E402
 from arena.http_api import mount_http_api  # noqa: E402
+from arena.live_api import mount_live_api  # noqa: E402
+from arena.live_ui import build_arena_live_tab  # noqa: E402
 from arena.media import mount_media  # noqa: E402
 from eval_backend.body_limit import BodyLimit, app_caps  # noqa: E402
 from eval_backend.tab_contract import TabHandles  # noqa: E402
@@ -56,7 +58,7 @@ class Tab:
 # Every tab of the page, in order. Adding a tab = a module `<package>/<name>_tab.py` with
 # `build_<name>_tab(ctx) -> TabHandles` (eval_backend/tab_contract.py) and one entry here.
 TABS: tuple[Tab, ...] = (
-    Tab("Arena", "arena", build_arena_tab),
+    Tab("Arena", "arena", build_arena_live_tab),          # the arena tab and its "Use my voice" section
     Tab("Arena leaderboard", "arena-board", build_arena_leaderboard_tab),
     Tab("Benchmark leaderboard", "bench-board", build_bench_tab),
     Tab("Submit", "submit", build_submit_tab),
@@ -89,6 +91,8 @@ def build_app(ctx: AppContext) -> BodyLimit:
     SQLite's locks and could lose acknowledged votes)."""
     app = FastAPI(title="Empathy Arena")
     mount_http_api(app, ctx.arena)
+    if ctx.live is not None:
+        mount_live_api(app, ctx.live)
     mount_media(app, ctx.arena, ctx.media, lambda: ctx.benchmark, browse.clip_file)
     ctx.identity.mount(app)             # /operator sign-in and the guest cookie (leaderboard/identity.py)
     app = gr.mount_gradio_app(app, build_blocks(ctx), path="/", blocked_paths=[str(ctx.data_dir)],
@@ -105,7 +109,7 @@ def main() -> None:
     # uvicorn re-raises the signal after its graceful shutdown, which under the default handler kills at once
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     ctx = AppContext.from_env()
-    ctx.start()              # Hub restore, bootstrap, in-process worker, health checks (app_context.py)
+    ctx.start()              # Hub restore, bootstrap, live sweeper, worker, health checks (app_context.py)
     atexit.register(ctx.hub.stop)
     host = os.environ.get("GRADIO_SERVER_NAME", "127.0.0.1")
     port = int(os.environ.get("GRADIO_SERVER_PORT", "7860"))

@@ -1,7 +1,8 @@
 """The Space's services, assembled once: `AppContext.from_env()` is the only place that builds them.
 
     ctx = AppContext.from_env()          # builds; starts nothing
-    ctx.start()                          # Hub restore, the bootstrap, the in-process worker, the health checks
+    ctx.start()                          # Hub restore, the bootstrap, the live sweeper, the in-process worker,
+                                         # the health checks
 
 Data flow inside one app process (docs/architecture.md has the picture):
 - `benchmarks` (BenchmarkCache) loads each spec once. The bootstrap loads `spec` through it and hands the result
@@ -26,6 +27,7 @@ from pathlib import Path
 from arena.config import settings_from_env as arena_settings_from_env
 from arena.handoff import arena_handoff
 from arena.health import HealthConfig, HealthMonitor
+from arena.live import LiveService, LiveSettings, contestants_from_models
 from arena.media import MediaTokens
 from arena.service import ArenaService
 from eval_backend import config
@@ -62,6 +64,7 @@ class AppContext:
     media: MediaTokens                               # audio URLs for Browse and the model pages
     judge_error: str | None = None                   # the judge settings were rejected at start-up
     worker: WorkerHandle | None = None               # set by start_worker()
+    live: LiveService | None = None                  # "Use my voice" battles (arena/live.py)
 
     @classmethod
     def from_env(cls, data_dir=None) -> "AppContext":
@@ -90,11 +93,19 @@ class AppContext:
         if judge_config:
             settings = settings.with_(judge_config=judge_config)
         service, identity = _submission_parts(store, settings, benchmarks)
+        # Live battles (arena/live.py): the models file's audio models answer the voter's own recording; the
+        # baselines at the bootstrap's port, which the bootstrap starts first, so live mode does not wait for it.
+        try:
+            contestants = contestants_from_models(baseline_url=f"http://127.0.0.1:{bootstrap.baseline_port}/v1")
+        except (ValueError, OSError) as exc:
+            contestants = []
+            log.error("live mode off: the models file cannot be read: %s", exc)
         return cls(data_dir=data_dir, spec=spec, store=store, benchmarks=benchmarks, bootstrap=bootstrap,
                    arena=arena, submission_service=service, identity=identity,
                    health=HealthMonitor(store, HealthConfig.from_settings(arena.settings)),
                    hub=HubSync(store, append_votes=arena.append_votes),
-                   media=MediaTokens(Signer.for_data_dir(data_dir)), judge_error=judge_error)
+                   media=MediaTokens(Signer.for_data_dir(data_dir)), judge_error=judge_error,
+                   live=LiveService(arena, contestants, LiveSettings.from_env()))
 
     # ------------------------------------------------------------------ submission settings
     @property
@@ -119,10 +130,12 @@ class AppContext:
 
     # ------------------------------------------------------------------ background work
     def start(self, worker: bool | None = None) -> "AppContext":
-        """Restore from the Hub, prepare the benchmark, run the in-process worker (EMPATHY_ARENA_WORKER, 1) and
-        the health checks. Returns at once; everything runs on daemon threads."""
+        """Restore from the Hub, prepare the benchmark, sweep live recordings past retention, run the in-process
+        worker (EMPATHY_ARENA_WORKER, 1) and the health checks. Returns at once; everything runs on daemon threads."""
         self.hub.start()          # restores from the Hub before serving (no-op when not configured or offline)
         self.bootstrap.start()
+        if self.live is not None:
+            self.live.start_sweeper()     # deletes live recordings on schedule (retention)
         if worker is None:
             worker = os.environ.get("EMPATHY_ARENA_WORKER", "1") != "0"
         if worker:

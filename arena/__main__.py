@@ -1,6 +1,7 @@
 """`python -m arena <command>`: the arena's command line.
 
-    ratings [--json] [--rounds N]        Bradley-Terry (95% interval, interval rank; provisional below the vote
+    ratings [--json] [--rounds N] [--source all|benchmark|live]
+                                         Bradley-Terry (95% interval, interval rank; provisional below the vote
                                          floor) + replayed TrueSkill per model, in the board's order
     import-votes FILE                    append votes from CSV / JSONL (all or nothing)
     export --format jsonl|csv --out F    the public vote log (no session ids, IP hashes, user names)
@@ -29,7 +30,7 @@ def _service(args):
 
 
 def cmd_ratings(args) -> int:
-    rows = _service(args).replayed_table(args.rounds, args.axis)
+    rows = _service(args).replayed_table(args.rounds, args.axis, source=args.source)
     if args.json:
         print(json.dumps(rows, indent=1))
         return 0
@@ -148,6 +149,8 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--json", action="store_true")
     r.add_argument("--rounds", type=int, default=None, help="bootstrap rounds (default: settings)")
     r.add_argument("--axis", default="overall", choices=AXES, help="overall, said, sounded or a vocal dimension")
+    r.add_argument("--source", default="all", choices=("all", "benchmark", "live"),
+                   help="votes on every battle, on benchmark battles only, or on live battles only")
     r.set_defaults(func=cmd_ratings)
     i = sub.add_parser("import-votes", parents=[common], help="append votes from a CSV or JSONL file")
     i.add_argument("file")

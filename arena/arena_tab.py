@@ -29,6 +29,8 @@ from __future__ import annotations
 
 import html
 import json
+from dataclasses import dataclass, field
+
 import gradio as gr
 
 from eval_backend import safejson
@@ -240,8 +242,16 @@ def message_markdown(text: str) -> str:
     return f"⚠️ {md(text)}"
 
 
-def build_arena_tab(ctx) -> TabHandles:
-    """Build the arena tab's components inside the current gr.Blocks/gr.Tab context (ctx.arena: the service)."""
+@dataclass(frozen=True)
+class ArenaTabHandles(TabHandles):
+    """The tab contract's handles plus the battle's components, which the live section reuses."""
+    parts: dict = field(default_factory=dict)
+
+
+def build_arena_tab(ctx) -> ArenaTabHandles:
+    """Build the arena tab's components inside the current gr.Blocks/gr.Tab context (ctx.arena: the service).
+    The handles also carry the battle's components (state, vote buttons, battle outputs, reveal) for the live
+    section (arena/live_ui.py)."""
     service = ctx.arena
     from .abuse import Refused
     from .writer import run_write
@@ -349,4 +359,6 @@ def build_arena_tab(ctx) -> TabHandles:
     for slot, btn in vote_buttons.items():
         btn.click(make_vote(slot), [state, said, sounded, reason, listen_box], vote_outputs, concurrency_limit=1,
                   concurrency_id=WRITE_QUEUE, api_visibility="private", js=LISTEN_JS)
-    return TabHandles()
+    # the live section (arena/live_ui.py) fills these same components, so a live battle is voted on here
+    return ArenaTabHandles(parts={"state": state, "buttons": buttons, "battle_outputs": battle_outputs,
+                                  "reveal": reveal})

@@ -269,6 +269,9 @@ class Battles:
         battle = storage.battle_clip_row(self.store, battle_id)
         if battle is None or self.clock() > battle["expires_at"]:
             return None
+        if battle["source"] == "live":          # the voter's own clip and the live replies (arena/live_store.py)
+            from . import live_store
+            return live_store.clip_path(self.store, battle_id, clip)
         if clip == "user":
             key = (battle["benchmark_hash"], battle["request_id"])
             if key not in self._user_audio:
@@ -366,12 +369,18 @@ class Battles:
                    "reason": (reason or "").strip() or None, "session_id": session_id, "user": user,
                    "ip_hash": ip_hash, "first_heard": report.first_of(), "attribute": battle["attribute"],
                    "dimension": battle["dimension"], "benchmark_hash": battle["benchmark_hash"],
-                   "request_id": battle["request_id"], "created_at": now, "source": "live"}
+                   "request_id": battle["request_id"], "created_at": now, "source": "live",
+                   "battle_source": battle["source"]}
             vote_id, new = self._record(conn, row)
             storage.mark_voted(conn, battle_id)
             counts = storage.overall_vote_counts(conn, battle["model_a"], battle["model_b"])
-        said_text = self.store.reply_texts(battle["benchmark_hash"], battle["request_id"],
-                                           (battle["model_a"], battle["model_b"]))
+        if battle["source"] == "live":          # live replies' words live beside the battle (arena/live_store.py)
+            from . import live_store
+            words = live_store.reply_texts(self.store, battle_id)
+            said_text = {battle["model_a"]: words.get("A"), battle["model_b"]: words.get("B")}
+        else:
+            said_text = self.store.reply_texts(battle["benchmark_hash"], battle["request_id"],
+                                               (battle["model_a"], battle["model_b"]))
 
         def reveal(model: str) -> Revealed:
             return Revealed(model, said_text.get(model), new[model], counts.get(model, 0))

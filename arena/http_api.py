@@ -9,7 +9,7 @@
     (both: 400 bad_json, 403 bad_session, 413 too_large, 429 rate_limited | too_many_open with Retry-After)
     GET  /api/arena/audio/{battle_id}/{clip}            -> the wav of clip user | A | B of a served battle
                                                            (arena/media.py: mounted beside this API)
-    GET  /api/arena/ratings?axis=overall                -> leaderboard rows
+    GET  /api/arena/ratings?axis=overall&source=all     -> leaderboard rows (source: all | benchmark | live)
     GET  /api/arena/health                              -> {"ok": true}
 
 Battles and votes (the writes) run on one worker thread per process, shared with
@@ -207,12 +207,12 @@ def build_router(service) -> APIRouter:
                    for slot, side in (("A", result.a), ("B", result.b))}}
 
     @router.get("/ratings")
-    async def ratings(axis: str = "overall"):
+    async def ratings(axis: str = "overall", source: str = "all"):
         try:
-            rows = await run_in_threadpool(service.ratings_table, axis)
+            rows = await run_in_threadpool(service.ratings_table, axis, None, source)
         except ValueError as exc:
             return _error(422, "bad_value", str(exc))
-        return {"axis": axis, "rows": [{k: _num(v) for k, v in row.items()} for row in rows]}
+        return {"axis": axis, "source": source, "rows": [{k: _num(v) for k, v in row.items()} for row in rows]}
 
     return router
 

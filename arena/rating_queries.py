@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 
 from . import bradley_terry as bt
+from . import by_source
 from . import storage
 from .ratings import Rating, replay
 from .storage import AXES, VoteRow
@@ -70,10 +71,14 @@ class RatingQueries:
                                                                min_votes=self.settings.provisional_votes))
         return cached[1]
 
-    def ratings_table(self, axis: str = "overall", rounds: int | None = None) -> list[dict]:
+    def ratings_table(self, axis: str = "overall", rounds: int | None = None, source: str | None = None
+                      ) -> list[dict]:
         """Leaderboard rows in `board_order` (Bradley-Terry interval rank, then score; provisional models
         last). TrueSkill (mu, sigma, conservative) rides along: it is the live rating and drives
-        matchmaking, but it does not order the board. BT columns are NaN and bt_rank None where not fitted."""
+        matchmaking, but it does not order the board. BT columns are NaN and bt_rank None where not fitted.
+        `source` benchmark | live: the same rows over that kind of battle only (arena/by_source.py)."""
+        if by_source.check(source) != "all":
+            return self._board_over(axis, rounds, by_source.votes_of(self, source))
         votes = self.votes()
         bt_rows = self.bradley_terry(axis, rounds, votes=votes).as_dict()
         paused = self.paused()
@@ -88,9 +93,11 @@ class RatingQueries:
         rows.sort(key=board_order)
         return rows
 
-    def replayed_table(self, rounds: int | None = None, axis: str = "overall") -> list[dict]:
-        """The CLI's `ratings --json`: replayed TrueSkill, BT with interval, votes on the axis (incl. both-bad)."""
-        votes = self.votes()
+    def replayed_table(self, rounds: int | None = None, axis: str = "overall", source: str | None = None
+                       ) -> list[dict]:
+        """The CLI's `ratings --json`: replayed TrueSkill, BT with interval, votes on the axis (incl. both-bad).
+        `source` benchmark | live: over that kind of battle only."""
+        votes = self.votes() if by_source.check(source) == "all" else by_source.votes_of(self, source)
         ts = self.replay_ratings(axis, votes)
         fit = self.bradley_terry(axis, rounds, votes=votes).as_dict()
         n = {m: 0 for m in ts}
@@ -99,6 +106,33 @@ class RatingQueries:
                 n[v.model_a] += 1
                 n[v.model_b] += 1
         return ratings_rows(ts, fit, n)
+
+    def _board_over(self, axis: str, rounds: int | None, votes: list[VoteRow]) -> list[dict]:
+        """The board's rows (ratings_table's columns) over a subset of the votes (one battle source): TrueSkill
+        replayed and tallied over that subset, since the stored ratings cover every vote."""
+        ts = self.replay_ratings(axis, votes)
+        fit = self.bradley_terry(axis, rounds, votes=votes).as_dict()
+        tally = {m: {"votes": 0, "wins": 0, "losses": 0, "ties": 0, "both_bad": 0} for m in ts}
+        for v in votes:
+            out = v.outcome(axis)
+            if out is None:
+                continue
+            for slot, model in (("A", v.model_a), ("B", v.model_b)):
+                t = tally[model]
+                t["votes"] += 1
+                if out in ("tie", "both_bad"):
+                    t["ties" if out == "tie" else "both_bad"] += 1
+                else:
+                    t["wins" if out == slot else "losses"] += 1
+        paused = self.paused()
+        rows = []
+        for model, r in ts.items():
+            b = fit.get(model, {"bt": math.nan, "bt_low": math.nan, "bt_high": math.nan, "bt_rank": None,
+                                "provisional": True, "bt_votes": 0})
+            rows.append({"model": model, "mu": r.mu, "sigma": r.sigma, "conservative": r.conservative, **b,
+                         **tally[model], "paused": model in paused})
+        rows.sort(key=board_order)
+        return rows
 
     def position_bias(self) -> bt.Proportion:
         """Share of decisive votes won by the reply the voter started first, with a 95% Wilson interval

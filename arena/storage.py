@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from eval_backend.store import Store, register_migration
 from eval_backend.sync_logs import RestoreContext, SyncLog, register_sync_log
 
+from . import live_store  # noqa: F401  (registers arena_live's migration with the arena's own)
 from .ratings import BOTH_BAD, TIE, Rating, Vote
 
 AXES = ("overall", "said", "sounded", "speaker", "paralinguistic", "environment")
@@ -131,6 +132,18 @@ register_migration("arena_0003_append_only", (
 # Hub sync reads battles in insertion order; SQLite has rowid for that, PostgreSQL gets a sequence column.
 register_migration("arena_0004_battle_seq", "SELECT 1",
                    postgres="ALTER TABLE arena_battles ADD COLUMN IF NOT EXISTS seq BIGINT GENERATED ALWAYS AS IDENTITY")
+
+# Live battles (arena/live.py): a battle and its vote say where the battle came from, `benchmark` (a benchmark
+# request's stored replies) or `live` (a voter's own recording answered live). arena_votes.source already says
+# where the *vote* came from (live | import), so the vote's copy of the battle's kind is `battle_source`.
+# What a live battle adds (transcript, the replies' words, consent, deletion date) is arena/live_store.py's table.
+register_migration("arena_0005_live", (
+    "ALTER TABLE arena_battles ADD COLUMN source TEXT NOT NULL DEFAULT 'benchmark' "
+    "CHECK (source IN ('benchmark', 'live'))",
+    "ALTER TABLE arena_votes ADD COLUMN battle_source TEXT NOT NULL DEFAULT 'benchmark' "
+    "CHECK (battle_source IN ('benchmark', 'live'))",
+    "CREATE INDEX IF NOT EXISTS arena_votes_battle_source ON arena_votes (battle_source, id)",
+))
 
 
 @dataclass(slots=True)
@@ -244,17 +257,18 @@ def set_paused(store: Store, model: str, paused: bool, reason: str | None = None
 
 
 # ---------------------------------------------------------------- battles
-def insert_battle(conn, values: tuple) -> None:
-    """One served battle, unvoted; `values` in the column order below."""
+def insert_battle(conn, values: tuple, source: str = "benchmark") -> None:
+    """One served battle, unvoted; `values` in the column order below; `source` benchmark | live."""
     conn.execute(
         """INSERT INTO arena_battles (id, session_id, "user", ip_hash, benchmark_hash, request_id, task,
                item_id, variant, attribute, dimension, model_a, model_b, first_heard, min_listen_s,
-               served_at, expires_at, voted) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,0)""", values)
+               served_at, expires_at, voted, source) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,0,?)""",
+        (*values, source))
 
 
 def battle_clip_row(store: Store, battle_id: str):
     """The row a clip URL is answered from (request and models), or None."""
-    rows = store.query("SELECT benchmark_hash, request_id, model_a, model_b, expires_at "
+    rows = store.query("SELECT benchmark_hash, request_id, model_a, model_b, expires_at, source "
                        "FROM arena_battles WHERE id=?", (battle_id,))
     return rows[0] if rows else None
 
@@ -285,6 +299,11 @@ def recent_votes(conn, col: str, key: str, now: float) -> tuple[int | None, int]
 def overall_vote_counts(conn, model_a: str, model_b: str) -> dict[str, int]:
     return {r["model"]: r["votes"] for r in conn.execute(
         "SELECT model, votes FROM arena_ratings WHERE axis='overall' AND model IN (?, ?)", (model_a, model_b))}
+
+
+def vote_ids_by_battle_source(store: Store, source: str) -> set[int]:
+    """Ids of the votes on battles of one kind (benchmark | live): the ratings' per-source views."""
+    return {int(r[0]) for r in store.query("SELECT id FROM arena_votes WHERE battle_source=?", (source,))}
 
 
 def sync_vote_ids(store: Store, conn) -> None:

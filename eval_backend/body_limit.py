@@ -10,6 +10,7 @@ Caps by path prefix, the longest matching prefix wins (`app_caps`):
                            as \\uXXXX surrogate pairs are 24 kB
     /gradio_api/upload     the predictions zip limit (SubmissionSettings.max_upload_bytes) plus
                            UPLOAD_FRAMING_BYTES of multipart framing
+    /api/arena/live/       LIVE_BODY_BYTES: one recording (8 MiB) and its multipart framing
     everything else        DEFAULT_BODY_BYTES (Gradio events carry form values and file references, not files)
 """
 from __future__ import annotations
@@ -26,8 +27,14 @@ class BodyTooLarge(Exception):
     pass
 
 
+# /api/arena/live/: one recording (arena/live.py's max_upload_bytes, 8 MiB) plus the multipart framing
+LIVE_PATH = "/api/arena/live/"
+LIVE_BODY_BYTES = 8 * 2**20 + 64 * 2**10
+
+
 def app_caps(max_upload_bytes: int) -> dict[str, int]:
-    return {"/api/arena/": API_BODY_BYTES, UPLOAD_PATH: max_upload_bytes + UPLOAD_FRAMING_BYTES}
+    return {"/api/arena/": API_BODY_BYTES, UPLOAD_PATH: max_upload_bytes + UPLOAD_FRAMING_BYTES,
+            LIVE_PATH: LIVE_BODY_BYTES}
 
 
 class BodyLimit:

@@ -146,6 +146,8 @@ class Bootstrap:
 
     def _run(self) -> None:
         try:
+            if self.run_baselines:
+                self._start_server_early()
             self._prepare_benchmark()
             if self.run_baselines:
                 self._run_baselines()
@@ -178,10 +180,11 @@ class Bootstrap:
         if not specs:
             return
         port = self.baseline_port
-        if not port_is_free(port):    # taken since it was chosen: the allowlist names it, so say so plainly
+        if self.server is None and not port_is_free(port):   # taken since it was chosen: the allowlist names it
             raise RuntimeError(f"the baseline port {port} is in use; set EMPATHY_ARENA_BASELINE_PORT to a free one")
-        self._set("starting baselines", f"loopback port {port}")
-        self.start_server(port)
+        if self.server is None or self.server.poll() is not None:
+            self._set("starting baselines", f"loopback port {port}")
+            self.start_server(port)
         wait_http_ok(f"http://127.0.0.1:{port}/health", proc=self.server)
         store = Store(self.data_dir)
         total = len(build_requests(self.benchmark)) * len(specs)
@@ -196,6 +199,14 @@ class Bootstrap:
                 self.status.errors.append(f"{spec.name}: {failed} requests failed (see the Browse tab)")
             self._score(spec.name, store)
         self.status.done = total
+
+    def _start_server_early(self) -> None:
+        """The baseline server first, before the benchmark is built: live battles (arena/live.py) need only
+        the server, so live mode is up while the demo is still being built and run."""
+        if not any(s.baseline for s in config.load_models(self.models_file).values()):
+            return
+        if port_is_free(self.baseline_port):
+            self.start_server(self.baseline_port)
 
     def _score(self, model: str, store: Store) -> None:
         """Baselines get leaderboard rows like any submission (no judge: judge columns say "not computed")."""

@@ -148,6 +148,8 @@ def build_arena_leaderboard_tab(ctx) -> TabHandles:
         "TrueSkill, the live rating that picks the next battles, is under *All columns*.")
     with gr.Row():
         axis = gr.Radio(AXES, value="overall", label="Rating axis", elem_id="arena-board-axis")
+        source = gr.Radio([("All battles", "all"), ("Benchmark battles", "benchmark"), ("Live battles", "live")],
+                          value="all", label="Battles", elem_id="arena-board-source")
         all_cols = gr.Checkbox(value=False, label="All columns (TrueSkill μ, σ, μ − 3σ)", elem_id="arena-board-all")
         refresh = gr.Button("Refresh", size="sm", elem_id="arena-board-refresh")
     table = gr.Dataframe(headers=COLUMNS, interactive=False, show_search="filter", elem_id="arena-board-table",
@@ -164,8 +166,10 @@ def build_arena_leaderboard_tab(ctx) -> TabHandles:
         export_csv = gr.Button("Export public vote log (CSV)", size="sm")
     export_file = gr.File(label="Vote log", interactive=False)
 
-    def compute(axis_name: str):
-        rows = service.ratings_table(axis_name)
+    def compute(key: str):
+        axis_name, _, kind = key.partition("|")
+        # the table over the chosen battles (arena/by_source.py); the plots and lines below cover all battles
+        rows = service.ratings_table(axis_name, source=kind or None)
         fitted = [r for r in rows if not r["provisional"] and not _nan(r.get("bt")) and not _nan(r.get("bt_low"))]
         mats = service.pairwise_matrices(axis_name)
         return (
@@ -184,8 +188,8 @@ def build_arena_leaderboard_tab(ctx) -> TabHandles:
 
     cache = BoardCache(compute, vote_log_version)
 
-    def load(axis_name: str, all_columns: bool = False):
-        rows, *rest = cache.get(axis_name)
+    def load(axis_name: str, all_columns: bool = False, kind: str = "all"):
+        rows, *rest = cache.get(f"{axis_name}|{kind or 'all'}")
         return (board_rows(rows, provisional, bool(all_columns)), *rest)
 
     def export(fmt: str) -> str:
@@ -195,9 +199,10 @@ def build_arena_leaderboard_tab(ctx) -> TabHandles:
         return str(path)
 
     outputs = [table, bias, health, intervals, win_map, count_map, history]
-    refresh.click(load, [axis, all_cols], outputs, api_visibility="private")
-    axis.change(load, [axis, all_cols], outputs, api_visibility="private")
-    all_cols.change(load, [axis, all_cols], outputs, api_visibility="private")
+    refresh.click(load, [axis, all_cols, source], outputs, api_visibility="private")
+    axis.change(load, [axis, all_cols, source], outputs, api_visibility="private")
+    all_cols.change(load, [axis, all_cols, source], outputs, api_visibility="private")
+    source.change(load, [axis, all_cols, source], outputs, api_visibility="private")
     export_jsonl.click(lambda: export("jsonl"), None, export_file, api_visibility="private")
     export_csv.click(lambda: export("csv"), None, export_file, api_visibility="private")
-    return TabHandles(loads=(PageLoad(load, [axis, all_cols], outputs, dict(api_visibility="private")),))
+    return TabHandles(loads=(PageLoad(load, [axis, all_cols, source], outputs, dict(api_visibility="private")),))

@@ -6,6 +6,7 @@ FastAPI app = the arena JSON API (/api/arena/...) + Gradio (arena tab and arena
 leaderboard tab) mounted at "/". Settings overrides (e.g. no minimum listening
 time, no rate limits for the load test) come as JSON in EMPATHY_ARENA_SETTINGS:
     EMPATHY_ARENA_SETTINGS='{"min_listen_s": 0, "ip_votes_per_minute": 1000000}'
+EMPATHY_ARENA_TEST_LIVE_URL=http://127.0.0.1:P/v1 adds live mode (the models file's audio models at that URL).
 """
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 SETTINGS_ENV = "EMPATHY_ARENA_SETTINGS"
+LIVE_ENV = "EMPATHY_ARENA_TEST_LIVE_URL"   # the live contestants' base URL (the baselines' server)
 
 
 def build(data_dir=None):
@@ -29,17 +31,23 @@ def build(data_dir=None):
     from arena.http_api import mount_http_api
     from arena.media import mount_media
     from arena.service import ArenaService
-    from arena.arena_tab import build_arena_tab
+    from arena.live_ui import build_arena_live_tab
     from eval_backend.store import Store
     from leaderboard.arena_leaderboard_tab import build_arena_leaderboard_tab
 
     store = Store(data_dir)
     overrides = json.loads(os.environ.get(SETTINGS_ENV) or "{}")
     service = ArenaService(store, settings_from_env(store.root, **overrides))
-    ctx = types.SimpleNamespace(store=store, arena=service)    # what these two tabs read of app.py's AppContext
+    live = None
+    if os.environ.get(LIVE_ENV):          # live mode against these contestants (the baselines' base URL)
+        from arena.live import LiveService, LiveSettings, contestants_from_models
+        live = LiveService(service, contestants_from_models(baseline_url=os.environ[LIVE_ENV]),
+                           LiveSettings.from_env())
+    # what these two tabs read of app.py's AppContext (live: the "Use my voice" section, when set)
+    ctx = types.SimpleNamespace(store=store, arena=service, live=live)
     with gr.Blocks(title="Empathy Arena (test)") as demo:
         with gr.Tab("Arena", id="arena"):
-            arena_tab = build_arena_tab(ctx)
+            arena_tab = build_arena_live_tab(ctx)
         with gr.Tab("Arena leaderboard", id="arena-board"):
             board_tab = build_arena_leaderboard_tab(ctx)
         arena_tab.register_load(demo)
@@ -47,6 +55,9 @@ def build(data_dir=None):
     app = FastAPI()
     mount_http_api(app, service)
     mount_media(app, service)          # the clips' route: Gradio itself serves no file of the data dir
+    if live is not None:
+        from arena.live_api import mount_live_api
+        mount_live_api(app, live)
     app = gr.mount_gradio_app(app, demo, path="/", blocked_paths=[str(store.root)], footer_links=[])
     from eval_backend.body_limit import BodyLimit, app_caps
     from eval_backend.submissions.settings import SubmissionSettings

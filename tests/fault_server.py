@@ -31,7 +31,8 @@ No marker: a normal reply, with audio when the request asks for it (`modalities`
 `stream=true` requests get SSE chunks (audio as independently base64-encoded 16-bit PCM pieces,
 Qwen-Omni style); `[fault:streamwav]` streams a whole wav cut at odd base64 positions instead, and
 `[fault:weird]` an event of an impossible shape.
-With `stream_only=True` a non-streaming request gets HTTP 400.
+With `stream_only=True` a non-streaming request gets HTTP 400. `fault=NAME` applies NAME to every request without
+a marker (a contestant that always fails, for the live arena's tests).
 
 The server counts calls per request id (the `X-Client-Request-Id` header) and keeps the last payload
 of each id (audio replaced by its length), so tests can prove what was asked and how often.
@@ -103,8 +104,9 @@ def _strip(payload: dict) -> dict:
 
 class FaultServer:
     def __init__(self, latency: float = 0.0, hang_s: float = 30.0, retry_after: float = 1.0,
-                 stream_only: bool = False, port: int | None = None):
+                 stream_only: bool = False, port: int | None = None, fault: str | None = None):
         self.latency, self.hang_s, self.retry_after, self.stream_only = latency, hang_s, retry_after, stream_only
+        self.fault = fault       # the fault of every request without a marker (a model that always fails)
         self.port = port or free_port()
         self.counts: Counter[str] = Counter()
         self.times: dict[str, list[float]] = defaultdict(list)
@@ -200,7 +202,7 @@ class FaultServer:
             if req.headers.get("authorization"):
                 self.auth_seen.append(req.headers["authorization"])
         m = MARKER.search(text)
-        fault, arg = (m.group(1), m.group(2)) if m else ("", None)
+        fault, arg = (m.group(1), m.group(2)) if m else (self.fault or "", None)
         stream = bool(payload.get("stream"))
         wants_audio = "audio" in (payload.get("modalities") or [])
 

@@ -1,0 +1,496 @@
+"""Live battles: the voter's own recording, answered live by two anonymous models, voted on like any battle.
+
+    live = LiveService(arena, contestants=[spec, ...])          # settings: LiveSettings.from_env()
+    battle = await live.battle(audio_bytes, session, ip, user=None, consent_store=True, consent_release=False)
+    # -> LiveBattle (the arena's battle view + transcript, crisis notice) or raises LiveRefused(status, code, msg)
+
+Steps, in order, so bad input costs nothing and a refusal stores nothing:
+1. consent (both answers must be given, yes or no), sign-in (when required: on Spaces), then the audio itself:
+   decodable (wav, flac, ogg), not longer than `max_utterance_s`, not shorter than `min_utterance_s`, not
+   silent. Each refusal is a 4xx with a code and a plain message.
+2. limits: live battles per user (signed-in name, else client address) per hour, counted from the stored battles;
+   the arena's open-battle and per-address limits (arena/abuse.py); a global cap on live battles in flight.
+3. both contestants are asked at once (eval_backend/clients/openai_chat.py, its caps and failure classes), while
+   the voter's clip is transcribed (the scorer's Whisper). A contestant that fails, times out, sends no audio or a
+   reply the screen flags (or that names a model: the arena's IdentityScreen) is replaced by another contestant
+   not yet tried; when none is left or the deadline passes, the battle is void (503, nothing stored). Never a
+   one-sided battle.
+4. the transcript is screened: a crisis utterance gets the help notice (it does not block the battle).
+5. the three clips are written under `<data dir>/live/<battle id>/` and the battle stored (arena_battles with
+   source='live', arena_live: transcript, the replies' words, consent, deletion date). Votes go to the arena's
+   ordinary vote path; the listen rule applies to the clips as to any battle's.
+
+Retention: without consent to store, the clips and the words are deleted `retention_s` after the battle (it
+stays votable until then); with it, after `keep_days`. `sweep()` deletes what is due (a background thread runs
+it every `sweep_every_s`; every new live battle runs it too).
+
+Screening takes an injected callable `screen(text) -> ScreenResult` (flagged, crisis, categories, reason,
+screen: eval_backend.safety's interface); by default eval_backend.safety.screen_text when that module exists.
+"""
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import io
+import math
+import os
+import random
+import secrets
+import shutil
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Iterable
+
+import numpy as np
+import soundfile as sf
+
+from eval_backend.audio.io import encode_wav
+from eval_backend.benchmark.model import AudioRef
+from eval_backend.clients import openai_chat
+from eval_backend.clients.failures import CallFailure
+from eval_backend.clients.limits import ReplyLimits
+from eval_backend.config import ModelSpec
+from eval_backend.tasks import SYSTEM_CONVERSATION, Request
+
+from . import battle_clips, live_store, storage
+from .abuse import Refused
+from .matchmaking import MatchParams, choose_pair
+from .media import battle_clip_url
+from .ratings import Rating
+
+MiB = 2 ** 20
+LIVE_PREFIX = "EMPATHY_ARENA_LIVE_"
+FALLBACK_CRISIS_NOTICE = (
+    "**If you are in danger or thinking about harming yourself, please reach out now.** Call your local "
+    "emergency number, or find a free, confidential helpline in your country at https://findahelpline.com. "
+    "You do not have to go through this alone.")
+
+
+@dataclass(frozen=True)
+class LiveSettings:
+    max_utterance_s: float = 30.0       # the voter's clip
+    min_utterance_s: float = 0.5
+    silence_dbfs: float = -45.0         # a clip whose loudest 50 ms window is quieter than this is "silent"
+    deadline_s: float = 30.0            # from the upload to both replies ready, replacements included
+    call_timeout_s: float = 20.0        # one contestant's call (never past the deadline)
+    retention_s: float = 3600.0         # clips and words kept without consent to store
+    keep_days: float = 365.0            # clips and words kept with consent to store
+    user_per_hour: int = 20             # live battles per signed-in user (else per client address) per hour
+    concurrency: int = 2                # live battles in flight in this process (each costs two model calls)
+    require_sign_in: bool = False       # on Spaces: live mode needs the Hub sign-in
+    max_upload_bytes: int = 8 * MiB     # the upload (also the body cap of the live route)
+    reply_audio_s: float = 60.0         # one reply's audio
+    sweep_every_s: float = 300.0
+
+    @classmethod
+    def from_env(cls, env: dict | None = None, spaces: bool | None = None) -> "LiveSettings":
+        env = os.environ if env is None else env
+        if spaces is None:
+            # Gradio's own test, as leaderboard/identity.py:on_spaces (not imported: arena never imports leaderboard)
+            from gradio.utils import get_space
+            spaces = get_space() is not None
+
+        def num(name: str, default: float, kind=float):
+            raw = env.get(LIVE_PREFIX + name)
+            if raw is None or not raw.strip():
+                return default
+            try:
+                value = kind(raw)
+            except ValueError:
+                raise ValueError(f"{LIVE_PREFIX}{name} must be a number, got {raw!r}") from None
+            if value < 0 or (isinstance(value, float) and not math.isfinite(value)):
+                raise ValueError(f"{LIVE_PREFIX}{name} must be a finite number >= 0, got {raw!r}")
+            return value
+        d = cls()
+        return cls(max_utterance_s=num("MAX_S", d.max_utterance_s), deadline_s=num("DEADLINE_S", d.deadline_s),
+                   call_timeout_s=num("CALL_TIMEOUT_S", d.call_timeout_s),
+                   retention_s=num("RETENTION_S", d.retention_s), keep_days=num("KEEP_DAYS", d.keep_days),
+                   user_per_hour=num("PER_USER_HOUR", d.user_per_hour, int),
+                   concurrency=max(1, num("CONCURRENCY", d.concurrency, int)),
+                   require_sign_in=spaces or env.get(LIVE_PREFIX + "SIGN_IN", "0") == "1")
+
+
+class LiveRefused(Exception):
+    """A live battle not made: HTTP `status`, a `code`, a plain `message`; nothing was stored."""
+
+    def __init__(self, status: int, code: str, message: str, retry_after_s: float | None = None):
+        super().__init__(message)
+        self.status, self.code, self.message, self.retry_after_s = status, code, message, retry_after_s
+
+
+@dataclass(frozen=True)
+class LiveBattle:
+    session: str
+    battle_id: str
+    audio: dict[str, str]              # user | A | B -> the battle's clip URLs (arena/media.py)
+    min_listen_s: dict[str, float]
+    first_heard: str
+    expires_at: float
+    transcript: str | None             # what was heard (the voter's own words)
+    crisis_notice: str | None          # markdown, when the utterance read as a crisis
+    replaced: int                      # contestants replaced on the way (failed, late, flagged)
+    timing: dict = field(default_factory=dict)
+    listening: dict = field(default_factory=dict)   # the listening rule's numbers for the page (ListenRule.payload)
+
+
+@dataclass
+class _Reply:
+    model: str
+    text: str | None
+    audio: bytes
+    latency_s: float
+
+
+def default_screen() -> Callable | None:
+    try:
+        from eval_backend.safety import screen_text
+    except ImportError:
+        return None
+    return screen_text
+
+
+def crisis_notice() -> str:
+    try:
+        from eval_backend.safety import crisis_notice_markdown
+    except ImportError:
+        return FALLBACK_CRISIS_NOTICE
+    return crisis_notice_markdown()
+
+
+def default_transcribe(samples: np.ndarray, sr: int) -> str:
+    """The scorer's ASR (Whisper tiny.en, one per process: eval_backend/scoring/audio_metrics.py)."""
+    from eval_backend.scoring.audio_metrics import transcriber
+    digest = hashlib.sha256(samples.tobytes() + str(sr).encode()).hexdigest()
+    return transcriber().transcribe(digest, samples, sr)
+
+
+def contestants_from_models(models_file: str | None = None, baseline_url: str | None = None) -> list[ModelSpec]:
+    """The configured models that take audio and speak (models.yaml by default); `baseline_url` replaces the
+    baselines' base URL (the app's baseline server listens on its own port)."""
+    import dataclasses
+
+    from eval_backend.config import load_models
+    out = []
+    for spec in load_models(models_file).values():
+        if not spec.audio_output:
+            continue
+        if spec.baseline and baseline_url:
+            spec = dataclasses.replace(spec, base_url=baseline_url)
+        out.append(spec)
+    return out
+
+
+# ---------------------------------------------------------------- input checks (pure)
+def check_consent(consent_store, consent_release) -> tuple[bool, bool]:
+    """Both answers are required (yes or no): the consent step must have been seen."""
+    values = []
+    for name, raw in (("consent_store", consent_store), ("consent_release", consent_release)):
+        if isinstance(raw, bool):
+            values.append(raw)
+        elif isinstance(raw, str) and raw.strip().lower() in ("true", "1", "yes", "on"):
+            values.append(True)
+        elif isinstance(raw, str) and raw.strip().lower() in ("false", "0", "no", "off"):
+            values.append(False)
+        else:
+            raise LiveRefused(422, "missing_consent", f"answer the consent question '{name}' (true or false) "
+                                                      "before recording")
+    store, release = values
+    if release and not store:
+        raise LiveRefused(422, "bad_consent", "a recording can enter the public data only if it may be stored")
+    return store, release
+
+
+def decode_utterance(data: bytes, settings: LiveSettings) -> tuple[np.ndarray, int]:
+    """Mono float32 and its rate, or LiveRefused: not audio (415), too long (413), too short or silent (422)."""
+    if not data:
+        raise LiveRefused(422, "no_audio", "send a recording in the 'audio' field")
+    if len(data) > settings.max_upload_bytes:
+        raise LiveRefused(413, "too_large", f"the recording is larger than {settings.max_upload_bytes:,} bytes")
+    try:
+        info = sf.info(io.BytesIO(data))
+    except Exception:     # libsndfile raises several types for what it cannot read
+        raise LiveRefused(415, "not_audio", "this is not audio we can read (send wav, flac or ogg)") from None
+    if info.samplerate <= 0 or info.frames <= 0:
+        raise LiveRefused(415, "not_audio", "the audio has no samples")
+    seconds = info.frames / info.samplerate
+    if seconds > settings.max_utterance_s + 0.05:    # checked from the header, before decoding it all
+        raise LiveRefused(413, "too_long", f"the recording is {seconds:.1f} s long; the limit is "
+                                           f"{settings.max_utterance_s:g} s")
+    try:
+        samples, sr = sf.read(io.BytesIO(data), dtype="float32", always_2d=True)
+    except Exception:
+        raise LiveRefused(415, "not_audio", "this audio cannot be decoded") from None
+    mono = samples.mean(axis=1)
+    seconds = len(mono) / sr
+    if seconds > settings.max_utterance_s + 0.05:
+        raise LiveRefused(413, "too_long", f"the recording is {seconds:.1f} s long; the limit is "
+                                           f"{settings.max_utterance_s:g} s")
+    if seconds < settings.min_utterance_s:
+        raise LiveRefused(422, "too_short", f"the recording is {seconds:.2f} s long; say at least a few words "
+                                            f"(at least {settings.min_utterance_s:g} s)")
+    if not np.all(np.isfinite(mono)):
+        raise LiveRefused(415, "not_audio", "the audio holds invalid samples")
+    if loudest_dbfs(mono, sr) < settings.silence_dbfs:
+        raise LiveRefused(422, "silent", "the recording is silent: check the microphone and try again")
+    return mono.astype(np.float32), int(sr)
+
+
+def loudest_dbfs(mono: np.ndarray, sr: int, window_s: float = 0.05) -> float:
+    """RMS level (dBFS) of the loudest 50 ms window."""
+    n = max(1, int(sr * window_s))
+    usable = len(mono) // n * n
+    frames = mono[:usable].reshape(-1, n) if usable else mono.reshape(1, -1)
+    rms = float(np.sqrt(np.max(np.mean(frames.astype(np.float64) ** 2, axis=1))))
+    return 20 * math.log10(rms) if rms > 0 else -math.inf
+
+
+# ---------------------------------------------------------------- the service
+class LiveService:
+    def __init__(self, arena, contestants: Iterable[ModelSpec] | Callable[[], list[ModelSpec]],
+                 settings: LiveSettings | None = None, screen: Callable | None | str = "default",
+                 transcribe: Callable[[np.ndarray, int], str] = default_transcribe,
+                 clock: Callable[[], float] = time.time, rng: random.Random | None = None):
+        self.arena = arena
+        self.store = arena.store
+        self._contestants = contestants if callable(contestants) else (lambda c=list(contestants): c)
+        self.settings = settings or LiveSettings()
+        self.screen = default_screen() if screen == "default" else screen
+        self.transcribe = transcribe
+        self.clock = clock
+        self.rng = rng or random.SystemRandom()
+        self._slots = threading.BoundedSemaphore(self.settings.concurrency)
+        self._reachable: tuple[float, list[str]] = (0.0, [])
+        self._sweeper: threading.Thread | None = None
+
+    # --------------------------------------------------------- status
+    def contestants(self) -> list[ModelSpec]:
+        paused = self.arena.paused()
+        return [s for s in self._contestants() if s.name not in paused]
+
+    def reachable(self, max_age_s: float = 5.0) -> list[str]:
+        """Contestants whose server accepts a connection now (checked at most every `max_age_s`): live mode is
+        offered as soon as two answer, whatever the benchmark bootstrap is doing."""
+        import socket
+        from urllib.parse import urlsplit
+
+        checked_at, names = self._reachable
+        if time.monotonic() - checked_at < max_age_s:
+            return names
+        names = []
+        for spec in self.contestants():
+            url = urlsplit(spec.base_url)
+            try:
+                with socket.create_connection((url.hostname, url.port or (443 if url.scheme == "https" else 80)),
+                                              timeout=0.5):
+                    names.append(spec.name)
+            except (OSError, ValueError):
+                pass
+        self._reachable = (time.monotonic(), names)
+        return names
+
+    def ready(self) -> bool:
+        return len(self.reachable()) >= 2
+
+    # --------------------------------------------------------- retention
+    def sweep(self) -> list[str]:
+        """Delete the clips and words of live battles past their date (see the module doc)."""
+        return live_store.delete_due(self.store, self.clock())
+
+    def start_sweeper(self) -> None:
+        def loop():
+            while True:
+                try:
+                    self.sweep()
+                except Exception:   # a failed sweep must not stop the next one
+                    import logging
+                    logging.getLogger(__name__).exception("live retention sweep failed")
+                time.sleep(self.settings.sweep_every_s)
+        if self._sweeper is None:
+            self._sweeper = threading.Thread(target=loop, name="live-retention", daemon=True)
+            self._sweeper.start()
+
+    # --------------------------------------------------------- a battle
+    def admit(self, session: str, ip: str | None, user: str | None):
+        """Sign-in and the per-user limit (stored battles), then the arena's in-memory limits. Returns the ticket."""
+        s = self.settings
+        if s.require_sign_in and not user:
+            raise LiveRefused(401, "sign_in", "sign in with Hugging Face to use your voice")
+        since = self.clock() - 3600
+        column, key = ('"user"', user) if user else ("ip_hash", self.arena.ip_hash(ip))
+        if live_store.recent_count(self.store, column, key, since) >= s.user_per_hour:
+            who = "this account" if user else "this network address"
+            raise LiveRefused(429, "rate_limited", f"{who} has started {s.user_per_hour} live battles in the last "
+                                                   "hour; please wait a little", retry_after_s=600)
+        try:
+            return self.arena.admit_battle(session, ip)
+        except Refused as exc:
+            raise LiveRefused(429, exc.reason_code, exc.message, exc.retry_after_s) from None
+
+    async def battle(self, audio: bytes, session: str, ip: str | None, user: str | None = None,
+                     consent_store=None, consent_release=None) -> LiveBattle:
+        t0 = time.perf_counter()
+        store_ok, release_ok = check_consent(consent_store, consent_release)
+        if self.settings.require_sign_in and not user:
+            raise LiveRefused(401, "sign_in", "sign in with Hugging Face to use your voice")
+        samples, sr = decode_utterance(audio, self.settings)
+        ticket = self.admit(session, ip, user)
+        if not self._slots.acquire(blocking=False):
+            self.arena.gate.release(ticket)
+            raise LiveRefused(503, "busy", "live battles are busy right now; try again in a few seconds",
+                              retry_after_s=5)
+        try:
+            result = await self._battle(samples, sr, session, ip, user, store_ok, release_ok, t0)
+        except BaseException:
+            self.arena.gate.release(ticket)
+            raise
+        finally:
+            self._slots.release()
+        self.arena.gate.opened(ticket, result.battle_id, result.expires_at)
+        return result
+
+    def battle_sync(self, *args, **kwargs) -> LiveBattle:
+        """For synchronous callers (the Gradio tab's worker threads)."""
+        return asyncio.run(self.battle(*args, **kwargs))
+
+    async def _battle(self, samples, sr, session, ip, user, store_ok, release_ok, t0) -> LiveBattle:
+        battle_id = secrets.token_urlsafe(24)
+        folder = live_store.battle_dir(self.store.root, battle_id)
+        folder.mkdir(parents=True)
+        try:
+            user_wav = encode_wav(samples, sr)
+            (folder / "user.wav").write_bytes(user_wav)
+            loop = asyncio.get_running_loop()
+            heard = loop.run_in_executor(None, self.transcribe, samples, sr)
+            replies, replaced = await self._answer(battle_id, folder / "user.wav")
+            t_replies = time.perf_counter()
+            try:
+                transcript = (await heard or "").strip() or None
+            except Exception:            # no transcript is a smaller loss than no battle
+                transcript = None
+            crisis, screen_name = False, None
+            if transcript and self.screen is not None:
+                verdict = await loop.run_in_executor(None, self.screen, transcript)
+                crisis, screen_name = bool(verdict.crisis), getattr(verdict, "screen", None)
+            a, b = replies
+            (folder / "A.wav").write_bytes(a.audio)
+            (folder / "B.wav").write_bytes(b.audio)
+            rule = self.arena.settings.listen_rule     # the same listening rule as benchmark battles
+            clips = {"user": len(samples) / sr, "A": _seconds(a.audio), "B": _seconds(b.audio)}
+            listen = rule.needs(clips)
+            now = self.clock()
+            expires = now + self.arena.settings.battle_ttl_s
+            keep = self.settings.keep_days * 86400 if store_ok else self.settings.retention_s
+            from .writer import WRITER   # the process's one writer thread, shared with votes
+
+            def write():
+                ip_hash = self.arena.ip_hash(ip)
+                with self.store.transaction() as conn:
+                    storage.insert_battle(conn, live_store.battle_values(
+                        battle_id=battle_id, session_id=session, user=user, ip_hash=ip_hash, model_a=a.model,
+                        model_b=b.model, min_listen_s=sum(listen.values()), served_at=now, expires_at=expires),
+                        source="live")
+                    battle_clips.add_clips(conn, battle_id, clips)
+                    live_store.insert_live(
+                        conn, battle_id=battle_id, user=user, ip_hash=ip_hash, served_at=now, transcript=transcript,
+                        text_a=a.text, text_b=b.text, consent_store=store_ok, consent_release=release_ok,
+                        crisis=crisis, screen=screen_name, replaced=replaced, delete_after=now + keep)
+            await loop.run_in_executor(WRITER, write)
+        except BaseException:
+            shutil.rmtree(folder, ignore_errors=True)     # a battle not made leaves nothing behind
+            raise
+        t_done = time.perf_counter()
+        return LiveBattle(session, battle_id, {c: battle_clip_url(battle_id, c) for c in ("user", "A", "B")},
+                          listen, "A", expires, transcript, crisis_notice() if crisis else None, len(replaced),
+                          {"replies_s": t_replies - t0, "total_s": t_done - t0,
+                           "slowest_model_s": max(a.latency_s, b.latency_s)}, rule.payload(clips))
+
+    # --------------------------------------------------------- the contestants
+    def _pair(self, specs: dict[str, ModelSpec]) -> tuple[str, str]:
+        names = sorted(specs)
+        pairs = [(names[i], names[j]) for i in range(len(names)) for j in range(i + 1, len(names))]
+        current = {m: Rating(r.mu, r.sigma) for m, r in self.arena.stored_ratings().items()}
+        counts = {m: r["votes"] for m, r in _stored_counts(self.arena).items()}
+        params = MatchParams(self.arena.settings.new_model_boost, self.arena.settings.bridge_boost,
+                             trueskill=self.arena.settings.trueskill)
+        pair = choose_pair(pairs, current, counts, [], self.rng, set(), params)
+        return pair if self.rng.random() < 0.5 else (pair[1], pair[0])
+
+    async def _answer(self, battle_id: str, user_wav: Path) -> tuple[tuple[_Reply, _Reply], list]:
+        specs = {s.name: s for s in self.contestants()}
+        if len(specs) < 2:
+            raise LiveRefused(503, "no_contestants", "live mode needs two models that listen and speak; fewer "
+                                                     "than two are configured")
+        deadline = time.monotonic() + self.settings.deadline_s
+        request = Request(f"live/{battle_id}", "live", battle_id, "-", SYSTEM_CONVERSATION, "",
+                          (AudioRef(str(user_wav)),), True)
+        audio_b64 = [openai_chat.input_audio_b64(request.audios[0])]
+        limits = ReplyLimits(max_audio_s=self.settings.reply_audio_s, show_body=False)
+        from .battles import IdentityScreen
+        from .config import DEFAULT_IDENTITY_PATTERNS
+        leak = IdentityScreen(self.arena.settings.identity_patterns or DEFAULT_IDENTITY_PATTERNS, list(specs))
+        tried: set[str] = set()
+        replaced: list[dict] = []
+
+        async def ask(name: str) -> _Reply:
+            spec = specs[name]
+            left = deadline - time.monotonic()
+            async with asyncio.timeout(max(0.0, min(self.settings.call_timeout_s, spec.timeout_s, left))):
+                answer = await openai_chat.call(session, spec, request, audio_b64, limits)
+            if not answer.audio:
+                raise CallFailure("bad_audio", "the reply has no audio")
+            words = answer.transcript or answer.text
+            if leak.leaks(answer.text, answer.transcript):
+                raise CallFailure("screened", "the reply names a model or vendor")
+            if words and self.screen is not None:
+                verdict = await asyncio.get_running_loop().run_in_executor(None, self.screen, words)
+                if verdict.flagged:
+                    raise CallFailure("screened", f"the reply was flagged by the screen ({verdict.screen})")
+            return _Reply(name, words, answer.audio, answer.latency_s)
+
+        first = self._pair(specs)
+        async with openai_chat.new_session(4) as session:
+            tasks = {}
+            slot_model = dict(zip(("A", "B"), first))
+            for slot, name in slot_model.items():
+                tried.add(name)
+                tasks[asyncio.ensure_future(ask(name))] = slot
+            done_replies: dict[str, _Reply] = {}
+            try:
+                while tasks:
+                    finished, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+                    for task in finished:
+                        slot = tasks.pop(task)
+                        try:
+                            done_replies[slot] = task.result()
+                            continue
+                        except (CallFailure, TimeoutError) as exc:
+                            cls = exc.error_class if isinstance(exc, CallFailure) else "timeout"
+                        except Exception as exc:     # any other failure of one contestant: replace it
+                            cls = type(exc).__name__
+                        replaced.append({"slot": slot, "model": slot_model[slot], "class": cls})
+                        spare = [n for n in sorted(specs) if n not in tried]
+                        if not spare or time.monotonic() >= deadline:
+                            raise LiveRefused(503, "void", "one of the two models could not answer in time and no "
+                                                           "other was free, so this battle is void (nothing was "
+                                                           "kept); please try again")
+                        pick = self.rng.choice(spare)
+                        tried.add(pick)
+                        slot_model[slot] = pick
+                        tasks[asyncio.ensure_future(ask(pick))] = slot
+            finally:
+                for task in tasks:
+                    task.cancel()
+                if tasks:
+                    await asyncio.gather(*tasks, return_exceptions=True)
+        return (done_replies["A"], done_replies["B"]), replaced
+
+
+def _seconds(wav: bytes) -> float:
+    info = sf.info(io.BytesIO(wav))
+    return info.frames / info.samplerate if info.samplerate else 0.0
+
+
+def _stored_counts(arena) -> dict[str, dict]:
+    return storage.stored_ratings(arena.store)

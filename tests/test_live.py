@@ -1,0 +1,293 @@
+"""Live battles over HTTP (issue 13): the voter's recording, two contestants on loopback, the ordinary vote.
+
+Real parts: the baseline server as a subprocess (Whisper + espeak-ng), the scorer's Whisper for the transcript,
+loopback fault servers speaking the OpenAI protocol for failing and hanging contestants, the real app routes on
+uvicorn, SQLite or PostgreSQL (EMPATHY_ARENA_TEST_DB).
+"""
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import httpx
+import numpy as np
+import pytest
+
+from arena.live import LiveSettings
+from fault_server import FaultServer
+from live_fixtures import LiveApp, baseline_specs, post_live, spec, utterance, wav
+from test_baselines import BaselineServer
+
+
+@pytest.fixture(scope="module")
+def baselines():
+    with BaselineServer() as srv:
+        yield srv
+
+
+@pytest.fixture(scope="module")
+def speech() -> bytes:
+    return utterance()
+
+
+class Screen:
+    """Behaves like eval_backend.safety.screen_text: flags texts holding `flag`, marks `crisis` phrases."""
+
+    def __init__(self, flag: str | None = None, crisis: str = "end it all"):
+        self.flag, self.crisis, self.seen = flag, crisis, []
+
+    def __call__(self, text: str):
+        from types import SimpleNamespace
+        self.seen.append(text)
+        flagged = bool(self.flag) and self.flag.lower() in text.lower()
+        crisis = self.crisis in text.lower()
+        return SimpleNamespace(flagged=flagged, crisis=crisis, categories={"self_harm": float(crisis)},
+                               reason="test rule" if flagged or crisis else "", screen="test-screen@1")
+
+
+def vote_after_listening(client, body: dict, overall: str = "A") -> httpx.Response:
+    """Fetch the three clips, wait as long as a listener at 1x would, and report that listening (the listening
+    rule, arena/listening.py, applies to live battles as to benchmark ones)."""
+    for clip in ("user", "A", "B"):
+        assert client.get(body["audio"][clip]).status_code == 200
+    time.sleep(sum(body["min_listen_s"].values()) + 0.1)
+    listen = {"played_s": dict(body["min_listen_s"]), "order": ["user", "A", "B"]}
+    return client.post("/api/arena/vote", json={"battle_id": body["battle_id"], "session": body["session"],
+                                                "overall": overall, "said": "A", "sounded": "B",
+                                                "listen": listen})
+
+
+def test_live_battle_against_the_baselines(tmp_path, baselines, speech):
+    with LiveApp(tmp_path, baseline_specs(baselines.base_url), screen=Screen()) as app, \
+            httpx.Client(base_url=app.url, timeout=60) as client:
+        assert client.get("/api/arena/live/status").json() == {"ready": True, "contestants": 2}
+        r = post_live(client, speech, consent_store="true", consent_release="false")
+        assert r.status_code == 200, r.text
+        body = r.json()
+        assert body["source"] == "live" and body["replaced"] == 0 and body["crisis_notice"] is None
+        assert "job" in body["transcript"].lower()           # the scorer's Whisper heard the voter
+        assert "cascade" not in r.text                        # no model name before the vote
+        for clip in ("user", "A", "B"):
+            audio = client.get(body["audio"][clip])
+            assert audio.status_code == 200 and audio.content[:4] == b"RIFF"
+        battle = app.store.query("SELECT source, model_a, model_b FROM arena_battles WHERE id=?",
+                                 (body["battle_id"],))[0]
+        assert battle["source"] == "live"
+        assert {battle["model_a"], battle["model_b"]} == {"cascade-blind", "cascade-cue"}
+        early = client.post("/api/arena/vote", json={"battle_id": body["battle_id"], "session": body["session"],
+                                                     "overall": "A"})
+        assert early.status_code == 425                       # the listen rule holds for live battles too
+        vote = vote_after_listening(client, body)
+        assert vote.status_code == 200, vote.text
+        reveal = vote.json()
+        assert {reveal["A"]["model"], reveal["B"]["model"]} == {"cascade-blind", "cascade-cue"}
+        assert reveal["A"]["transcript"] and reveal["B"]["transcript"]   # the replies' words at the reveal
+        row = app.store.query("SELECT source, battle_source, winner FROM arena_votes")[0]
+        assert (row["source"], row["battle_source"]) == ("live", "live")
+        live_rows = {r["model"]: r for r in app.arena.replayed_table(rounds=10, source="live")}
+        assert live_rows[row["winner"]]["mu"] > 25 and live_rows[row["winner"]]["votes"] == 1
+        assert app.arena.replayed_table(rounds=10, source="benchmark") == []
+        board = {r["model"]: r for r in app.arena.ratings_table(rounds=10, source="live")}
+        assert board[row["winner"]]["wins"] == 1
+        api = client.get("/api/arena/ratings", params={"source": "live"}).json()
+        assert {r["model"] for r in api["rows"]} == {"cascade-blind", "cascade-cue"}
+        assert client.get("/api/arena/ratings", params={"source": "benchmark"}).json()["rows"] == []
+        assert client.get("/api/arena/ratings", params={"source": "bogus"}).status_code == 422
+        # the consented clip is kept past the short retention; the user's words are kept with it
+        assert app.live.sweep() == []
+
+
+@pytest.mark.parametrize("fault", ["500", "hang"])
+def test_a_failing_contestant_is_replaced_within_the_deadline(tmp_path, baselines, speech, fault):
+    settings = LiveSettings(deadline_s=20, call_timeout_s=4)
+    with FaultServer(fault=fault, hang_s=60) as bad, \
+            LiveApp(tmp_path, [spec("broken", bad.base_url), *baseline_specs(baselines.base_url)],
+                    settings, screen=None, arena_overrides={"session_open_battles": 50}) as app, \
+            httpx.Client(base_url=app.url, timeout=60) as client:
+        replaced = 0
+        for _ in range(8):                       # the pair is drawn: keep going until "broken" was asked
+            t0 = time.monotonic()
+            r = post_live(client, speech)
+            elapsed = time.monotonic() - t0
+            assert r.status_code == 200, r.text
+            assert elapsed < settings.deadline_s
+            battle = app.store.query("SELECT model_a, model_b FROM arena_battles WHERE id=?",
+                                     (r.json()["battle_id"],))[0]
+            assert "broken" not in (battle["model_a"], battle["model_b"])     # never a one-sided battle
+            replaced += r.json()["replaced"]
+            if sum(bad.counts.values()):
+                break
+        assert sum(bad.counts.values()) >= 1 and replaced >= 1
+
+
+def test_a_battle_with_no_spare_contestant_is_void_within_the_deadline(tmp_path, baselines, speech):
+    settings = LiveSettings(deadline_s=5, call_timeout_s=3)
+    with FaultServer(fault="hang", hang_s=60) as bad, \
+            LiveApp(tmp_path, [spec("broken", bad.base_url), baseline_specs(baselines.base_url)[0]], settings,
+                    screen=None) as app, httpx.Client(base_url=app.url, timeout=60) as client:
+        t0 = time.monotonic()
+        r = post_live(client, speech)
+        assert r.status_code == 503 and r.json()["error"] == "void", r.text
+        assert time.monotonic() - t0 < settings.deadline_s + 1
+        assert app.stored() == {"battles": 0, "live": 0, "votes": 0, "files": []}
+
+
+def test_a_flagged_reply_voids_and_a_crisis_utterance_shows_the_notice(tmp_path):
+    with FaultServer() as a, FaultServer() as b:
+        specs = [spec("alpha-voice", a.base_url), spec("beta-voice", b.base_url)]
+        # every reply of the fault server says "I hear you": flagged -> no spare contestant -> void
+        with LiveApp(tmp_path / "flag", specs, screen=Screen(flag="hear you"),
+                     transcribe=lambda s, sr: "hello") as app, httpx.Client(base_url=app.url, timeout=30) as c:
+            r = post_live(c, wav(0.3 * np.sin(np.arange(16000) / 5)))
+            assert r.status_code == 503 and r.json()["error"] == "void"
+            assert app.stored()["battles"] == 0 and app.stored()["files"] == []
+        screen = Screen()
+        with LiveApp(tmp_path / "crisis", specs, screen=screen,
+                     transcribe=lambda s, sr: "I just want to end it all") as app, \
+                httpx.Client(base_url=app.url, timeout=30) as c:
+            r = post_live(c, wav(0.3 * np.sin(np.arange(16000) / 5)))
+            assert r.status_code == 200, r.text
+            assert r.json()["crisis_notice"]                 # shown, and the battle goes on
+            assert "I just want to end it all" in screen.seen
+            assert app.store.query("SELECT crisis FROM arena_live")[0][0] == 1
+
+
+def _bad_inputs(tone: bytes):
+    silent = wav(np.zeros(32000))
+    too_long = wav(0.3 * np.sin(np.arange(16000 * 31) / 5))
+    return [
+        ("not audio", dict(audio=b"%PDF-1.4 this is not audio at all" * 10), 415, "not_audio"),
+        ("text file as audio", dict(audio=b"hello", filename="x.txt", content_type="text/plain"), 415, "not_audio"),
+        ("too long", dict(audio=too_long), 413, "too_long"),
+        ("silent", dict(audio=silent), 422, "silent"),
+        ("too short", dict(audio=wav(0.3 * np.sin(np.arange(1600) / 5))), 422, "too_short"),
+        ("no audio", dict(audio=None), 422, "no_audio"),
+        ("missing consent", dict(audio=tone, consent_store=None), 422, "missing_consent"),
+        ("consent not a yes/no", dict(audio=tone, consent_release="maybe"), 422, "missing_consent"),
+        ("release without store", dict(audio=tone, consent_store="false", consent_release="true"), 422,
+         "bad_consent"),
+        ("forged session", dict(audio=tone, session="not-a-session"), 403, "bad_session"),
+    ]
+
+
+def test_bad_input_is_refused_and_nothing_is_stored(tmp_path):
+    tone = wav(0.3 * np.sin(np.arange(16000) / 5))
+    with FaultServer() as a, LiveApp(tmp_path, [spec("alpha-voice", a.base_url), spec("beta-voice", a.base_url)],
+                                     screen=None, transcribe=lambda s, sr: "x") as app, \
+            httpx.Client(base_url=app.url, timeout=30) as c:
+        for name, kw, status, code in _bad_inputs(tone):
+            r = post_live(c, **kw)
+            assert (r.status_code, r.json().get("error")) == (status, code), (name, r.text)
+            assert r.json()["message"]
+        r = c.post("/api/arena/live/battle", content=b"x" * (9 * 2**20),
+                   headers={"Content-Type": "multipart/form-data; boundary=zz"})
+        assert r.status_code == 413                                    # the body cap in front of the app
+        r = c.post("/api/arena/live/battle", content=b"garbage", headers={"Content-Type": "text/plain"})
+        assert r.status_code in (400, 415, 422)
+        assert app.stored() == {"battles": 0, "live": 0, "votes": 0, "files": []}
+        assert sum(a.counts.values()) == 0                             # and no model was asked
+        ok = post_live(c, tone)                                        # the same app still serves good input
+        assert ok.status_code == 200, ok.text
+
+
+def test_limits_per_user_and_sign_in(tmp_path):
+    tone = wav(0.3 * np.sin(np.arange(16000) / 5))
+    with FaultServer() as a:
+        specs = [spec("alpha-voice", a.base_url), spec("beta-voice", a.base_url)]
+        with LiveApp(tmp_path / "limit", specs, LiveSettings(user_per_hour=1), screen=None,
+                     transcribe=lambda s, sr: "x") as app, httpx.Client(base_url=app.url, timeout=30) as c:
+            assert post_live(c, tone).status_code == 200
+            r = post_live(c, tone)
+            assert r.status_code == 429 and r.json()["error"] == "rate_limited" and r.headers["Retry-After"]
+            assert app.stored()["battles"] == 1
+        with LiveApp(tmp_path / "signin", specs, LiveSettings(require_sign_in=True), screen=None,
+                     transcribe=lambda s, sr: "x") as app, httpx.Client(base_url=app.url, timeout=30) as c:
+            before = app.stored()      # (on PostgreSQL both apps of this test share one database)
+            r = post_live(c, tone)
+            assert r.status_code == 401 and r.json()["error"] == "sign_in"
+            assert app.stored() == before
+
+
+def test_the_global_concurrency_cap(tmp_path):
+    import threading
+    tone = wav(0.3 * np.sin(np.arange(16000) / 5))
+    with FaultServer(latency=2.0) as slow, \
+            LiveApp(tmp_path, [spec("alpha-voice", slow.base_url), spec("beta-voice", slow.base_url)],
+                    LiveSettings(concurrency=1), screen=None, transcribe=lambda s, sr: "x") as app, \
+            httpx.Client(base_url=app.url, timeout=30) as c:
+        first = {}
+        t = threading.Thread(target=lambda: first.update(r=post_live(httpx.Client(base_url=app.url, timeout=30),
+                                                                     tone)))
+        t.start()
+        time.sleep(0.8)
+        r = post_live(c, tone)
+        assert r.status_code == 503 and r.json()["error"] == "busy" and r.headers["Retry-After"]
+        t.join(30)
+        assert first["r"].status_code == 200
+
+
+def test_retention_deletes_what_was_not_consented_for(tmp_path):
+    tone = wav(0.3 * np.sin(np.arange(16000) / 5))
+    now = [time.time()]
+    with FaultServer() as a, LiveApp(tmp_path, [spec("alpha-voice", a.base_url), spec("beta-voice", a.base_url)],
+                                     LiveSettings(retention_s=600, keep_days=30), screen=None,
+                                     transcribe=lambda s, sr: "my private words", clock=lambda: now[0],
+                                     arena_overrides={"battle_ttl_s": 10**9}) as app, \
+            httpx.Client(base_url=app.url, timeout=30) as c:
+        kept = post_live(c, tone, consent_store="true", consent_release="true").json()
+        gone = post_live(c, tone, consent_store="false", consent_release="false").json()
+        root = Path(app.store.root) / "live"
+        assert (root / gone["battle_id"] / "user.wav").is_file()
+        now[0] += 599
+        assert app.live.sweep() == []                                  # not yet due
+        now[0] += 2
+        assert app.live.sweep() == [gone["battle_id"]]
+        assert not (root / gone["battle_id"]).exists()
+        for clip in ("user", "A", "B"):
+            assert c.get(gone["audio"][clip]).status_code == 404
+            assert c.get(kept["audio"][clip]).status_code == 200
+        row = app.store.query("SELECT transcript, text_a, text_b, deleted_at FROM arena_live WHERE battle_id=?",
+                              (gone["battle_id"],))[0]
+        assert (row["transcript"], row["text_a"], row["text_b"]) == (None, None, None) and row["deleted_at"]
+        assert app.store.query("SELECT transcript FROM arena_live WHERE battle_id=?",
+                               (kept["battle_id"],))[0][0] == "my private words"
+        now[0] += 30 * 86400
+        assert app.live.sweep() == [kept["battle_id"]]                 # consented: kept for keep_days, then gone
+        assert not (root / kept["battle_id"]).exists()
+
+
+def test_live_mode_is_up_before_the_benchmark_bootstrap_ends(tmp_path, monkeypatch, speech):
+    """The Space's own context: the bootstrap starts the baseline server first, and live battles are served while
+    the benchmark is still being prepared (held here until the live battle is done)."""
+    import threading
+
+    import app as space
+    from eval_backend import bootstrap as boot
+    from fault_server import free_port
+
+    monkeypatch.setenv("EMPATHY_ARENA_BASELINE_PORT", str(free_port()))
+    hold, released = threading.Event(), threading.Event()
+
+    def slow_benchmark(self):
+        released.set()
+        hold.wait(120)
+        raise RuntimeError("stopped by the test")      # the bootstrap fails and stops its server
+
+    monkeypatch.setattr(boot.Bootstrap, "_prepare_benchmark", slow_benchmark)
+    ctx = space.SpaceContext(tmp_path / "data")
+    ctx.bootstrap.start()
+    try:
+        assert released.wait(30)
+        deadline = time.monotonic() + 120
+        while not ctx.live.ready():
+            assert time.monotonic() < deadline, "the live contestants never answered"
+            time.sleep(0.5)
+        assert ctx.bootstrap.status.stage not in ("ready", "running baselines")
+        battle = ctx.live.battle_sync(speech, ctx.arena.new_session(), "127.0.0.1", consent_store=False,
+                                      consent_release=False)
+        models = ctx.store.query("SELECT model_a, model_b FROM arena_battles WHERE id=?", (battle.battle_id,))[0]
+        assert {models[0], models[1]} == {"cascade-blind", "cascade-cue"}
+    finally:
+        hold.set()
+        ctx.bootstrap.ready.wait(30)
+    assert ctx.bootstrap.server is None or ctx.bootstrap.server.poll() is not None

@@ -1,0 +1,89 @@
+"""Live mode in a real browser (issue 13): Debian chromium with a fake microphone that plays an espeak-ng wav,
+the test app process with live mode on, the baseline server as the two live contestants.
+
+Consent, record, send; both replies play; vote; the reveal names both models and shows what was heard; the vote
+row says battle_source = live and the live ratings moved.
+"""
+from __future__ import annotations
+
+import subprocess
+
+import pytest
+
+from eval_backend.store import Store
+from test_baselines import BaselineServer
+from tests.arena_fixtures import AppProcess
+
+BASELINES = ("cascade-blind", "cascade-cue")
+MODULE_DATABASE_FIXTURES = ("app",)
+
+
+@pytest.fixture(scope="module")
+def voice(tmp_path_factory):
+    path = tmp_path_factory.mktemp("voice") / "voice.wav"
+    subprocess.run(["espeak-ng", "-v", "en", "-s", "150", "-w", str(path),
+                    "I lost my job today and I feel awful about it."], check=True, capture_output=True, timeout=60)
+    return path
+
+
+@pytest.fixture(scope="module")
+def app(tmp_path_factory):
+    with BaselineServer() as baselines:
+        proc = AppProcess(tmp_path_factory.mktemp("live_ui"), settings={"min_listen_s": 1.0},
+                          env={"EMPATHY_ARENA_TEST_LIVE_URL": baselines.base_url}).start()
+        yield proc
+        proc.stop()
+
+
+@pytest.fixture(scope="module")
+def page(app, voice):
+    sync_api = pytest.importorskip("playwright.sync_api")
+    with sync_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=[
+            "--headless", "--no-sandbox", "--disable-gpu", "--use-fake-ui-for-media-stream",
+            "--use-fake-device-for-media-stream", f"--use-file-for-fake-audio-capture={voice}",
+            "--autoplay-policy=no-user-gesture-required"])
+        pg = browser.new_page()
+        pg.set_default_timeout(60_000)
+        yield pg
+        browser.close()
+
+
+@pytest.mark.browser
+@pytest.mark.slow
+@pytest.mark.timeout(400)
+def test_use_my_voice_end_to_end(app, page):
+    page.goto(app.url + "/")
+    page.click("#live-section > button")
+    page.wait_for_function("() => document.querySelector('#live-status')?.innerText.includes('ready')")
+    assert not page.locator("#live-mic").is_visible()            # no recorder before the consent step
+    page.check("#live-consent-store input")
+    page.click("#live-consent-ok")
+    page.wait_for_selector("#live-mic button.record-button", state="visible")
+    page.click("#live-mic button.record-button")
+    page.wait_for_timeout(5000)                                   # the fake microphone speaks the wav
+    page.click("#live-mic button.stop-button")
+    # playback before sending: the recorded clip is in the component, ready to play
+    page.wait_for_selector("#live-mic audio, #live-mic [data-testid='waveform-controls']", state="attached")
+    page.click("#live-send")
+    page.wait_for_function("() => document.querySelector('.arena-meter')?.dataset.battle", timeout=120_000)
+    battle_id = page.evaluate("() => document.querySelector('.arena-meter').dataset.battle")
+    store = Store(app.data_dir)
+    row = store.query("SELECT source, model_a, model_b FROM arena_battles WHERE id=?", (battle_id,))[0]
+    assert row["source"] == "live" and {row["model_a"], row["model_b"]} == set(BASELINES)
+    # both replies (and the user's clip) load and play; no name in the page before the vote
+    page.wait_for_function("() => document.querySelectorAll('.media-clip audio').length === 3 && "
+                           "[...document.querySelectorAll('.media-clip audio')].every(a => a.duration > 0)")
+    assert not any(m in page.content() for m in BASELINES)
+    page.keyboard.press("p")
+    page.wait_for_function("() => !document.getElementById('arena-vote-a').disabled", timeout=90_000)
+    page.click("#arena-vote-a")
+    page.wait_for_function("() => document.querySelector('#arena-reveal')?.innerText.includes('cascade-')")
+    reveal = page.inner_text("#arena-reveal")
+    assert all(m in reveal for m in BASELINES)
+    page.wait_for_function("() => document.querySelector('#live-heard')?.innerText.toLowerCase().includes('job')")
+    vote = store.query("SELECT winner, source, battle_source FROM arena_votes")[0]
+    assert (vote["source"], vote["battle_source"], vote["winner"]) == ("live", "live", row["model_a"])
+    from arena.service import ArenaService
+    live_table = {r["model"]: r for r in ArenaService(store).replayed_table(rounds=10, source="live")}
+    assert live_table[row["model_a"]]["mu"] > live_table[row["model_b"]]["mu"]
