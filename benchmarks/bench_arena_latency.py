@@ -3,7 +3,7 @@
     python benchmarks/bench_arena_latency.py [--database sqlite|postgresql] [--voters 50] [--paced-votes 300]
                                              [--think 6] [--votes 500] [--runs 3]
 
-Starts the real app (tests/arena_app.py: FastAPI + Gradio + the arena JSON API) on a
+Starts the real app (tests/support/arena_app.py: FastAPI + Gradio + the arena JSON API) on a
 loopback port with a seeded data dir (espeak-ng replies of 4 models), then per run:
   paced      voters pause `--think` s (x uniform 0.5-1.5) before each vote: a listener's pace (three
              clips of >= min(3 s, length) each take 6-9 s), ~8 votes/s offered in total;
@@ -13,7 +13,7 @@ the API's Server-Timing header (includes the wait for the single SQLite writer t
 Client time = the same two requests as seen over loopback. Prints medians over runs of
 p50 / p99 and writes benchmarks/out/arena_latency[_postgresql].json.
 
---database postgresql starts a throwaway PostgreSQL cluster on loopback (Debian's postgresql, tests/pg_server.py)
+--database postgresql starts a throwaway PostgreSQL cluster on loopback (Debian's postgresql, tests/support/pg_server.py)
 with fsync on, as durable as SQLite's synchronous=FULL, and points the app at it through DATABASE_URL.
 """
 from __future__ import annotations
@@ -34,7 +34,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from tests.arena_fixtures import NO_LIMITS, AppProcess, run_load, seed  # noqa: E402
+from tests.support.arena_fixtures import NO_LIMITS, AppProcess, run_load, seed  # noqa: E402
 
 MODELS = ("warm-model", "flat-model", "chirpy-model", "calm-model")
 
@@ -99,7 +99,7 @@ def main() -> int:
     with contextlib.ExitStack() as stack:
         if args.database == "postgresql":
             sys.path.insert(0, str(ROOT / "tests"))
-            from pg_server import postgres_server
+            from tests.support.pg_server import postgres_server
             os.environ["DATABASE_URL"] = stack.enter_context(postgres_server(max_connections=200, durable=True))
         else:
             os.environ.pop("DATABASE_URL", None)

@@ -33,7 +33,7 @@ from eval_backend.benchmark.loaders import load_benchmark  # noqa: E402
 from eval_backend.clients.openai_chat import call, input_audio_b64, new_session  # noqa: E402
 from eval_backend.config import ModelSpec  # noqa: E402
 from eval_backend.tasks import build_requests  # noqa: E402
-from test_baselines import BaselineServer  # noqa: E402
+from tests.support.baselines import BaselineServer  # noqa: E402
 
 TASKS = ("asr", "conversation", "mcq_understanding", "mcq_reasoning", "context", "tone", "selection")
 

@@ -24,7 +24,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(ROOT))
 
-from demo_pipeline import run_demo_pipeline  # noqa: E402
+from tests.support.demo_pipeline import run_demo_pipeline  # noqa: E402
 
 METRICS = "audio.delivery_shift_agreement,audio.prosody_fit"
 

@@ -2,7 +2,7 @@
 
     python benchmarks/bench_endpoint_bounds.py [--runs 3] [--concurrency 4]
 
-Starts tests/fault_server.py in its own process and runs tests/bounded_probe.py (the worker, then the
+Starts tests/support/fault_server.py in its own process and runs tests/support/bounded_probe.py (the worker, then the
 Check preflight) against 300 MB bodies (plain, declared, gzip bomb), endless bodies and SSE streams, and a
 trickle under a 3 s job / check deadline, at the default reply caps (8 MiB body). Prints, per case, the
 median over `--runs` of the peak-RSS growth of the process doing the work (VmHWM reset before each case)
@@ -25,7 +25,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 
 from eval_backend.benchmark.dataset import save_benchmark  # noqa: E402
-from fault_server import make_benchmark  # noqa: E402
+from tests.support.fault_server import make_benchmark  # noqa: E402
 
 CASES = {  # name -> contexts (fault markers), extra settings
     "huge x4": (["[fault:huge]"] * 4, {}),
@@ -44,7 +44,7 @@ def main() -> int:
     ap.add_argument("--concurrency", type=int, default=4)
     args = ap.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="bounds-"))
-    server = subprocess.Popen([sys.executable, "tests/fault_server.py", "serve"], cwd=ROOT, stdout=subprocess.PIPE,
+    server = subprocess.Popen([sys.executable, "tests/support/fault_server.py", "serve"], cwd=ROOT, stdout=subprocess.PIPE,
                               text=True)
     try:
         port = int(server.stdout.readline().split()[1])
@@ -67,7 +67,7 @@ def main() -> int:
                 path = tmp / f"cfg{run}-{mode}.json"
                 path.write_text(json.dumps(cfg))
                 env = dict(os.environ, EMPATHY_ARENA_SECRET_KEY="bench", HF_HUB_OFFLINE="1")
-                done = subprocess.run([sys.executable, "tests/bounded_probe.py", str(path)], cwd=ROOT, env=env,
+                done = subprocess.run([sys.executable, "tests/support/bounded_probe.py", str(path)], cwd=ROOT, env=env,
                                       capture_output=True, text=True)
                 if done.returncode:
                     sys.exit(f"the probe failed ({mode}, run {run}):\n{done.stderr[-3000:]}")

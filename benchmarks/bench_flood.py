@@ -2,7 +2,7 @@
 
     python benchmarks/bench_flood.py [--voters 50] [--duration 60] [--pause 3 9] [--flood-connections 8]
 
-Starts the real app (tests/arena_app.py, uvicorn as in production) on loopback with a seeded data dir and the
+Starts the real app (tests/support/arena_app.py, uvicorn as in production) on loopback with a seeded data dir and the
 default abuse limits (arena/config.py: ip_battles_per_minute, session_open_battles,
 ip_vote_attempts_per_minute); only the minimum listening time and the accepted-vote limits are off, so
 that honest voters are never refused for voting quickly. Then two phases of `--duration` s each:
@@ -35,7 +35,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from tests.arena_fixtures import NO_LIMITS, AppProcess, _timings, seed  # noqa: E402
+from tests.support.arena_fixtures import NO_LIMITS, AppProcess, _timings, seed  # noqa: E402
 
 MODELS = ("warm-model", "flat-model", "chirpy-model", "calm-model")
 FLOOD_SOURCE = "127.0.0.2"

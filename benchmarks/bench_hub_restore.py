@@ -2,7 +2,7 @@
 
     python benchmarks/bench_hub_restore.py [--votes 20000] [--runs 3]
 
-The Hub is the in-memory client stand-in (tests/hub_standin.py), so this measures our side only: the flush
+The Hub is the in-memory client stand-in (tests/support/hub_standin.py), so this measures our side only: the flush
 into log files, and the restore (download from the stand-in, parse, re-record every vote with its ratings
 on all axes in one transaction) into a fresh data dir. Network time to the real Hub comes on top.
 """
@@ -21,7 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from arena.service import ArenaService  # noqa: E402
 from eval_backend.hub_sync import HubSync, HubSyncConfig  # noqa: E402
 from eval_backend.store import Store  # noqa: E402
-from tests.hub_standin import StandInHub  # noqa: E402
+from tests.support.hub_standin import StandInHub  # noqa: E402
 
 CFG = HubSyncConfig(token="t", log_repo="o/logs", every_min=600, retry_s=1)
 

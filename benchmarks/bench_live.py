@@ -3,7 +3,7 @@
     python benchmarks/bench_live.py [--runs 20] [--seconds 5] [--warmup 2]
 
 Starts the baseline server (a subprocess on loopback: Whisper tiny.en + espeak-ng, as the Space runs it) and the
-arena + live routes on uvicorn in this process (tests/live_fixtures.py: the app's real routes, SQLite in a temp
+arena + live routes on uvicorn in this process (tests/support/live_fixtures.py: the app's real routes, SQLite in a temp
 dir, the scorer's Whisper for the transcript, no screen). Each run posts a 5 s espeak-ng utterance (with its own
 faint noise, so no transcript cache hits, here or in the baseline server) to POST /api/arena/live/battle and reads
 the server's timings (Server-Timing): `replies_s` (form parsed, i.e. the upload's last byte, to both replies in
@@ -38,8 +38,8 @@ import numpy as np  # noqa: E402
 import soundfile as sf  # noqa: E402
 
 from arena.live import LiveSettings  # noqa: E402
-from live_fixtures import LiveApp, baseline_specs, utterance  # noqa: E402
-from test_baselines import BaselineServer  # noqa: E402
+from tests.support.live_fixtures import LiveApp, baseline_specs, utterance  # noqa: E402
+from tests.support.baselines import BaselineServer  # noqa: E402
 
 
 def noisy(wav: bytes, seed: int) -> bytes:

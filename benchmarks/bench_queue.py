@@ -6,7 +6,7 @@
 2. two processes claiming and finishing `--jobs` jobs from one database: jobs/s, and how many jobs were
    claimed more than once (must be 0);
 3. worker overhead per job: `Worker.run_once` on 3-request jobs against a loopback endpoint answering at
-   once (tests/fault_server.py), split into claim, query, score (judge-free AEQ entries) and arena hand-off;
+   once (tests/support/fault_server.py), split into claim, query, score (judge-free AEQ entries) and arena hand-off;
 4. submit checks: `validate_form` + the address policy on an IP literal, and `check_upload` on a zip of
    100 wav files (0.5 s each).
 Prints medians over `--runs` and writes benchmarks/out/queue.json.
@@ -89,7 +89,7 @@ def worker_overhead(runs: int) -> dict:
     from eval_backend.benchmark.dataset import save_benchmark
     from eval_backend.submissions import SubmissionForm, SubmissionService, SubmissionSettings, Submitter
     from eval_backend.submissions import worker as wmod
-    from fault_server import FaultServer, make_benchmark
+    from tests.support.fault_server import FaultServer, make_benchmark
     phases: dict[str, list[float]] = {"claim": [], "query": [], "score": [], "arena": [], "total": []}
     with tempfile.TemporaryDirectory() as tmp, FaultServer() as srv:
         tmp = Path(tmp)
@@ -143,7 +143,7 @@ def checks() -> dict:
     from eval_backend.submissions import SubmissionForm, SubmissionSettings, validate_form
     from eval_backend.submissions.netguard import AddressPolicy
     from eval_backend.submissions.uploads import check_upload
-    from fault_server import tone_pcm
+    from tests.support.fault_server import tone_pcm
     form = SubmissionForm(name="Model X", base_url="https://93.184.216.34/v1", model_id="org/m", licence="mit")
     policy = AddressPolicy.from_strings([])
     n = 2000

@@ -6,7 +6,7 @@
    against the `trueskill` package timed on a sample and extrapolated.
 2. Bradley-Terry: aggregate N battles into pair counts, then fit + `rounds` bootstrap rounds.
 3. (--live K) K serve_battle + submit_vote round trips on a real Store in a temp dir
-   (seeded with espeak-ng clips by tests.arena_fixtures), fsync'd commits included; and, timed apart, the
+   (seeded with espeak-ng clips by tests.support.arena_fixtures), fsync'd commits included; and, timed apart, the
    first-fetch record of each of the battle's three clips (the audio route's write, arena/battle_clips.py).
 Prints the median of --runs runs.
 """
@@ -89,7 +89,7 @@ def live_round_trips(k: int) -> tuple[float, float]:
     from arena.config import ArenaSettings
     from arena.service import ArenaService
     from eval_backend.store import Store
-    from tests.arena_fixtures import seed
+    from tests.support.arena_fixtures import seed
 
     class Clock:
         t = 1_700_000_000.0

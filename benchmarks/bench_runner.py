@@ -2,7 +2,7 @@
 
     python benchmarks/bench_runner.py [--latency 1] [--concurrency 1 8 32] [--waves 8] [--runs 3] [--write-docs]
 
-The endpoint is tests/fault_server.py in its own process (so its CPU is not counted), replying with text
+The endpoint is tests/support/fault_server.py in its own process (so its CPU is not counted), replying with text
 plus a 0.4 s 24 kHz wav, the way a speaking model does. Each run asks `waves x concurrency` fresh requests
 (the input clip is a 0.5 s wav), stores every reply in a fresh SQLite store, and measures:
 - throughput = requests / wall time; target >= 90 % of concurrency / latency;
@@ -30,7 +30,7 @@ sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 from eval_backend.config import ModelSpec  # noqa: E402
 from eval_backend.runner import run_model  # noqa: E402
 from eval_backend.store import Store  # noqa: E402
-from fault_server import make_benchmark  # noqa: E402
+from tests.support.fault_server import make_benchmark  # noqa: E402
 
 DOCS = ROOT / "docs" / "benchmarks.md"
 
@@ -74,7 +74,7 @@ def to_markdown(rows: list[dict], args, command: str) -> str:
         "## Runner",
         "",
         f"Measured by `{command}` on {machine()}, {time.strftime('%Y-%m-%d', time.gmtime())}.",
-        f"Loopback endpoint (tests/fault_server.py, own process) answering after {args.latency:g} s with text and a "
+        f"Loopback endpoint (tests/support/fault_server.py, own process) answering after {args.latency:g} s with text and a "
         "0.4 s 24 kHz wav; every reply validated, its wav saved and its row committed (SQLite, synchronous=FULL). "
         f"Median of {args.runs} runs of {args.waves} × concurrency requests each. The machine is shared: "
         f"load average {args.load_before:.1f} before and {args.load_after:.1f} after the runs "

@@ -75,7 +75,7 @@ def databases():
     if TEST_DB != "postgresql":
         yield None
         return
-    from pg_server import postgres_server
+    from tests.support.pg_server import postgres_server
     with postgres_server(max_connections=400) as admin_url:
         yield PgDatabases(admin_url)
 
@@ -144,7 +144,7 @@ def copy_database(databases):
 
 @pytest.fixture(scope="session")
 def demo_run(tmp_path_factory, databases):
-    """The demo benchmark run through both baselines once per session (see tests/demo_pipeline.py)."""
-    from demo_pipeline import run_demo_pipeline
+    """The demo benchmark run through both baselines once per session (see tests/support/demo_pipeline.py)."""
+    from tests.support.demo_pipeline import run_demo_pipeline
     url = databases.create("demo") if databases is not None else None
     return run_demo_pipeline(tmp_path_factory.mktemp("demo_run"), database_url=url)

@@ -17,7 +17,7 @@ import pytest
 from eval_backend.submissions import SubmissionForm, Submitter
 from eval_backend.submissions.worker import Worker
 from eval_backend.tab_contract import TabHandles
-from fault_server import FaultServer
+from tests.support.fault_server import FaultServer
 from test_health import add_battles, add_refusals, add_votes
 from test_queue_worker import METRICS, bench_folder
 

@@ -18,7 +18,7 @@ import time
 import pytest
 
 from eval_backend.store import Store
-from tests.arena_fixtures import NO_LIMITS, AppProcess, run_load, seed
+from tests.support.arena_fixtures import NO_LIMITS, AppProcess, run_load, seed
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(1500)]
 

@@ -15,7 +15,7 @@ from arena.service import ArenaService, NoBattleAvailable, NotYet, VoteRefused
 from arena.storage import AXES
 from arena.votes_io import VoteImportError
 from eval_backend.store import Reply, Store
-from tests.arena_fixtures import seed
+from tests.support.arena_fixtures import seed
 
 MODELS = ("warm-model", "flat-model", "third-model")
 

@@ -16,7 +16,7 @@ import pytest
 
 from eval_backend.store import Store
 
-from tests.arena_fixtures import AppProcess, seed
+from tests.support.arena_fixtures import AppProcess, seed
 
 
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",

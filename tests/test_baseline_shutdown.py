@@ -13,7 +13,7 @@ import pytest
 
 from eval_backend import bootstrap as bootstrap_mod
 from eval_backend.benchmark.dataset import save_benchmark
-from fault_server import free_port, make_benchmark
+from tests.support.fault_server import free_port, make_benchmark
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -4,12 +4,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import os
-import socket
 import subprocess
-import tempfile
-import sys
-import time
-from pathlib import Path
 
 import httpx
 import jiwer
@@ -22,9 +17,9 @@ from eval_backend.baselines.replies import parse_prompt
 from eval_backend.benchmark.model import AudioRef
 from eval_backend.clients.openai_chat import call
 from eval_backend.config import ModelSpec
+from tests.support.baselines import ROOT, BaselineServer, free_port  # noqa: F401
 from eval_backend.tasks import SYSTEM_ASR, SYSTEM_CONVERSATION, SYSTEM_MCQ, SYSTEM_SELECTION, Request
 
-ROOT = Path(__file__).resolve().parent.parent
 SENTENCE = "I went to the market this morning and bought some apples for the weekend."
 REPLY_WORDS = "I am here for you, and we can talk about it whenever you want."
 
@@ -42,54 +37,6 @@ def sad_voice(text: str) -> bytes:
     x, sr = decode_wav_bytes(espeak(text, "-s", "115", "-p", "28", "-a", "65"))
     y = signal.sosfilt(signal.butter(2, 1800, fs=sr, output="sos"), x)
     return encode_wav(y * np.sqrt(np.mean(x ** 2) / np.mean(y ** 2)), sr)
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-class BaselineServer:
-    """`python -m eval_backend.baselines serve` on a free loopback port, stopped on exit."""
-
-    def __init__(self, timeout_s: float = 90.0):
-        self.port = free_port()
-        self.base_url = f"http://127.0.0.1:{self.port}/v1"
-        self.root = f"http://127.0.0.1:{self.port}"
-        self.timeout_s = timeout_s
-
-    def __enter__(self) -> "BaselineServer":
-        # a file, not a pipe: nobody reads a pipe during a long run, and a full pipe would stall the server
-        self.log = tempfile.TemporaryFile()
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "eval_backend.baselines", "serve", "--host", "127.0.0.1", "--port", str(self.port)],
-            cwd=ROOT, stdout=self.log, stderr=subprocess.STDOUT, env={**os.environ, "HF_HUB_OFFLINE": "1"})
-        deadline = time.monotonic() + self.timeout_s
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                self.log.seek(0)
-                raise RuntimeError(f"baseline server exited: {self.log.read().decode(errors='replace')[-3000:]}")
-            try:
-                if httpx.get(f"{self.root}/health", timeout=1).status_code == 200:
-                    return self
-            except httpx.HTTPError:
-                pass
-            time.sleep(0.3)
-        self.__exit__()
-        raise RuntimeError("baseline server did not become healthy")
-
-    def __exit__(self, *exc) -> None:
-        self.proc.terminate()
-        try:
-            self.proc.wait(10)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
-        self.log.close()
-
-    def stats(self) -> dict:
-        return httpx.get(f"{self.root}/stats", timeout=5).json()
 
 
 @pytest.fixture(scope="module")

@@ -1,9 +1,9 @@
 """Issue 10 acceptance: a submitted endpoint cannot exhaust the worker or the web process.
 
-A real fault server (its own process, tests/fault_server.py) sends 300 MB bodies (also as a gzip bomb),
+A real fault server (its own process, tests/support/fault_server.py) sends 300 MB bodies (also as a gzip bomb),
 endless bodies and SSE streams, slow trickles, redirects to a private URL and to another origin, over-long text and audio, and
 echoes the API key; the worker and the Check preflight run in a process of their own
-(tests/bounded_probe.py), which reports how much its peak RSS grew per case. Every item gets its failure
+(tests/support/bounded_probe.py), which reports how much its peak RSS grew per case. Every item gets its failure
 class, every job ends FAILED with its reason, by its deadline, and the growth stays under MEMORY_BOUND_MIB.
 
 The bound: the client holds at most `max_reply_bytes` (8 MiB, the default, used here) of one body plus its
@@ -26,7 +26,7 @@ import pytest
 from eval_backend.benchmark.dataset import save_benchmark
 from eval_backend.store import Store
 from eval_backend.submissions import SubmissionService, SubmissionSettings, Submitter
-from fault_server import make_benchmark
+from tests.support.fault_server import make_benchmark
 
 ROOT = Path(__file__).resolve().parent.parent
 MEMORY_BOUND_MIB = 192
@@ -38,7 +38,7 @@ BASE = dict(metrics=["aeq.*"], lease_s=30.0, heartbeat_s=1.0, max_attempts=2, ca
 @pytest.fixture(scope="module")
 def fault_port(tmp_path_factory):
     log = tmp_path_factory.mktemp("fault") / "server.log"
-    proc = subprocess.Popen([sys.executable, "tests/fault_server.py", "serve"], cwd=ROOT, stdout=subprocess.PIPE,
+    proc = subprocess.Popen([sys.executable, "tests/support/fault_server.py", "serve"], cwd=ROOT, stdout=subprocess.PIPE,
                             stderr=open(log, "wb"), text=True)
     try:
         line = proc.stdout.readline()
@@ -60,7 +60,7 @@ def probe(tmp: Path, port: int, mode: str, cases: list[dict]) -> dict[str, dict]
     path = tmp / f"probe-{mode}.json"
     path.write_text(json.dumps(cfg))
     env = dict(os.environ, EMPATHY_ARENA_SECRET_KEY="probe-secret-passphrase")
-    p = subprocess.run([sys.executable, "tests/bounded_probe.py", str(path)], cwd=ROOT, env=env,
+    p = subprocess.run([sys.executable, "tests/support/bounded_probe.py", str(path)], cwd=ROOT, env=env,
                        capture_output=True, text=True, timeout=600)
     assert p.returncode == 0, p.stderr[-4000:]
     out = {}
@@ -167,7 +167,7 @@ def test_checks_of_different_users_run_at_once_each_with_its_deadline(tmp_path, 
     slow = SubmissionService(store, base.with_(benchmark=folder(tmp_path, "slow", ["[fault:trickle]"]),
                                                preflight_timeout_s=4.0, check_deadline_s=2.0))
     fast = SubmissionService(store, base.with_(benchmark=folder(tmp_path, "fast", ["plain"])))
-    from bounded_probe import form
+    from tests.support.bounded_probe import form
     url = f"http://127.0.0.1:{fault_port}/v1"
     result: dict = {}
 

@@ -18,7 +18,7 @@ from eval_backend.clients.openai_chat import StreamAssembler, check_wav_complete
 from eval_backend.config import ModelSpec
 from eval_backend.runner import RetryPolicy, run_model
 from eval_backend.store import Store
-from fault_server import REPLY_RATE, FaultServer, make_benchmark
+from tests.support.fault_server import REPLY_RATE, FaultServer, make_benchmark
 
 FAULTS = {  # marker -> (status, error class, attempts with max_attempts=3)
     "": ("ok", None, 1),
@@ -159,7 +159,7 @@ def test_streaming_only_provider(tmp_path, user_wav):
 
 
 def srv_tone(n: int) -> np.ndarray:
-    from fault_server import tone_pcm
+    from tests.support.fault_server import tone_pcm
     return tone_pcm()[:n]
 
 

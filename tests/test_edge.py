@@ -1,7 +1,7 @@
 """The app's edge, attacked from loopback: client addresses, per-client limits, sessions, body caps, JSON depth.
 
-One real app process (tests/arena_app.py, uvicorn as in production: proxy_headers off) that trusts only the
-address of a real nginx in front of it (tests/nginx_proxy.py). Distinct clients are sockets bound to distinct
+One real app process (tests/support/arena_app.py, uvicorn as in production: proxy_headers off) that trusts only the
+address of a real nginx in front of it (tests/support/nginx_proxy.py). Distinct clients are sockets bound to distinct
 loopback addresses (127.0.0.2, 127.0.0.3, ...: Linux routes all of 127/8 to lo). Small limits make the bounds
 visible: 5 battles a minute per address, 3 open battles per session, 6 vote attempts a minute per address.
 Each test uses its own client addresses, so the buckets of one test do not leak into another.
@@ -18,8 +18,8 @@ from arena.config import settings_from_env
 from arena.service import ArenaService
 from eval_backend.signing import Signer
 from eval_backend.store import Store
-from tests import nginx_proxy as ng
-from tests.arena_fixtures import AppProcess, seed
+from tests.support import nginx_proxy as ng
+from tests.support.arena_fixtures import AppProcess, seed
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600),
               pytest.mark.skipif(not ng.available(), reason="needs Debian's nginx (packages-test.txt)")]

@@ -16,7 +16,7 @@ import pytest
 from eval_backend.benchmark.loaders import load_benchmark
 from eval_backend.store import Store
 from eval_backend.tasks import SPOKEN_TASKS, build_requests
-from demo_pipeline import MODELS
+from tests.support.demo_pipeline import MODELS
 
 
 def accuracy(replies, answers: dict[str, str], task_prefix: str) -> float:

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from arena.config import ArenaSettings
-from tests.arena_fixtures import seed
+from tests.support.arena_fixtures import seed
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
 import bench_flood  # noqa: E402

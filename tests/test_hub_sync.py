@@ -1,4 +1,4 @@
-"""Hub sync against the Hub client stand-in (tests/hub_standin.py): real Store, real ArenaService,
+"""Hub sync against the Hub client stand-in (tests/support/hub_standin.py): real Store, real ArenaService,
 the real huggingface_hub.CommitScheduler driving the stand-in client."""
 import io
 import json
@@ -16,7 +16,7 @@ from arena.service import ArenaService, VoteRefused
 from arena.storage import AXES
 from eval_backend.hub_sync import HubSync, HubSyncConfig, logs
 from eval_backend.store import Reply, Store
-from tests.hub_standin import StandInHub
+from tests.support.hub_standin import StandInHub
 
 LOG_REPO, STATE_REPO = "org/arena-logs", "org/arena-state"
 

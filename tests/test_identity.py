@@ -23,7 +23,7 @@ from eval_backend.submissions import SubmissionService, SubmissionSettings, Subm
 from eval_backend.submissions.service import HIDDEN
 from leaderboard.identity import (GUEST_COOKIE, OPERATOR_COOKIE, Identity, IdentityConfig, OPERATOR_TOKEN_ENV,
                                   request_cookies)
-from tests.arena_fixtures import free_port
+from tests.support.arena_fixtures import free_port
 
 TOKEN = "op-token-" + "x7Q2" * 6          # 33 characters
 

@@ -2,7 +2,7 @@
 
 A tiny HTTP server on loopback counts every request it gets. The seeded arena has two models, one of
 them named with an <img> tag pointing at that server, and every stored reply (text and transcript) holds
-Markdown images, links, autolinks and raw HTML pointing at it. The production app (tests/space_app.py:
+Markdown images, links, autolinks and raw HTML pointing at it. The production app (tests/support/space_app.py:
 app.py's build_app) runs on another loopback port; Debian's chromium opens the Browse tab, a battle and its
 reveal, and the arena leaderboard. Each view must show the hostile text literally, hold no <img>/<a> of
 theirs, and the counting server must see no request. A control request from the same page proves the
@@ -23,7 +23,7 @@ import pytest
 
 from eval_backend.bootstrap import wait_http_ok
 from eval_backend.store import Store
-from tests.arena_fixtures import free_port, seed
+from tests.support.arena_fixtures import free_port, seed
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.timeout(600)]
 
@@ -88,7 +88,7 @@ def env(tmp_path_factory):
             store.put_reply(dataclasses.replace(r, text=text, transcript=text))
     port = free_port()
     log = data / "app.log"
-    proc = subprocess.Popen([sys.executable, "-m", "tests.space_app", "--port", str(port), "--data-dir", str(data)],
+    proc = subprocess.Popen([sys.executable, "-m", "tests.support.space_app", "--port", str(port), "--data-dir", str(data)],
                             cwd=ROOT, stdout=open(log, "ab"), stderr=subprocess.STDOUT,
                             env={**os.environ, "EMPATHY_ARENA_BOOTSTRAP": "0", "EMPATHY_ARENA_BENCHMARK": "demo",
                                  "GRADIO_ANALYTICS_ENABLED": "False", "HF_HUB_OFFLINE": "1"})

@@ -1,5 +1,5 @@
 """A judge in the product path: the Space's judges from its environment, the daily call budget on every judge
-path (against the loopback judge server, tests/judge_server.py), and the About tab's judge lines."""
+path (against the loopback judge server, tests/support/judge_server.py), and the About tab's judge lines."""
 from __future__ import annotations
 
 import json
@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 sys.path.insert(0, str(Path(__file__).parent))
-from judge_server import ScriptedJudge  # noqa: E402
+from tests.support.judge_server import ScriptedJudge  # noqa: E402
 from test_judges import echo_json, world  # noqa: E402,F401  (the small benchmark + stored replies fixture)
 
 from eval_backend.scoring.judge_env import describe, space_judge_config  # noqa: E402

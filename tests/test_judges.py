@@ -1,4 +1,4 @@
-"""Judges against a real loopback OpenAI-compatible server (tests/judge_server.py)."""
+"""Judges against a real loopback OpenAI-compatible server (tests/support/judge_server.py)."""
 from __future__ import annotations
 
 import base64
@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
-from judge_server import ScriptedJudge, user_text  # noqa: E402
+from tests.support.judge_server import ScriptedJudge, user_text  # noqa: E402
 
 from eval_backend.audio.io import encode_wav, write_wav  # noqa: E402
 from eval_backend.benchmark.model import (AudioRef, Benchmark, ContextCase, ContextGroup, Script,  # noqa: E402

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pytest
 
-from demo_pipeline import run_demo_pipeline
+from tests.support.demo_pipeline import run_demo_pipeline
 
 ROOT = Path(__file__).resolve().parent.parent
 MODELS = ("cascade-blind", "cascade-cue")

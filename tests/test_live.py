@@ -14,9 +14,9 @@ import numpy as np
 import pytest
 
 from arena.live import LiveSettings
-from fault_server import FaultServer
-from live_fixtures import LiveApp, baseline_specs, post_live, spec, utterance, wav
-from test_baselines import BaselineServer
+from tests.support.fault_server import FaultServer
+from tests.support.live_fixtures import LiveApp, baseline_specs, post_live, spec, utterance, wav
+from tests.support.baselines import BaselineServer
 
 
 @pytest.fixture(scope="module")
@@ -263,7 +263,7 @@ def test_live_mode_is_up_before_the_benchmark_bootstrap_ends(tmp_path, monkeypat
 
     import app as space
     from eval_backend import bootstrap as boot
-    from fault_server import free_port
+    from tests.support.fault_server import free_port
 
     monkeypatch.setenv("EMPATHY_ARENA_BASELINE_PORT", str(free_port()))
     hold, released = threading.Event(), threading.Event()

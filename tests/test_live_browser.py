@@ -11,8 +11,8 @@ import subprocess
 import pytest
 
 from eval_backend.store import Store
-from test_baselines import BaselineServer
-from tests.arena_fixtures import AppProcess
+from tests.support.baselines import BaselineServer
+from tests.support.arena_fixtures import AppProcess
 
 BASELINES = ("cascade-blind", "cascade-cue")
 MODULE_DATABASE_FIXTURES = ("app",)

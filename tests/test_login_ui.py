@@ -1,11 +1,11 @@
 """Sign-in and who sees what, in a real browser (Debian chromium via Playwright) against real processes.
 
-On Spaces, Gradio's Hub login is OpenID Connect; here the app process (tests/space_app.py, app.py's production
+On Spaces, Gradio's Hub login is OpenID Connect; here the app process (tests/support/space_app.py, app.py's production
 app) runs with the variables Spaces sets (SYSTEM=spaces, SPACE_ID, OPENID_PROVIDER_URL, OAUTH_CLIENT_ID, ...)
-pointed at tests/oidc_provider.py on loopback, and the browser goes through the real login: Gradio's
+pointed at tests/support/oidc_provider.py on loopback, and the browser goes through the real login: Gradio's
 /login/huggingface → the provider's sign-in form → /login/callback (authlib checks the RS256 ID token against
 the provider's JWKS) → back on the page. Off Spaces, a second app process shows guests and the operator token.
-Submissions go to tests/fault_server.py (an OpenAI-compatible endpoint on loopback, allowlisted by the demo).
+Submissions go to tests/support/fault_server.py (an OpenAI-compatible endpoint on loopback, allowlisted by the demo).
 
 - a signed-in user submits, within the quota (3 per 7 days), and the 4th is refused;
 - the operator (listed in EMPATHY_ARENA_OPERATORS) sees a job's endpoint and model id, and retries and cancels;
@@ -25,9 +25,9 @@ import time
 import pytest
 
 from eval_backend.store import Store
-from tests.arena_fixtures import free_port, seed
-from tests.fault_server import FaultServer
-from tests.oidc_provider import OIDCProvider, User
+from tests.support.arena_fixtures import free_port, seed
+from tests.support.fault_server import FaultServer
+from tests.support.oidc_provider import OIDCProvider, User
 from tests.test_submit_ui import CHROMIUM_ARGS, Proc, _fill, _text, _wait_text
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.timeout(900)]
@@ -50,9 +50,9 @@ def site(tmp_path_factory):
               # the demo allowlists only its baseline port: the test endpoint is allowed by name
               "EMPATHY_ARENA_ALLOW_ADDRESSES": f"127.0.0.1:{endpoint.port}"}
     sport, lport = free_port(), free_port()
-    spaces = Proc(["-m", "tests.space_app", "--port", str(sport), "--data-dir", str(data)], data / "spaces.log",
+    spaces = Proc(["-m", "tests.support.space_app", "--port", str(sport), "--data-dir", str(data)], data / "spaces.log",
                   {**common, **idp.space_env()})
-    local = Proc(["-m", "tests.space_app", "--port", str(lport), "--data-dir", str(data)], data / "local.log",
+    local = Proc(["-m", "tests.support.space_app", "--port", str(lport), "--data-dir", str(data)], data / "local.log",
                  {**common, "EMPATHY_ARENA_OPERATOR_TOKEN": OPERATOR_TOKEN})
     spaces.start(f"http://127.0.0.1:{sport}/api/arena/health")
     local.start(f"http://127.0.0.1:{lport}/api/arena/health")

@@ -36,7 +36,7 @@ import pytest
 from arena.media import MediaTokens
 from eval_backend.signing import Signer
 from eval_backend.store import Reply, Store
-from tests.arena_fixtures import free_port, seed
+from tests.support.arena_fixtures import free_port, seed
 
 ROOT = Path(__file__).resolve().parent.parent
 MODELS = ("warm-model", "flat-model")

@@ -18,7 +18,7 @@ from eval_backend.clients.openai_chat import call
 from eval_backend.config import ModelSpec
 from eval_backend.submissions.netguard import AddressPolicy, guarded_session, parse_ip
 from eval_backend.tasks import Request
-from fault_server import FaultServer, free_port
+from tests.support.fault_server import FaultServer, free_port
 
 INTERNAL = [
     "http://127.0.0.1/v1", "http://127.0.0.1./v1", "http://127.0.0.1../v1", "http://2130706433/",

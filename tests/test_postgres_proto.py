@@ -4,7 +4,7 @@ import threading
 
 import pytest
 
-from tests.pg_server import pg_bin, postgres_server
+from tests.support.pg_server import pg_bin, postgres_server
 
 psycopg = pytest.importorskip("psycopg")
 pytestmark = pytest.mark.skipif(pg_bin() is None, reason="Debian's postgresql is not installed")

@@ -24,7 +24,7 @@ from eval_backend.submissions import (JobError, Queue, SubmissionForm, Submissio
                                       Submitter)
 from eval_backend.submissions import secrets as secretstore
 from eval_backend.submissions.worker import Worker, start_worker_thread
-from fault_server import FaultServer, make_benchmark, tone_pcm
+from tests.support.fault_server import FaultServer, make_benchmark, tone_pcm
 
 ROOT = Path(__file__).resolve().parent.parent
 OPERATOR = Submitter("op", is_operator=True)

@@ -12,8 +12,8 @@ import pytest
 
 from eval_backend.store import Store
 from eval_backend.submissions import SubmissionService
-from tests.arena_fixtures import NO_LIMITS, AppProcess, run_load, seed
-from fault_server import FaultServer
+from tests.support.arena_fixtures import NO_LIMITS, AppProcess, run_load, seed
+from tests.support.fault_server import FaultServer
 from test_queue_worker import OPERATOR, bench_folder, form_for, settings_for, wait_for, worker_processes
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]

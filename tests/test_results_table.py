@@ -145,8 +145,8 @@ def test_judge_human_agreement_against_a_judge_over_http(tmp_path):
     import re as _re
 
     from arena.storage import VoteRow
-    from judge_server import ScriptedJudge
-    from tests.arena_fixtures import build_benchmark
+    from tests.support.judge_server import ScriptedJudge
+    from tests.support.arena_fixtures import build_benchmark
 
     bench = build_benchmark(tmp_path / "bench", n_scripts=2)
     store = Store(tmp_path / "data")

@@ -20,7 +20,7 @@ from eval_backend.clients.predictions import PredictionsError
 from eval_backend.config import ModelSpec
 from eval_backend.runner import RetryPolicy, import_predictions, run_model
 from eval_backend.store import Store
-from fault_server import FaultServer, make_benchmark, tone_pcm
+from tests.support.fault_server import FaultServer, make_benchmark, tone_pcm
 
 ROOT = Path(__file__).resolve().parent.parent
 FAST = RetryPolicy(max_attempts=2, base_s=0.02, cap_s=0.2)

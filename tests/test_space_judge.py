@@ -1,5 +1,5 @@
 """Issue 12, end to end: the Space started with judge settings pointing at the loopback judge server
-(tests/judge_server.py) scores C1-C4, VES and the AEQ metrics in its in-process worker (started as app.main
+(tests/support/judge_server.py) scores C1-C4, VES and the AEQ metrics in its in-process worker (started as app.main
 starts it); the daily budget stops judge calls at the limit with a visible note on the About tab; and no event of
 the built page calls a judge."""
 from __future__ import annotations
@@ -15,8 +15,8 @@ import numpy as np
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
-from fault_server import REPLY_RATE, FaultServer, tone_pcm  # noqa: E402
-from judge_server import ScriptedJudge, user_text  # noqa: E402
+from tests.support.fault_server import REPLY_RATE, FaultServer, tone_pcm  # noqa: E402
+from tests.support.judge_server import ScriptedJudge, user_text  # noqa: E402
 from test_judges import echo_json  # noqa: E402
 
 from gradio.helpers import special_args  # noqa: E402
@@ -60,7 +60,7 @@ def answer(body: dict) -> str:
 
 
 class Endpoint(FaultServer):
-    """The loopback OpenAI-compatible model (normal mode of tests/fault_server.py), with its own words and voice,
+    """The loopback OpenAI-compatible model (normal mode of tests/support/fault_server.py), with its own words and voice,
     so that two submitted models give the judges different replies (the judge cache would answer the second)."""
 
     def __init__(self, words: str, pitch: float):

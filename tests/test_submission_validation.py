@@ -19,7 +19,7 @@ from eval_backend.store import Store
 from eval_backend.submissions import SubmissionForm, SubmissionService, SubmissionSettings, Submitter, validate_form
 from eval_backend.submissions.uploads import UploadError, check_upload
 from eval_backend.submissions.validation import LICENCES, normalise_base_url, url_syntax
-from fault_server import make_benchmark, tone_pcm
+from tests.support.fault_server import make_benchmark, tone_pcm
 
 PUBLIC = "https://93.184.216.34/v1"     # a public literal: passes the address policy without DNS
 WAV = encode_wav(tone_pcm(0.3), 24000)

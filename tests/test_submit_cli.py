@@ -14,7 +14,7 @@ from eval_backend.audio.io import encode_wav
 from eval_backend.benchmark.dataset import save_benchmark
 from eval_backend.store import Store
 from eval_backend.submissions import secrets as secretstore
-from fault_server import FaultServer, make_benchmark, tone_pcm
+from tests.support.fault_server import FaultServer, make_benchmark, tone_pcm
 
 ROOT = Path(__file__).resolve().parent.parent
 

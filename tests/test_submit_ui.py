@@ -1,6 +1,6 @@
 """Issue 5 acceptance in a real browser (Debian chromium via Playwright) against real processes:
 
-the app (tests/space_app.py: app.py's SpaceContext + the Submit, Benchmark leaderboard and About tabs),
+the app (tests/support/space_app.py: app.py's SpaceContext + the Submit, Benchmark leaderboard and About tabs),
 the cascade-cue baseline server on loopback (allowlisted by the demo settings), and the worker
 (`python -m eval_backend worker`) on the same SQLite data dir. A tiny seeded benchmark (espeak-ng
 speech, 7 requests) and a seeded second model with spoken replies keep it to a few minutes.
@@ -25,7 +25,7 @@ import pytest
 
 from eval_backend.bootstrap import wait_http_ok
 from eval_backend.store import Store
-from tests.arena_fixtures import free_port, seed
+from tests.support.arena_fixtures import free_port, seed
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.timeout(900)]
 
@@ -76,7 +76,7 @@ def env(tmp_path_factory):
     baseline = Proc(["-m", "eval_backend.baselines", "serve", "--host", "127.0.0.1", "--port", str(bport)],
                     data / "baseline.log")
     baseline.start(f"http://127.0.0.1:{bport}/health")
-    app = Proc(["-m", "tests.space_app", "--port", str(aport), "--data-dir", str(data)], data / "app.log",
+    app = Proc(["-m", "tests.support.space_app", "--port", str(aport), "--data-dir", str(data)], data / "app.log",
                {"EMPATHY_ARENA_BOOTSTRAP": "0", "EMPATHY_ARENA_BENCHMARK": "demo",
                 "EMPATHY_ARENA_BASELINE_PORT": str(bport),      # the demo allowlists exactly this port
                 "GRADIO_ANALYTICS_ENABLED": "False", "HF_HUB_OFFLINE": "1", "EMPATHY_ARENA_OPERATOR_TOKEN": OPERATOR})

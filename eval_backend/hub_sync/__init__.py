@@ -24,7 +24,7 @@
   API key never leave the machine. Not restored: the sessions / IP hashes / user names of votes (rate-limit
   history restarts empty) and submitters' names.
 
-The Hub client is injected (`api`): HfApi(token=...) by default, a stand-in in tests (tests/hub_standin.py).
+The Hub client is injected (`api`): HfApi(token=...) by default, a stand-in in tests (tests/support/hub_standin.py).
 """
 from __future__ import annotations
 

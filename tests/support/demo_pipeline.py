@@ -15,7 +15,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from test_baselines import ROOT, BaselineServer
+from tests.support.baselines import ROOT, BaselineServer
 
 MODELS = ("cascade-blind", "cascade-cue")
 

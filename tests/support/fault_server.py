@@ -37,7 +37,7 @@ a marker (a contestant that always fails, for the live arena's tests).
 The server counts calls per request id (the `X-Client-Request-Id` header) and keeps the last payload
 of each id (audio replaced by its length), so tests can prove what was asked and how often.
 
-Also runnable as its own process: `python tests/fault_server.py serve --latency 1` (prints `READY <port>`).
+Also runnable as its own process: `python tests/support/fault_server.py serve --latency 1` (prints `READY <port>`).
 """
 from __future__ import annotations
 
@@ -62,7 +62,7 @@ from starlette.requests import Request as HttpRequest
 from starlette.responses import JSONResponse, PlainTextResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 

@@ -1,7 +1,7 @@
 """Runs submitted-endpoint work in a process of its own and reports how much memory it grew: the worker
 (`worker`) or the web process's Check/Submit preflight (`check`), one case at a time.
 
-    python tests/bounded_probe.py CONFIG.json      # prints one JSON line per case
+    python tests/support/bounded_probe.py CONFIG.json      # prints one JSON line per case
 
 CONFIG: {"mode": "worker" | "check", "data": DIR, "base_url": URL, "warm_bench": FOLDER,
          "settings": {SubmissionSettings fields}, "cases": [{"name", "bench": FOLDER, "settings": {...},
@@ -20,7 +20,7 @@ import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from eval_backend.store import Store  # noqa: E402

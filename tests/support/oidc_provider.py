@@ -13,7 +13,7 @@ preferred_username, profile, picture.
 
 A user with `expires_in=3` gets an access token (and so a Gradio session) that expires after 3 s; a user with
 `forge=True` gets an ID token signed with a key the JWKS does not publish (the relying party must refuse it).
-Run alone: `python -m tests.oidc_provider --port 8900 --user alice:pw` (prints `READY <port>`).
+Run alone: `python -m tests.support.oidc_provider --port 8900 --user alice:pw` (prints `READY <port>`).
 """
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """The Space with the issue-5 tabs (Submit, Benchmark leaderboard, About) beside the arena, for the browser test.
 
-    EMPATHY_ARENA_DATA_DIR=DIR EMPATHY_ARENA_BOOTSTRAP=0 python -m tests.space_app --port 7871 [--worker]
+    EMPATHY_ARENA_DATA_DIR=DIR EMPATHY_ARENA_BOOTSTRAP=0 python -m tests.support.space_app --port 7871 [--worker]
 
 Uses app.py's SpaceContext (store, arena, bootstrap that only loads the benchmark when
 EMPATHY_ARENA_BOOTSTRAP=0) and app.py's build_app, without app.main's in-process worker and Hub sync. `--worker` also starts the

@@ -1,6 +1,6 @@
 """A minimal arena server for the browser, load and latency tests (app.py does the same in production).
 
-    EMPATHY_ARENA_DATA_DIR=DIR python -m tests.arena_app --port 7870
+    EMPATHY_ARENA_DATA_DIR=DIR python -m tests.support.arena_app --port 7870
 
 FastAPI app = the arena JSON API (/api/arena/...) + Gradio (arena tab and arena
 leaderboard tab) mounted at "/". Settings overrides (e.g. no minimum listening

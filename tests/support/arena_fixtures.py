@@ -5,7 +5,7 @@ benchmark is saved in the project format under `<data dir>/benchmarks/demo`
 (the spec the arena loads by default), and Reply rows go in through
 `eval_backend.store`. Usable from tests and from the benchmark script:
 
-    python -m tests.arena_fixtures DATA_DIR [--models m1 m2 ...] [--scripts N]
+    python -m tests.support.arena_fixtures DATA_DIR [--models m1 m2 ...] [--scripts N]
 """
 from __future__ import annotations
 
@@ -126,7 +126,7 @@ def free_port() -> int:
 
 
 class AppProcess:
-    """`python -m tests.arena_app` on a free loopback port, with a data dir and settings overrides."""
+    """`python -m tests.support.arena_app` on a free loopback port, with a data dir and settings overrides."""
 
     def __init__(self, data_dir: str | Path, settings: dict | None = None, port: int | None = None,
                  env: dict | None = None):
@@ -142,9 +142,9 @@ class AppProcess:
         env = {**os.environ, "EMPATHY_ARENA_DATA_DIR": str(self.data_dir),
                "EMPATHY_ARENA_SETTINGS": json.dumps(self.settings), "GRADIO_ANALYTICS_ENABLED": "False",
                "HF_HUB_OFFLINE": "1", **self.env}
-        root = Path(__file__).resolve().parent.parent
+        root = Path(__file__).resolve().parents[2]
         log = open(self.log_path, "ab")
-        self.proc = subprocess.Popen([sys.executable, "-m", "tests.arena_app", "--port", str(self.port)],
+        self.proc = subprocess.Popen([sys.executable, "-m", "tests.support.arena_app", "--port", str(self.port)],
                                      cwd=root, env=env, stdout=log, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:

@@ -8,7 +8,7 @@
         ... JudgeSettings(base_url=judge.base_url, model="scripted") ...
         judge.requests                                                 # every request body received
 
-Run alone (`python tests/judge_server.py --port 8911 --answer '{...}'`) it serves one fixed answer.
+Run alone (`python tests/support/judge_server.py --port 8911 --answer '{...}'`) it serves one fixed answer.
 """
 from __future__ import annotations
 
