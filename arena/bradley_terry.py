@@ -182,6 +182,7 @@ class BTResult:
     def rank(self) -> np.ndarray:
         """1 + number of ranked models whose lower bound is above my upper bound; 0 for a model that
         is not ranked (provisional, or without an interval)."""
+        assert self.provisional is not None            # set by __post_init__
         ranked = ~self.provisional & np.isfinite(self.low) & np.isfinite(self.high)
         above = (self.low[None, :] > self.high[:, None]) & ranked[None, :]
         return np.where(ranked, 1 + above.sum(axis=1), 0)
@@ -190,6 +191,7 @@ class BTResult:
         """model -> {bt, bt_low, bt_high (NaN where not fitted), bt_rank (None where not ranked),
         provisional, bt_votes}."""
         ranks = self.rank()
+        assert self.provisional is not None and self.votes is not None      # set by __post_init__
         return {m: {"bt": float(self.score[k]), "bt_low": float(self.low[k]), "bt_high": float(self.high[k]),
                     "bt_rank": int(ranks[k]) if ranks[k] else None, "provisional": bool(self.provisional[k]),
                     "bt_votes": int(self.votes[k])}

@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 import random
 from dataclasses import dataclass
-from typing import Iterable
+from typing import AbstractSet, Iterable
 
 from .ratings import DEFAULT_PARAMS, Rating, TrueSkillParams, quality_1vs1
 
@@ -49,7 +49,7 @@ def components(models: Iterable[str], edges: Iterable[tuple[str, str]]) -> dict[
 
 
 def pair_weights(pairs: Iterable[tuple[str, str]], ratings: dict[str, Rating], votes: dict[str, int],
-                 edges: Iterable[tuple[str, str]], paused: set[str] = frozenset(),
+                 edges: Iterable[tuple[str, str]], paused: AbstractSet[str] = frozenset(),
                  params: MatchParams = MatchParams()) -> dict[tuple[str, str], float]:
     ts = params.trueskill
     fresh = Rating(ts.mu, ts.sigma)
@@ -71,7 +71,7 @@ def pair_weights(pairs: Iterable[tuple[str, str]], ratings: dict[str, Rating], v
 
 
 def choose_pair(pairs: Iterable[tuple[str, str]], ratings: dict[str, Rating], votes: dict[str, int],
-                edges: Iterable[tuple[str, str]], rng: random.Random, paused: set[str] = frozenset(),
+                edges: Iterable[tuple[str, str]], rng: random.Random, paused: AbstractSet[str] = frozenset(),
                 params: MatchParams = MatchParams()) -> tuple[str, str] | None:
     """One pair drawn by weight, None when no pair of unpaused models is servable."""
     weights = pair_weights(sorted(pairs), ratings, votes, edges, paused, params)

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Sets up everything the tests need (Debian + Python packages), runs `ruff check .` (ruff.toml), then the whole
+# Sets up everything the tests need (Debian + Python packages), runs `ruff check .` (ruff.toml) and mypy over the pure cores (mypy.ini), then the whole
 # test suite twice: on SQLite
 # (the embedded default) and on PostgreSQL (a throwaway cluster the tests start on loopback with Debian's
 # postgresql binaries; no system service is used). EMPATHY_ARENA_TEST_DB=sqlite|postgresql runs one pass only.
@@ -11,6 +11,8 @@ unset DATABASE_URL
 . scripts/python_env.sh
 echo "=== ruff check ==="
 "$PY" -m ruff check .            # lint first: a finding fails the run before any test starts
+echo "=== mypy (pure cores, mypy.ini) ==="
+"$PY" -m mypy
 databases="${EMPATHY_ARENA_TEST_DB:-sqlite postgresql}"
 failed=""
 for db in $databases; do

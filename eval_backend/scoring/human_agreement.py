@@ -67,7 +67,7 @@ def agreement_rows(votes: Iterable, scores: Scores, higher_is_better: Mapping[st
             if not (is_number(sa) and is_number(sb)):
                 continue
             better = 1 if higher_is_better.get(metric, True) else -1
-            prefers = None if sa == sb else ("A" if better * (sa - sb) > 0 else "B")
+            prefers = None if sa == sb else ("A" if better * (float(sa) - float(sb)) > 0 else "B")  # type: ignore[arg-type]
             for axis, human in decisive.items():
                 c = counts[(metric, axis)]
                 c[1] += 1
@@ -83,7 +83,7 @@ def agreement_rows(votes: Iterable, scores: Scores, higher_is_better: Mapping[st
 
 def scores_from_docs(docs: Iterable[dict]) -> tuple[dict, dict[str, bool]]:
     """(scores, higher_is_better) from results documents: the newest document per (model, benchmark hash)."""
-    newest: dict[tuple[str, str], dict] = {}
+    newest: dict[tuple, dict] = {}
     for d in docs:
         man = d.get("manifest") or {}
         key = (man.get("model"), (man.get("benchmark") or {}).get("hash"))

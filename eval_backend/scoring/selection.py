@@ -48,7 +48,9 @@ def score_selection(ctx: ScoringContext, kind: str | None) -> MetricResult:
         return MetricResult.not_computed(f"the benchmark has no {label}selection items")
     if not ctx.replies_for("selection"):
         return MetricResult.not_computed("no stored replies for task selection")
-    per_item, raw, failures = {}, {}, {}
+    per_item: dict[str, float | None] = {}
+    raw: dict = {}
+    failures: dict[str, int] = {}
     correct: dict[str, bool | None] = {}
     for it in items:
         rid = make_id("selection", it.id)
@@ -105,7 +107,7 @@ def selection_accuracy(ctx: ScoringContext) -> MetricResult:
     res = score_selection(ctx, None)
     if res.value is None:
         return res
-    vals = list(res.per_item.values())
+    vals = [float(v) for v in res.per_item.values() if v is not None]
     from .bootstrap import mean_ci
     return MetricResult(value=sum(vals) / len(vals), per_item=res.per_item, n=res.n, failures=res.failures,
                         ci95=mean_ci(vals, seed=int(ctx.settings.get("seed", SEED))),

@@ -162,7 +162,8 @@ def _mean_result(per_item: dict[str, float], failures: dict[str, int], seed: int
     vals = list(per_item.values())
     if not vals:
         return MetricResult.not_computed("every reply failed or had no words")
-    return MetricResult(value=sum(vals) / len(vals), per_item=per_item, ci95=mean_ci(vals, seed=seed),
+    return MetricResult(value=sum(vals) / len(vals), per_item=dict[str, float | None](per_item),
+                        ci95=mean_ci(vals, seed=seed),
                         n=len(vals), failures=dict(failures))
 
 
@@ -183,7 +184,7 @@ def bleu4(ctx: ScoringContext) -> MetricResult:
         stats.append(st)
     total = [sum(col) for col in zip(*stats)]
     value = corpus_bleu_from_stats(total)
-    return MetricResult(value=value, per_item=per_item, n=len(pairs), failures=failures,
+    return MetricResult(value=value, per_item=dict[str, float | None](per_item), n=len(pairs), failures=failures,
                         ci95=units_ci(stats, corpus_bleu_from_stats, seed=_seed(ctx)),
                         raw={"mean_sentence_bleu": sum(per_item.values()) / len(per_item)})
 
@@ -220,7 +221,7 @@ def bertscore(ctx: ScoringContext) -> MetricResult:
         return early
     usable = [p for p in pairs if p.hyp is not None]
     try:
-        scores = bertscore_f1([p.hyp for p in usable], [p.ref for p in usable])
+        scores = bertscore_f1([p.hyp or "" for p in usable], [p.ref for p in usable])
     except ModelMissing as exc:
         return MetricResult.not_computed(str(exc))
     return _mean_result({p.request_id: s for p, s in zip(usable, scores)}, failures, _seed(ctx))
