@@ -19,7 +19,7 @@ is as good as playing them one after the other.
 - `impossible`: a claim no honest page can make (`why`: `not_fetched`, `longer_than_clip`,
   `faster_than_possible`): an integrity refusal, logged.
 
-The page (arena/ui.py) applies `covered`/`remaining` in JavaScript to the numbers of `payload`, with the
+The page (arena/arena_tab.py) applies `covered`/`remaining` in JavaScript to the numbers of `payload`, with the
 same tolerance, so the page unlocks the vote exactly when the server would accept it. A battle's clips are
 whatever it serves (`user`, `A`, `B` for benchmark and live battles alike).
 """
