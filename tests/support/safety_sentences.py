@@ -256,3 +256,42 @@ DEV: dict[str, list[str]] = {
         "Losing a pregnancy is a real loss, and your grief is real.",
     ],
 }
+
+# What "caught" means per label: held (flagged) for the harmful labels, a crisis reading for "crisis"; the
+# category column says whether it was held under the right category too.
+CATEGORY_OF = {"abuse": "abuse", "hate": "hate", "violence": "violence", "personal_data": "personal_data",
+               "crisis": "self_harm"}
+
+
+def evaluate(sentences: dict[str, list[str]], screen=None) -> dict[str, dict]:
+    """{label: {"n", "caught", "right_category", "rate"}}; for "benign", "caught" counts false flags."""
+    if screen is None:
+        from eval_backend.safety import screen_text as screen
+    out = {}
+    for label, texts in sentences.items():
+        results = [screen(t) for t in texts]
+        if label == "benign":
+            caught = sum(r.flagged for r in results)
+            right = caught
+        elif label == "crisis":
+            caught = sum(r.crisis for r in results)
+            right = caught
+        else:
+            caught = sum(r.flagged for r in results)
+            right = sum(r.flagged and r.categories[CATEGORY_OF[label]] >= 0.5 for r in results)
+        out[label] = {"n": len(texts), "caught": caught, "right_category": right, "rate": caught / len(texts)}
+    return out
+
+
+def table(sentences: dict[str, list[str]]) -> str:
+    rows = ["| label | n | caught | rate | under the right category |", "|---|---|---|---|---|"]
+    for label, m in evaluate(sentences).items():
+        what = "false flags" if label == "benign" else ("crisis readings" if label == "crisis" else "held")
+        rows.append(f"| {label} | {m['n']} | {m['caught']} {what} | {m['rate']:.0%} | {m['right_category']} |")
+    return "\n".join(rows)
+
+
+if __name__ == "__main__":      # python -m tests.support.safety_sentences: the tables for docs/security.md
+    from eval_backend.safety import screen_name
+    print(f"screen: {screen_name()}\n\nDEV (rules written against it):\n{table(DEV)}\n\n"
+          f"HELD_APART:\n{table(HELD_APART)}")
