@@ -5,7 +5,7 @@
         server.mode = "ok" | "slow" | "5xx" | "429" | "not_json" | "no_results" | "bad_scores" | "huge" |
                       "huge_chunked" | "redirect"
         ... EMPATHY_ARENA_MODERATION_URL=server.url ...
-        server.requests                                    # (headers, body) of every request
+        server.requests                                    # (lower-cased headers, body) of every request
 
 The answers follow the protocol's shape: {"id", "model", "results": [{"flagged", "categories", "category_scores"}]}.
 """
@@ -42,12 +42,15 @@ class ModerationServer:
                              **(headers or {})}.items():
                     self.send_header(k, v)
                 self.end_headers()
-                self.wfile.write(body)
+                try:
+                    self.wfile.write(body)
+                except OSError:          # the client stopped reading (too large): expected
+                    pass
 
             def do_POST(self):
                 length = int(self.headers.get("Content-Length") or 0)
                 request = json.loads(self.rfile.read(length))
-                server.requests.append((dict(self.headers), request))
+                server.requests.append(({k.lower(): v for k, v in self.headers.items()}, request))
                 mode = server.mode
                 if self.path != "/v1/moderations":
                     return self._send(404, b'{"error": "no route"}')
