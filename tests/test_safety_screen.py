@@ -97,6 +97,7 @@ def test_not_screened_is_held_when_screening_is_required():
 
 # ---------------------------------------------------------------- offline adapter
 def test_screen_name_carries_the_package_and_rules_versions():
+    safety.warm()                                  # loads the classifier; harmless when already loaded
     assert safety.screen_text("hello").screen == f"offline:alt-profanity-check-1.9.1+{rules.VERSION}"
 
 
