@@ -18,6 +18,7 @@ COMMANDS = {
     "worker": ("eval_backend.worker_cli", "evaluate queued submissions (--once, --poll S)"),
     "agreement": ("leaderboard.agreement_cli",
                   "which automatic metrics prefer the reply people voted for (--json)"),
+    "screen": ("eval_backend.safety.cli", "screen a text for abuse, hate, self-harm, personal data (--json)"),
 }
 
 

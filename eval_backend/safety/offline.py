@@ -1,0 +1,56 @@
+"""The offline screen (default): the `alt-profanity-check` classifier (MIT; a linear model trained on offensive
+language, shipped inside the PyPI package, loaded from disk — no network) plus our rules (rules.py).
+
+The classifier gives one number, "offensive or not"; it becomes the abuse score. It cannot tell hate from
+abuse, nor see phone numbers or distress, which is why the rules exist.
+"""
+from __future__ import annotations
+
+import threading
+from functools import lru_cache
+from importlib import metadata
+
+from . import rules
+from .core import Finding, ScreenResult, Thresholds, combine, not_screened
+
+PACKAGE = "alt-profanity-check"
+_model = None
+_lock = threading.Lock()
+
+
+@lru_cache(maxsize=1)
+def package_version() -> str:
+    """The installed package's version (fixed for the life of the process; cached: screen_text names the
+    screen on every call)."""
+    try:
+        return metadata.version(PACKAGE)
+    except metadata.PackageNotFoundError:
+        return "missing"
+
+
+def screen_name() -> str:
+    return f"offline:{PACKAGE}-{package_version()}+{rules.VERSION}"
+
+
+def _predict():
+    """The classifier's predict_prob, loaded once (importing scikit-learn and the model takes seconds)."""
+    global _model
+    with _lock:
+        if _model is None:
+            from profanity_check import predict_prob
+            _model = predict_prob
+        return _model
+
+
+def classifier_score(text: str) -> float:
+    return float(_predict()([text])[0])
+
+
+def screen(text: str, threshold: float, required: bool = True) -> ScreenResult:
+    name = screen_name()
+    try:
+        score = classifier_score(text) if text.strip() else 0.0
+    except Exception as exc:       # a missing or broken package must hold, never pass, the item
+        return not_screened(name, f"classifier unavailable ({type(exc).__name__})", required)
+    findings = [Finding("abuse", score, "classifier")] + rules.findings(text)
+    return combine(findings, Thresholds(default=threshold), name)
