@@ -62,6 +62,10 @@ class ArenaSettings:
     # battles (from the replies of eval_backend.tasks.SPOKEN_TASKS)
     identity_patterns: tuple[str, ...] = DEFAULT_IDENTITY_PATTERNS
     benchmark_specs: tuple[str, ...] = ("demo",)   # loaded lazily for user audio and context text
+    # safety (issue 14): serve only replies screened clean or released by the operator (eval_backend/moderation).
+    # Off for a bare ArenaService (tests of other parts build arenas from fixture replies); the app turns it on
+    # from EMPATHY_ARENA_SCREEN_REPLIES (default 1), see settings_from_env.
+    screen_replies: bool = False
     # matchmaking weights (see matchmaking.py)
     new_model_boost: float = 4.0
     bridge_boost: float = 5.0
@@ -117,7 +121,18 @@ def listen_from_env(env=os.environ) -> dict:
     return out
 
 
+SCREEN_ENV = "EMPATHY_ARENA_SCREEN_REPLIES"      # screen_replies: 1 (default) or 0
+
+
+def screen_from_env(env=os.environ) -> bool:
+    raw = (env.get(SCREEN_ENV) or "1").strip()
+    if raw not in ("0", "1"):
+        raise ValueError(f"{SCREEN_ENV}={raw!r}: expected 1 (play only screened replies) or 0")
+    return raw == "1"
+
+
 def settings_from_env(data_dir: Path, **overrides) -> ArenaSettings:
     """Settings with the salt resolved; the listening rule from the environment (EMPATHY_ARENA_LISTEN_S,
-    EMPATHY_ARENA_MAX_PLAYBACK_RATE); numeric limits may be overridden by keyword."""
-    return ArenaSettings(**{**listen_from_env(), **overrides}).with_salt(data_dir)
+    EMPATHY_ARENA_MAX_PLAYBACK_RATE) and reply screening (EMPATHY_ARENA_SCREEN_REPLIES); numeric limits may be
+    overridden by keyword."""
+    return ArenaSettings(**{**listen_from_env(), "screen_replies": screen_from_env(), **overrides}).with_salt(data_dir)

@@ -1,7 +1,8 @@
 """The only way audio reaches a browser: routes that map an opaque token to one file, never a path.
 
     GET /api/arena/audio/{battle_id}/{clip}   clip user | A | B of a served, unexpired battle
-    GET /media/reply/{token}                  one stored reply's audio (Browse tab, model page)
+    GET /media/reply/{token}                  one stored reply's audio (Browse tab, model page), if screened
+                                              clean when screening is on (issue 14)
     GET /media/clip/{token}                   one clip of the served benchmark (Browse tab)
 
 Why: handing Gradio a path means letting it serve a folder (`allowed_paths`), and the data dir holds the
@@ -120,6 +121,15 @@ def reply_file(store, model: str, benchmark_hash: str, request_id: str) -> Path 
     return p if p.resolve().is_relative_to(store.root.resolve() / "replies") else None
 
 
+def playable_reply_file(service, model: str, benchmark_hash: str, request_id: str) -> Path | None:
+    """The reply's audio only if the service lets it be played: with screening on, a reply not screened clean
+    (flagged, not screened, or not screened yet) is not served (eval_backend/moderation)."""
+    cleared = getattr(service, "reply_cleared", None)
+    if cleared is not None and not cleared(service.store.reply(model, benchmark_hash, request_id)):
+        return None
+    return reply_file(service.store, model, benchmark_hash, request_id)
+
+
 def _audio(path: Path, name: str, cache: str) -> FileResponse:
     # A generic file name: the stored one may contain a model name. Range requests are served by FileResponse.
     return FileResponse(path, media_type=AUDIO_TYPES[path.suffix.lower()], filename=name,
@@ -166,7 +176,7 @@ def build_media_router(service, tokens: MediaTokens | None = None,
     @router.get(REPLY_PREFIX + "/{token}")
     async def reply_audio(token: str):
         key = tokens.reply_key(token)
-        path = await run_in_threadpool(reply_file, store, *key) if key else None
+        path = await run_in_threadpool(playable_reply_file, service, *key) if key else None
         path = servable(path, store.root, REPLY_DIRS)
         if path is None:
             return _not_found("reply audio")
