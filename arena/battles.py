@@ -18,6 +18,7 @@ import soundfile as sf
 from eval_backend.benchmark.model import Benchmark, dimension_of
 from eval_backend.moderation import ledger
 from eval_backend.moderation.replies import KIND, subject_of
+from eval_backend.moderation.texts import REASON, screen_later
 from eval_backend.store import Reply
 from eval_backend.tasks import SPOKEN_TASKS, build_requests
 
@@ -337,6 +338,8 @@ class Battles:
             result = self._submit(battle_id, session_id, ip_hash, overall, said, sounded, reason, user,
                                   claimed_models, listen)
             self.gate.closed(session_id, battle_id)
+            if isinstance(reason, str) and reason.strip():   # screened after the vote, off its path
+                screen_later(self.store, REASON, reason.strip())
             return result
         except NotYet:
             raise                                  # early, not abuse: no refusal row
