@@ -89,7 +89,7 @@ def build_moderation_tab(ctx) -> TabHandles:
     def items_by_id() -> dict[int, object]:
         return {it.id: it for it in ledger.held(ctx.store)}
 
-    def listing(picked, request: gr.Request, profile: gr.OAuthProfile | None):
+    def moderation_listing(picked, request: gr.Request, profile: gr.OAuthProfile | None):
         if operator(request, profile) is None:          # nothing of the queue leaves the server
             return (gr.update(visible=False), gr.update(visible=False), pd.DataFrame(columns=COLUMNS),
                     gr.update(choices=[], value=None))
@@ -99,7 +99,7 @@ def build_moderation_tab(ctx) -> TabHandles:
         return (gr.update(visible=True), gr.update(visible=True), held_frame(list(items.values())),
                 gr.update(choices=choices, value=value))
 
-    def show(picked, request: gr.Request, profile: gr.OAuthProfile | None):
+    def moderation_show(picked, request: gr.Request, profile: gr.OAuthProfile | None):
         if operator(request, profile) is None or picked is None:
             return "", gr.update(visible=False, value=audio_html("held reply audio", None))
         it = items_by_id().get(picked)
@@ -118,15 +118,15 @@ def build_moderation_tab(ctx) -> TabHandles:
         ledger.act(ctx.store, it.kind, it.subject, action, person.name, (note_v or "").strip())
         return f"{ACTION_LABELS[action]}: #{it.id} ({md_inline(it.kind)}), logged as {md_inline(person.name)}."
 
-    def release_fn(picked, note_v, request: gr.Request, profile: gr.OAuthProfile | None):
+    def moderation_release(picked, note_v, request: gr.Request, profile: gr.OAuthProfile | None):
         return act("release", picked, note_v, request, profile)
 
-    def keep_fn(picked, note_v, request: gr.Request, profile: gr.OAuthProfile | None):
+    def moderation_keep(picked, note_v, request: gr.Request, profile: gr.OAuthProfile | None):
         return act("keep_hidden", picked, note_v, request, profile)
 
-    refresh.click(listing, [pick], [tab, body, table, pick], api_visibility="private")
-    pick.change(show, [pick], [detail, audio], api_visibility="private")
-    for button, fn in ((release, release_fn), (keep, keep_fn)):
+    refresh.click(moderation_listing, [pick], [tab, body, table, pick], api_visibility="private")
+    pick.change(moderation_show, [pick], [detail, audio], api_visibility="private")
+    for button, fn in ((release, moderation_release), (keep, moderation_keep)):
         button.click(fn, [pick, note], [message], api_visibility="private").then(
-            listing, [pick], [tab, body, table, pick], api_visibility="private")
-    return TabHandles(loads=(PageLoad(listing, [pick], [tab, body, table, pick], dict(api_visibility="private")),))
+            moderation_listing, [pick], [tab, body, table, pick], api_visibility="private")
+    return TabHandles(loads=(PageLoad(moderation_listing, [pick], [tab, body, table, pick], dict(api_visibility="private")),))
