@@ -7,6 +7,7 @@ abuse, nor see phone numbers or distress, which is why the rules exist.
 from __future__ import annotations
 
 import threading
+from functools import lru_cache
 from importlib import metadata
 
 from . import rules
@@ -17,7 +18,10 @@ _model = None
 _lock = threading.Lock()
 
 
+@lru_cache(maxsize=1)
 def package_version() -> str:
+    """The installed package's version (fixed for the life of the process; cached: screen_text names the
+    screen on every call)."""
     try:
         return metadata.version(PACKAGE)
     except metadata.PackageNotFoundError:

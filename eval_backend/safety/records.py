@@ -15,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import json
 import time
+import weakref
 from dataclasses import dataclass
 
 from ..store import Store, register_migration
@@ -58,7 +59,7 @@ CREATE INDEX IF NOT EXISTS safety_actions_subject ON safety_actions (kind, subje
 
 _COLUMNS = ("id, kind, subject, text, screen, status, flagged, crisis, categories, reason, screened_at, "
             "action, action_by, action_at")
-_migrated: set[int] = set()
+_migrated: weakref.WeakSet = weakref.WeakSet()     # stores whose tables this process has made sure of
 
 
 @dataclass(frozen=True)
@@ -85,9 +86,9 @@ HeldItem = Screening     # a held item is a stored decision that is hidden
 
 def _ensure(store: Store) -> None:
     """The tables, when the store was opened before this module was imported (migrations run at Store())."""
-    if id(store) not in _migrated:
+    if store not in _migrated:
         store.migrate()
-        _migrated.add(id(store))
+        _migrated.add(store)
 
 
 def _check_kind(kind: str) -> None:

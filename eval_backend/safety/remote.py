@@ -15,12 +15,14 @@ from urllib.parse import urlsplit
 import httpx
 
 from . import rules
-from .core import CATEGORIES, Finding, ScreenResult, Thresholds, combine, not_screened
+from .core import Finding, ScreenResult, Thresholds, combine, not_screened
 from .settings import ScreenSettings
 
 MAX_BODY_BYTES = 256 * 1024      # a moderation answer for one text is a few hundred bytes
 
-# The protocol's categories -> ours. Self-harm intent is a crisis reading (help notice), not a flag by itself.
+# The protocol's categories -> ours. Our threshold (EMPATHY_ARENA_SCREEN_THRESHOLD) applies to category_scores; the
+# server's own booleans only add to the crisis reading. Self-harm intent is a crisis reading (help notice), not
+# a flag by itself; categories we do not map (e.g. "illicit") are ignored.
 CATEGORY_MAP = {
     "harassment": "abuse", "harassment/threatening": "abuse",
     "hate": "hate", "hate/threatening": "hate",
@@ -95,14 +97,11 @@ def _findings(payload: dict) -> tuple[list[Finding], bool]:
     findings = []
     for name, score in clean.items():
         ours = CATEGORY_MAP.get(name)
-        if flags.get(name) is True:          # the server's own decision counts even below our threshold
-            score = max(score, 1.0 if ours else score)
         if ours:
             findings.append(Finding(ours, score, "remote", name))
         if name in THREAT_CATEGORIES:
             findings.append(Finding("violence", score, "remote", name))
     crisis = any(clean.get(name, 0.0) >= 0.5 or flags.get(name) is True for name in CRISIS_CATEGORIES)
-    assert set(f.category for f in findings) <= set(CATEGORIES)
     return findings, crisis
 
 

@@ -1,10 +1,15 @@
 """Our own small screening rules, for what a profanity classifier cannot see.
 
-Written for this project (not taken from any list): personal data patterns (phone numbers, e-mail addresses),
-a crisis lexicon of first-person distress phrasings, encouragement of self-harm, and a few threat phrasings.
-They are English only and match words, not meaning (docs/security.md, "Safety screening", says what they miss).
-Scores: 1.0 for a pattern that is harmful whatever the context; 0.6 for first-person distress (a crisis
-reading that shows the help notice, below the flagging threshold, so a person in distress is never held).
+Written for this project (not taken from any list), English only, matching words rather than meaning
+(docs/security.md, "Safety screening", says what they miss):
+- personal data: phone-shaped digit runs (7+ digits) and e-mail addresses;
+- crisis: first-person distress phrasings ("I want to die", "better off without me", "suicidal thoughts");
+  scored 0.6 — a crisis reading (help notice) below the flagging threshold, so a person in distress is not held;
+- self-harm encouragement ("kill yourself"): 1.0, flagged as self_harm and abuse;
+- threats of violence ("I'll break your neck", "I know where you live"): 1.0 violence;
+- hate: a named group of people joined to a dehumanising word or a call to remove them: 0.95 hate;
+- insults addressed to "you" that the classifier scores low ("waste of space", "nobody likes you"): 0.9 abuse.
+Rules were written while looking at tests/support/safety_sentences.py's DEV set (so DEV figures are optimistic).
 """
 from __future__ import annotations
 
@@ -12,34 +17,93 @@ import re
 
 from .core import Finding
 
-VERSION = "rules-1"
+VERSION = "rules-2"
 
 EMAIL = re.compile(r"\b[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}\b")
 # Seven or more digits, optionally led by + and split by spaces, dots, dashes or brackets: phone-shaped.
-PHONE = re.compile(r"(?<![\w.])(?:\+\d{1,3}[\s.-]?)?(?:\(\d{1,5}\)[\s.-]?)?\d(?:[\s.-]?\d){6,13}(?![\w.])")
+# A sentence's full stop may follow; a decimal point may not (so "3.14159265" is a number, not a phone).
+PHONE = re.compile(r"(?<![\w.])(?:\+\d{1,3}[\s.-]?)?(?:\(\d{1,5}\)[\s.-]?)?\d(?:[\s.-]?\d){6,13}(?!\w|\.\d)")
+NOT_PHONE = re.compile(r"\d+\.\d+|\d{1,2}([./-])\d{1,2}\1\d{2,4}|\d{4}([./-])\d{1,2}\2\d{1,2}")      # a decimal number; a date
 
-CRISIS = [re.compile(p, re.I) for p in (
-    r"\bi\s+(?:really\s+|just\s+)?(?:want|wanna|need)\s+to\s+(?:die|kill\s+myself|end\s+(?:it\s+all|my\s+life|it))\b",
-    r"\bi(?:'m|\s+am)\s+going\s+to\s+(?:kill\s+myself|end\s+(?:it\s+all|my\s+life))\b",
-    r"\bi\s+(?:don't|do\s+not)\s+want\s+to\s+(?:live|be\s+alive|wake\s+up)\b",
-)]
+
+def _any(*patterns: str) -> list[re.Pattern]:
+    return [re.compile(p, re.I) for p in patterns]
+
+
+_I = r"\bi(?:'m|\s+am|'ve|\s+have|'ll|\s+will|\s+just|\s+really|\s+keep|\s+feel\s+like)?"
+CRISIS = _any(
+    _I + r"\s+(?:want|wanna|need|going|plan(?:ning)?|thinking\s+about|thought\s+about|been\s+thinking\s+about)\s+"
+    r"(?:to\s+)?(?:die|dying|kill(?:ing)?\s+myself|end(?:ing)?\s+(?:it\s+all|my\s+life|it)|overdos(?:e|ing))\b",
+    r"\b(?:kill(?:ing)?|hurt(?:ing)?|harm(?:ing)?|cut(?:ting)?)\s+myself\b",
+    r"\bi\s+(?:don't|do\s+not)\s+want\s+to\s+(?:live|be\s+alive|be\s+here|wake\s+up)\b",
+    r"\bi\s+wish\s+i\s+(?:was|were)\s+dead\b",
+    r"\b(?:better\s+off|happier)\s+(?:without\s+me|if\s+i\s+(?:was|were)\s+(?:dead|gone))\b",
+    r"\b(?:nobody|no\s+one)\s+would\s+(?:care|notice|miss\s+me)\s+if\s+i\s+(?:died|was\s+gone|disappeared)\b",
+    r"\bsuicid(?:e\s+note|al\s+(?:thoughts|feelings)|e\s+plan)\b",
+    r"\b(?:life\s+is(?:n't|\s+not)\s+worth\s+living|done\s+with\s+life)\b",
+    r"\bi\s+(?:can't|cannot)\s+(?:go\s+on|take\s+it\s+anymore)\b",
+    r"\bdisappear\s+forever\b",
+)
+ENCOURAGE_SELF_HARM = _any(
+    r"\b(?:go\s+)?kill\s+yourself\b",
+    r"\byou\s+should\s+(?:just\s+)?(?:die|end\s+it|end\s+your\s+life|hurt\s+yourself)\b",
+    r"\bgo\s+(?:and\s+)?die\b",
+)
+_HARM_VERB = r"(?:kill|murder|stab|shoot|beat|hurt|strangle|choke|break|smash|slit|burn|bury|punch|torture)"
+THREATS = _any(
+    r"\bi(?:'ll|\s+will|'m\s+going\s+to|\s+am\s+going\s+to|'m\s+gonna|\s+want\s+to)\s+(?:\w+\s+)??"
+    + _HARM_VERB + r"\w*\s+(?:you|your|him|his|her|them|their)\b",
+    r"\bi(?:'ll|\s+will)\s+make\s+you\s+(?:bleed|pay|suffer)\b",
+    r"\b(?:watch\s+your\s+back|i\s+know\s+where\s+you\s+live|(?:i'm|i\s+am)\s+coming\s+(?:after|for)\s+you)\b",
+    r"\b(?:put|putting)\s+a\s+bullet\s+in\b",
+    r"\b(?:someone|somebody)\s+should\s+(?:kill|shoot|stab|beat|hurt)\b",
+    r"\byou\s+deserve\s+to\s+(?:be\s+)?(?:die|shot|killed|beaten|stabbed|hurt)\b",
+)
+_GROUPS = (r"(?:immigrants?|migrants?|foreigners?|refugees?|asylum\s+seekers?|muslims?|jews?|christians?|hindus?|"
+           r"women|girls|gays?|gay\s+(?:people|men)|lesbians?|trans\s+(?:people|women|men)|"
+           r"(?:black|white|brown|disabled|old|fat|poor|deaf|blind)\s+people|blacks|asians?|africans?|arabs?|"
+           r"mexicans?|chinese|indians?|gypsies|roma|jewish\s+people)")
+_DEHUMANISING = (r"(?:vermin|parasites?|animals?|savages?|subhuman|filth|filthy|disease|plague|cockroaches|rats|"
+                 r"perverts?|freaks?|abominations?|criminals?|rapists?|terrorists?|invaders?|scum|trash|garbage|"
+                 r"inferior|worthless|stupid|liars?|thieves|burden|mentally\s+ill)")
+HATE = _any(
+    r"\b(?:all\s+|those\s+|these\s+)?" + _GROUPS + r"\s+(?:are|is)\s+(?:\w+\s+){0,4}?" + _DEHUMANISING + r"\b",
+    r"\b" + _GROUPS + r"\s+(?:should|must|need\s+to)\s+(?:all\s+)?(?:be\s+)?(?:put\s+down|wiped\s+out|"
+    r"exterminated|killed|gassed|deported|thrown\s+out|go\s+back|be\s+stopped|die)\b",
+)
+INSULTS = _any(
+    r"\byou(?:'re|\s+are)?\s+(?:such\s+)?(?:a|an)?\s*(?:(?!feel|felt|like|not|think|thought|call|called|say|said)"
+    r"[\w-]+,?\s+){0,3}?(?:idiot|moron|loser|creep|freak|jerk|"
+    r"fool|scum|slob|twit|cretin|imbecile|waste\s+of\s+space|piece\s+of\s+(?:garbage|trash|crap|work))\b",
+    r"\b(?:nobody|no\s+one)\s+(?:likes|loves|wants|will\s+ever\s+(?:love|miss|want))\s+you\b",
+)
 
 
 def personal_data(text: str) -> list[Finding]:
     out = []
     if EMAIL.search(text):
         out.append(Finding("personal_data", 1.0, "rule", "e-mail address"))
-    if any(sum(ch.isdigit() for ch in m.group()) >= 7 for m in PHONE.finditer(text)):
+    if any(sum(ch.isdigit() for ch in m.group()) >= 7 and not NOT_PHONE.fullmatch(m.group())
+           for m in PHONE.finditer(text)):
         out.append(Finding("personal_data", 1.0, "rule", "phone number"))
     return out
 
 
-def crisis(text: str) -> list[Finding]:
-    if any(p.search(text) for p in CRISIS):
-        return [Finding("self_harm", 0.6, "rule", "crisis phrasing")]
-    return []
+def _hit(patterns: list[re.Pattern], text: str) -> bool:
+    return any(p.search(text) for p in patterns)
 
 
 def findings(text: str) -> list[Finding]:
     """Every rule's findings for one text."""
-    return personal_data(text) + crisis(text)
+    out = personal_data(text)
+    if _hit(CRISIS, text):
+        out.append(Finding("self_harm", 0.6, "rule", "crisis phrasing"))
+    if _hit(ENCOURAGE_SELF_HARM, text):
+        out += [Finding("self_harm", 1.0, "rule", "self-harm encouragement"), Finding("abuse", 1.0, "rule", "abuse")]
+    if _hit(THREATS, text):
+        out.append(Finding("violence", 1.0, "rule", "threat"))
+    if _hit(HATE, text):
+        out.append(Finding("hate", 0.95, "rule", "dehumanising a group"))
+    if _hit(INSULTS, text):
+        out.append(Finding("abuse", 0.9, "rule", "insult"))
+    return out
