@@ -12,6 +12,8 @@ import secrets
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from eval_backend.moderation.settings import screen_replies_enabled
+
 from .listening import ListenRule
 from .ratings import TrueSkillParams
 
@@ -121,18 +123,8 @@ def listen_from_env(env=os.environ) -> dict:
     return out
 
 
-SCREEN_ENV = "EMPATHY_ARENA_SCREEN_REPLIES"      # screen_replies: 1 (default) or 0
-
-
-def screen_from_env(env=os.environ) -> bool:
-    raw = (env.get(SCREEN_ENV) or "1").strip()
-    if raw not in ("0", "1"):
-        raise ValueError(f"{SCREEN_ENV}={raw!r}: expected 1 (play only screened replies) or 0")
-    return raw == "1"
-
-
 def settings_from_env(data_dir: Path, **overrides) -> ArenaSettings:
     """Settings with the salt resolved; the listening rule from the environment (EMPATHY_ARENA_LISTEN_S,
     EMPATHY_ARENA_MAX_PLAYBACK_RATE) and reply screening (EMPATHY_ARENA_SCREEN_REPLIES); numeric limits may be
     overridden by keyword."""
-    return ArenaSettings(**{**listen_from_env(), "screen_replies": screen_from_env(), **overrides}).with_salt(data_dir)
+    return ArenaSettings(**{**listen_from_env(), "screen_replies": screen_replies_enabled(), **overrides}).with_salt(data_dir)

@@ -119,6 +119,7 @@ def test_a_spoken_abusive_reply_is_held_never_played_and_queued_for_the_operator
     from leaderboard.moderation_tab import held_frame
 
     data, folder = tmp_path / "data", tmp_path / "bench"
+    monkeypatch.setenv("EMPATHY_ARENA_SCREEN_REPLIES", "1")     # the production default (the suite's is 0)
     build_benchmark(folder, n_scripts=2)
     with SpeakingServer(LINES) as srv:
         store, bench, outcome = store_replies(data, folder, srv)
@@ -143,7 +144,6 @@ def test_a_spoken_abusive_reply_is_held_never_played_and_queued_for_the_operator
 
     monkeypatch.setenv("EMPATHY_ARENA_BENCHMARK", str(folder))
     monkeypatch.setenv("EMPATHY_ARENA_BOOTSTRAP", "0")
-    monkeypatch.setenv("EMPATHY_ARENA_SCREEN_REPLIES", "1")
     monkeypatch.setenv("EMPATHY_ARENA_LISTEN_S", "0")
     monkeypatch.setenv("EMPATHY_ARENA_OPERATOR_TOKEN", OPERATOR_TOKEN)
     audio_of = {m: {sha(store.abspath(r.audio_path).read_bytes()) for r in replies[m]} for m in LINES}

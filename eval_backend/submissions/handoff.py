@@ -56,6 +56,9 @@ def screen_model(store, bench, model: str) -> dict:
     """Screen the model's playable replies before the arena may see them (eval_backend/moderation/replies.py):
     a reply without a clean decision is never played, so a failed screening pass leaves them unplayable."""
     from ..moderation.replies import screen_replies
+    from ..moderation.settings import screen_replies_enabled
+    if not screen_replies_enabled():
+        return {"screening": "off (EMPATHY_ARENA_SCREEN_REPLIES=0)", "held": None}
     try:
         summary = screen_replies(store, bench.hash, [model])
     except Exception as exc:      # the replies stay unplayable; the job's note says why
