@@ -110,3 +110,16 @@ def test_the_same_store_seen_from_a_second_connection(store, tmp_path):
     assert records.held_subjects(other, "submission_name") == {"sub-1"}
     records.act(other, "submission_name", "sub-1", "release", "op")
     assert records.held_subjects(store, "submission_name") == set()
+
+
+def test_held_version_changes_with_every_decision_and_action(store):
+    stamps = [records.held_version(store)]
+    records.record(store, "reply", "a", "x", _result(True))
+    stamps.append(records.held_version(store))
+    records.record(store, "reply", "a", "x", _result(True))           # the same decision: no change
+    assert records.held_version(store) == stamps[-1]
+    records.act(store, "reply", "a", "release", "op")
+    stamps.append(records.held_version(store))
+    records.record(store, "reply", "a", "y", _result(True))           # replaced: same count, new id
+    stamps.append(records.held_version(store))
+    assert len(set(stamps)) == 4

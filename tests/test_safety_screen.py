@@ -97,6 +97,7 @@ def test_not_screened_is_held_when_screening_is_required():
 
 # ---------------------------------------------------------------- offline adapter
 def test_screen_name_carries_the_package_and_rules_versions():
+    safety.warm()                                  # loads the classifier; harmless when already loaded
     assert safety.screen_text("hello").screen == f"offline:alt-profanity-check-1.9.1+{rules.VERSION}"
 
 
@@ -218,3 +219,17 @@ def test_cli_plain_text_and_bad_setting():
     assert out.returncode == 0 and out.stdout.startswith("flagged") and "screen: offline:" in out.stdout
     bad = _cli("--text", "hi", env={"EMPATHY_ARENA_SCREEN_THRESHOLD": "lots"})
     assert bad.returncode == 2 and "EMPATHY_ARENA_SCREEN_THRESHOLD" in bad.stdout
+
+
+@pytest.mark.parametrize("text,flagged", [
+    ("What a brave choice, crying about it.", False),        # sarcasm
+    ("you 1d10t", False),                                     # spelling tricks
+    ("Je veux mourir.", False),                               # not English
+    ("You are not an idiot.", True),                          # negation (the classifier)
+    ("He said immigrants are criminals and that hurt you.", True),   # quoting is not told from saying
+    ("Your order number is 48213377.", True),                 # any 7+ digit run reads as a phone number
+])
+def test_the_misses_docs_security_md_states_are_still_true(text, flagged):
+    """docs/security.md ("Safety screening") lists what the offline screen gets wrong; if one of these changes, the
+    docs change with it."""
+    assert safety.screen_text(text).flagged is flagged

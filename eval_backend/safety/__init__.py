@@ -10,7 +10,7 @@ from __future__ import annotations
 from .core import CATEGORIES, CRISIS_THRESHOLD, ScreenResult
 from .records import HeldItem, Screening
 from .resources import crisis_notice_markdown, help_resources
-from .service import clear_cache, screen_name, screen_text
+from .service import clear_cache, screen_name, screen_text, warm
 
 __all__ = ["CATEGORIES", "CRISIS_THRESHOLD", "HeldItem", "ScreenResult", "Screening", "clear_cache", "crisis_notice_markdown",
-           "help_resources", "screen_name", "screen_text"]
+           "help_resources", "screen_name", "screen_text", "warm"]

@@ -151,6 +151,14 @@ def held_subjects(store: Store, kind: str) -> set[str]:
                                       "AND (action IS NULL OR action <> 'release')", (kind,))}
 
 
+def held_version(store: Store) -> tuple:
+    """A stamp that changes whenever a decision is recorded or acted on (one cheap query): callers that filter
+    battles or Browse by `held_subjects` cache the set until this changes, keeping the lookup off the vote path."""
+    _ensure(store)
+    row = store.query("SELECT COUNT(*), MAX(id), (SELECT MAX(id) FROM safety_actions) FROM safety_screenings")[0]
+    return tuple(row)
+
+
 def act(store: Store, kind: str, subject: str, action: str, operator: str, note: str = "") -> None:
     """An operator's decision on a stored screening, logged in safety_actions with time and operator."""
     if action not in ACTIONS:

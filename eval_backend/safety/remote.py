@@ -9,6 +9,7 @@ category, and a remote crisis reading is combined with ours.
 from __future__ import annotations
 
 import json
+import threading
 import time
 from urllib.parse import urlsplit
 
@@ -43,34 +44,47 @@ def screen_name(settings: ScreenSettings) -> str:
     return f"remote:{settings.model}@{host}+{rules.VERSION}"
 
 
+_clients: dict[float, httpx.Client] = {}
+_clients_lock = threading.Lock()
+
+
+def _client(timeout_s: float) -> httpx.Client:
+    """One pooled client per timeout (httpx.Client is thread-safe): a screen reuses its connection instead of
+    opening one per text."""
+    with _clients_lock:
+        client = _clients.get(timeout_s)
+        if client is None:
+            client = _clients[timeout_s] = httpx.Client(timeout=timeout_s, follow_redirects=False, trust_env=False)
+        return client
+
+
 def _post(settings: ScreenSettings, text: str) -> dict:
     headers = {"content-type": "application/json"}
     if settings.api_key:
         headers["authorization"] = f"Bearer {settings.api_key}"
     deadline = time.monotonic() + settings.timeout_s
     try:
-        with httpx.Client(timeout=settings.timeout_s, follow_redirects=False, trust_env=False) as client:
-            with client.stream("POST", f"{settings.url}/v1/moderations", headers=headers,
-                               json={"model": settings.model, "input": text}) as response:
-                status = response.status_code
-                if status == 429:
-                    raise Failure("rate_limited")
-                if 300 <= status < 400:
-                    raise Failure("redirect")
-                if status >= 500:
-                    raise Failure("http_5xx")
-                if status >= 400:
-                    raise Failure("http_4xx")
-                declared = response.headers.get("content-length", "")
-                if declared.isdigit() and int(declared) > MAX_BODY_BYTES:
+        with _client(settings.timeout_s).stream("POST", f"{settings.url}/v1/moderations", headers=headers,
+                                                json={"model": settings.model, "input": text}) as response:
+            status = response.status_code
+            if status == 429:
+                raise Failure("rate_limited")
+            if 300 <= status < 400:
+                raise Failure("redirect")
+            if status >= 500:
+                raise Failure("http_5xx")
+            if status >= 400:
+                raise Failure("http_4xx")
+            declared = response.headers.get("content-length", "")
+            if declared.isdigit() and int(declared) > MAX_BODY_BYTES:
+                raise Failure("too_large")
+            body = bytearray()
+            for chunk in response.iter_bytes():
+                body += chunk
+                if len(body) > MAX_BODY_BYTES:
                     raise Failure("too_large")
-                body = bytearray()
-                for chunk in response.iter_bytes():
-                    body += chunk
-                    if len(body) > MAX_BODY_BYTES:
-                        raise Failure("too_large")
-                    if time.monotonic() > deadline:
-                        raise Failure("timeout")
+                if time.monotonic() > deadline:
+                    raise Failure("timeout")
     except httpx.TimeoutException:
         raise Failure("timeout") from None
     except httpx.HTTPError:

@@ -54,3 +54,11 @@ def screen_text(text: str) -> ScreenResult:
 def clear_cache() -> None:
     with _lock:
         _cache.clear()
+
+
+def warm() -> None:
+    """Load the offline classifier now (seconds: scikit-learn and the model), e.g. in a background thread at start-up,
+    so the first reply screened does not pay for it. Does nothing when a remote screen is configured."""
+    if not settings.load().url:
+        offline.screen("warm", 0.85)
+
