@@ -99,6 +99,14 @@ def screen_reply(store, reply, transcribe: Callable | None = None, screen: Calla
     return shown, combine(results, screen_name())
 
 
+def held_count(store, benchmark_hash: str, model: str) -> tuple[int, int]:
+    """(playable replies of the model, how many of them may not be played now) from the recorded decisions."""
+    replies = [r for t in SPOKEN_TASKS for r in store.replies(model=model, benchmark_hash=benchmark_hash, task=t,
+                                                               status="ok") if playable(store, r)]
+    states = ledger.states(store, KIND, [subject_of(r) for r in replies])
+    return len(replies), sum(1 for s in states.values() if not s.cleared)
+
+
 @dataclass
 class ScreenSummary:
     """What one pass screened: counts, and the seconds it took (for the docs' cost figure)."""

@@ -55,7 +55,7 @@ def registered_handoff() -> HandOff | None:
 def screen_model(store, bench, model: str) -> dict:
     """Screen the model's playable replies before the arena may see them (eval_backend/moderation/replies.py):
     a reply without a clean decision is never played, so a failed screening pass leaves them unplayable."""
-    from ..moderation.replies import screen_replies
+    from ..moderation.replies import held_count, screen_replies
     from ..moderation.settings import screen_replies_enabled
     if not screen_replies_enabled():
         return {"screening": "off (EMPATHY_ARENA_SCREEN_REPLIES=0)", "held": None}
@@ -65,7 +65,8 @@ def screen_model(store, bench, model: str) -> dict:
         log.exception("screening %s failed", model)
         return {"screening": f"not screened ({type(exc).__name__}: {exc}); its replies are not played",
                 "held": None}
-    return {"screening": summary.line(), "held": summary.held}
+    _, held = held_count(store, bench.hash, model)     # this pass's and earlier passes' decisions (a retry)
+    return {"screening": summary.line(), "held": held}
 
 
 def hand_off(store, bench, model: str, arena_specs: tuple[str, ...] | None = None,
