@@ -78,3 +78,16 @@ def test_the_about_tab_always_carries_the_help_resources(page):
     assert len(texts) == 1 and crisis_notice_markdown() in texts[0]
     about = next(b.value for b in page.demo.blocks.values() if getattr(b, "elem_id", None) == "about-text")
     assert "## Safety" in about and "screened when it is stored" in about
+
+
+def test_the_arena_page_shows_a_battles_crisis_notice_and_hides_it_otherwise(page):
+    """The arena tab's battle state carries the battle's notice (BattleView.notice); the page's box follows it."""
+    from eval_backend.safety import crisis_notice_markdown
+
+    boxes = [b for b in page.demo.blocks.values() if getattr(b, "elem_id", None) == "arena-crisis"]
+    assert len(boxes) == 1 and boxes[0].visible is False
+    show = page.fns["show_notice"]
+    shown = show({"battle_id": "b1", "notice": crisis_notice_markdown()})
+    assert shown["visible"] is True and shown["value"] == crisis_notice_markdown()
+    assert show({"battle_id": "b2", "notice": None})["visible"] is False
+    assert show({})["visible"] is False
