@@ -87,3 +87,30 @@ def test_the_screen_replies_command(tmp_path):
     bad = subprocess.run([sys.executable, "-m", "eval_backend", "screen-replies", "--benchmark", str(tmp_path / "no"),
                           "--data-dir", str(data)], cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert bad.returncode == 2 and "cannot be loaded" in bad.stdout
+
+
+def test_a_flagged_model_name_is_refused_held_for_the_operator_and_passes_once_released(tmp_path):
+    """Submitted names and organisations are screened before queueing (a flagged one is never shown)."""
+    from eval_backend.moderation.texts import NAME, name_text, text_subject
+    from eval_backend.submissions import SubmissionForm, SubmissionService, SubmissionSettings, Submitter
+    from tests.support.fault_server import FaultServer, make_benchmark
+    from eval_backend.benchmark.dataset import save_benchmark
+
+    folder = save_benchmark(make_benchmark(tmp_path / "src", ["I lost my job."], name="names"), tmp_path / "bench")
+    store = Store(tmp_path / "d")
+    with FaultServer() as srv:
+        svc = SubmissionService(store, SubmissionSettings(allow=(f"127.0.0.1:{srv.port}",), benchmark=str(folder),
+                                                          preflight=False))
+
+        def form(name, org=""):
+            return SubmissionForm(name=name, organisation=org, base_url=srv.base_url, model_id="fault",
+                                  audio_output=True, voice="v", licence="apache-2.0", open_weights=True)
+        rude = svc.submit(form("Worthless Idiot Bot", "Shut up you morons"), Submitter("alice"), dry_run=True)
+        assert not rude.accepted and "held by the safety screen" in rude.errors["name"]
+        held = ledger.held(store, NAME)
+        assert len(held) == 1 and "Worthless Idiot Bot" in held[0].text and "morons" in held[0].text
+        assert svc.submit(form("Warm Listener", "Acme Labs"), Submitter("alice"), dry_run=True).accepted
+        assert not svc.queue.list()                       # nothing was queued by a dry run, nothing flagged ever
+        ledger.act(store, NAME, text_subject(name_text("Worthless Idiot Bot", "Shut up you morons")), "release",
+                   "op", "a band name")
+        assert svc.submit(form("Worthless Idiot Bot", "Shut up you morons"), Submitter("alice"), dry_run=True).accepted
