@@ -267,7 +267,9 @@ class Battles:
         if not pairs:
             why = "; ".join(f"{k}: {v}" for k, v in self.benchmark_errors.items())
             raise NoBattleAvailable("no two unpaused models have usable spoken replies to the same request"
-                                    + (f" (benchmarks not loaded: {why})" if why else ""))
+                                    + (f" (benchmarks not loaded: {why})" if why else "")
+                                    + (" (only replies the safety screen cleared are played; new replies wait "
+                                       "for it)" if self.settings.screen_replies else ""))
         current = storage.stored_ratings(self.store)
         ratings = {m: Rating(r["mu"], r["sigma"]) for m, r in current.items()}
         counts = {m: r["votes"] for m, r in current.items()}
