@@ -41,6 +41,7 @@ from leaderboard.arena_leaderboard_tab import build_arena_leaderboard_tab  # noq
 from leaderboard.bench_tab import build_bench_tab  # noqa: E402
 from leaderboard.browse_tab import build_browse_tab  # noqa: E402
 from leaderboard.health_tab import build_health_tab  # noqa: E402
+from leaderboard.moderation_tab import build_moderation_tab  # noqa: E402
 from leaderboard.submit_tab import build_submit_tab  # noqa: E402
 
 log = logging.getLogger("empathy_arena")
@@ -53,6 +54,7 @@ class Tab:
     label: str
     id: str                                            # the page's ?tab= / elem id; stable, links use it
     build: Callable[[AppContext], TabHandles]          # eval_backend/tab_contract.py
+    operator_only: bool = False                        # built hidden; the tab's load hook shows it to the operator
 
 
 # Every tab of the page, in order. Adding a tab = a module `<package>/<name>_tab.py` with
@@ -65,6 +67,7 @@ TABS: tuple[Tab, ...] = (
     Tab("Browse benchmark", "browse", build_browse_tab),
     Tab("Integrity health", "health", build_health_tab),
     Tab("About", "about", build_about_tab),
+    Tab("Moderation", "moderation", build_moderation_tab, operator_only=True),   # issue 14: held items
 )
 
 
@@ -75,7 +78,8 @@ def build_blocks(ctx: AppContext, tabs: tuple[Tab, ...] = TABS) -> gr.Blocks:
         gr.Timer(2.0).tick(ctx.status_line, None, status)
         built = []
         for tab in tabs:
-            with gr.Tab(tab.label, id=tab.id):
+            # an operator-only tab starts hidden; its own page-load hook shows it to the operator alone
+            with gr.Tab(tab.label, id=tab.id, visible=not tab.operator_only):
                 built.append(tab.build(ctx))
         for handles in built:        # each tab's own page-load hooks, in tab order
             handles.register_load(demo)

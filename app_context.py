@@ -72,10 +72,13 @@ class AppContext:
         store = Store(data_dir)
         spec = os.environ.get(BENCHMARK_ENV, "demo")
         benchmarks = BenchmarkCache(data_dir)
+        arena_settings = arena_settings_from_env(data_dir, benchmark_specs=(spec,))
+        # the bootstrap screens the benchmark's unscreened replies when the arena plays screened replies only
         bootstrap = Bootstrap(data_dir, benchmark_spec=spec, load=benchmarks,
-                              run_baselines=os.environ.get("EMPATHY_ARENA_BOOTSTRAP", "1") != "0")
+                              run_baselines=os.environ.get("EMPATHY_ARENA_BOOTSTRAP", "1") != "0",
+                              screen_replies=arena_settings.screen_replies)
         # The arena serves the benchmark the bootstrap loads (nothing until then).
-        arena = ArenaService(store, arena_settings_from_env(data_dir, benchmark_specs=(spec,)), benchmarks=[])
+        arena = ArenaService(store, arena_settings, benchmarks=[])
         bootstrap.on_benchmark.append(lambda b: arena.set_benchmarks([b]))
         # The embedded demo's baselines listen on loopback, so the demo allowlists exactly their port
         # (not the rest of 127.0.0.1, where this app listens). EMPATHY_ARENA_DEMO_LOOPBACK=0 turns that off.

@@ -260,6 +260,8 @@ def build_arena_tab(ctx) -> ArenaTabHandles:
     state = gr.State({})     # {"session", "battle_id", "voted"}: per browser session, server-side only
     gr.Markdown(HELP.replace("up to 2×", f"up to {service.settings.max_playback_rate:g}×"))
     context_md = gr.Markdown(visible=False, elem_id="arena-context")
+    # the calm help notice, when a reply in this battle was screened as crisis (eval_backend/safety)
+    notice_md = gr.Markdown(visible=False, elem_id="arena-crisis")
     def player(key: str) -> gr.HTML:
         return gr.HTML(clip_html(AUDIO_LABELS[key], None), elem_id=AUDIO_IDS[key], js_on_load=None,
                        container=True, padding=True)
@@ -302,7 +304,7 @@ def build_arena_tab(ctx) -> ArenaTabHandles:
                     gr.update(visible=True, value="Try again (n)"))
         ctx = context_markdown(view.context_text)
         return (
-            {"session": session, "battle_id": view.battle_id, "voted": False},
+            {"session": session, "battle_id": view.battle_id, "voted": False, "notice": view.notice},
             gr.update(visible=bool(ctx), value=ctx),
             clip_html(AUDIO_LABELS["user"], view.user_audio), clip_html(AUDIO_LABELS["a"], view.audio_a),
             clip_html(AUDIO_LABELS["b"], view.audio_b),
@@ -350,8 +352,14 @@ def build_arena_tab(ctx) -> ArenaTabHandles:
     # Battles and votes write to SQLite: they run on the process's one writer thread (run_write, shared with
     # the HTTP API) and queue in one Gradio slot, so writers never race for SQLite's lock (its busy handler
     # sleeps up to 100 ms per retry).
+    def show_notice(st: dict):
+        """The battle's crisis notice (operator-edited text from eval_backend.safety), or nothing."""
+        text = (st or {}).get("notice")
+        return gr.update(visible=bool(text), value=text or "")
+
     next_btn.click(new_battle, [state], battle_outputs, concurrency_limit=1, concurrency_id=WRITE_QUEUE,
-                   api_visibility="private")
+                   api_visibility="private").then(show_notice, [state], [notice_md], api_visibility="private",
+                                                  show_progress="hidden")
     meter.submit(unlock, [state], [*buttons, message], concurrency_limit=None, api_visibility="private",
                  show_progress="hidden")
     play_all.click(None, None, None, js=PLAY_ALL_JS)

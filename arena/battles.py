@@ -16,6 +16,9 @@ from typing import Iterable
 import soundfile as sf
 
 from eval_backend.benchmark.model import Benchmark, dimension_of
+from eval_backend.moderation import ledger
+from eval_backend.moderation.replies import KIND, subject_of
+from eval_backend.moderation.texts import REASON, screen_later
 from eval_backend.store import Reply
 from eval_backend.tasks import SPOKEN_TASKS, build_requests
 
@@ -61,6 +64,7 @@ class BattleView:
     first_heard: str           # the slot "play all" plays first ("A"); the vote stores the one actually heard first
     expires_at: float
     listening: dict = field(default_factory=dict)   # the rule's numbers for the page (ListenRule.payload)
+    notice: str | None = None  # the crisis notice (markdown), when a reply in this battle was screened as crisis
 
     @property
     def total_min_listen_s(self) -> float:
@@ -97,6 +101,13 @@ class _Candidate:
     context_text: str | None
     attribute: str | None
     replies: dict[str, Reply] = field(default_factory=dict)
+    crisis: set[str] = field(default_factory=set)   # models whose reply here read as a crisis (the notice)
+
+
+def crisis_notice() -> str:
+    """The calm help notice (eval_backend.safety's operator-editable resources)."""
+    from eval_backend.safety import crisis_notice_markdown
+    return crisis_notice_markdown()
 
 
 class IdentityScreen:
@@ -173,9 +184,31 @@ class Battles:
             self._durations[path] = float(sf.info(path).duration)
         return self._durations[path]
 
+    def _index_version(self) -> tuple:
+        """What the battle index depends on: the replies table, and (screening on) the screening decisions' version
+        token: two reads of the database per battle, no screening (that runs when replies are stored)."""
+        key = tuple(self.store.replies_version())
+        return key + (ledger.version(self.store),) if self.settings.screen_replies else key
+
+    def _screened(self, replies: list[Reply]) -> tuple[list[Reply], set[str]]:
+        """(the replies a voter may hear, the reply subjects that read as a crisis). Screening on: only replies
+        screened clean or released by the operator (eval_backend/moderation); unscreened ones wait."""
+        if not self.settings.screen_replies:
+            return replies, set()
+        states = ledger.states(self.store, KIND, [subject_of(r) for r in replies])
+        keep = [r for r in replies if states[subject_of(r)].cleared]
+        return keep, {subject_of(r) for r in keep if states[subject_of(r)].crisis}
+
+    def reply_cleared(self, reply: Reply | None) -> bool:
+        """May this stored reply be played (Browse, the model page, the reply media route)?"""
+        if reply is None or reply.status != "ok":
+            return False
+        return not self.settings.screen_replies or ledger.state(self.store, KIND, subject_of(reply)).cleared
+
     def _candidates(self) -> tuple[list[_Candidate], set[tuple[str, str]]]:
-        """Servable requests and the model pairs they offer, rebuilt when the replies table changes."""
-        key = self.store.replies_version()
+        """Servable requests and the model pairs they offer, rebuilt when the replies table (or, with screening
+        on, a screening decision) changes."""
+        key = self._index_version()
         with self._lock:
             if self._index is not None and key == self._index_key:
                 return self._index, self._pairs
@@ -191,12 +224,15 @@ class Battles:
                         by_id[req.id] = _Candidate(b.hash, req.id, req.task, req.item_id, req.variant,
                                                    str(Path(req.audios[0].path).resolve()), text, req.voice)
                 for task in SPOKEN_TASKS:
-                    for r in self.store.replies(benchmark_hash=b.hash, task=task, status="ok"):
-                        cand = by_id.get(r.request_id)
-                        if (cand is None or not r.audio_path or not self.store.abspath(r.audio_path).is_file()
-                                or screen.leaks(r.text, r.transcript)):
-                            continue
+                    usable = [r for r in self.store.replies(benchmark_hash=b.hash, task=task, status="ok")
+                              if r.request_id in by_id and r.audio_path and self.store.abspath(r.audio_path).is_file()
+                              and not screen.leaks(r.text, r.transcript)]
+                    usable, crisis = self._screened(usable)
+                    for r in usable:
+                        cand = by_id[r.request_id]
                         cand.replies[r.model] = r
+                        if subject_of(r) in crisis:
+                            cand.crisis.add(r.model)
                 index += [c for c in by_id.values() if len(c.replies) >= 2]
                 user_audio.update(((b.hash, c.request_id), c.user_audio) for c in by_id.values())
             pairs = set()
@@ -231,7 +267,9 @@ class Battles:
         if not pairs:
             why = "; ".join(f"{k}: {v}" for k, v in self.benchmark_errors.items())
             raise NoBattleAvailable("no two unpaused models have usable spoken replies to the same request"
-                                    + (f" (benchmarks not loaded: {why})" if why else ""))
+                                    + (f" (benchmarks not loaded: {why})" if why else "")
+                                    + (" (only replies the safety screen cleared are played; new replies wait "
+                                       "for it)" if self.settings.screen_replies else ""))
         current = storage.stored_ratings(self.store)
         ratings = {m: Rating(r["mu"], r["sigma"]) for m, r in current.items()}
         counts = {m: r["votes"] for m, r in current.items()}
@@ -258,8 +296,9 @@ class Battles:
                  model_a, model_b, "A", sum(listen.values()), now, now + self.settings.battle_ttl_s))
             battle_clips.add_clips(conn, battle_id, clips)
         urls = [battle_clip_url(battle_id, clip) for clip in ("user", "A", "B")]
+        notice = crisis_notice() if cand.crisis & {model_a, model_b} else None
         return BattleView(battle_id, cand.context_text, *urls, listen, "A", now + self.settings.battle_ttl_s,
-                          rule.payload(clips))
+                          rule.payload(clips), notice)
 
     def battle_clip(self, battle_id: str, clip: str) -> Path | None:
         """The file behind clip user | A | B of a served, unexpired battle, from the battle's row (so any
@@ -279,6 +318,10 @@ class Battles:
             path = self._user_audio.get(key)
             return Path(path) if path else None
         model = battle["model_a"] if clip == "A" else battle["model_b"]
+        if self.settings.screen_replies:      # held since the battle was served (the operator kept it hidden)
+            reply = self.store.reply(model, battle["benchmark_hash"], battle["request_id"])
+            if not self.reply_cleared(reply):
+                return None
         rel = self.store.reply_audio_path(model, battle["benchmark_hash"], battle["request_id"])
         return self.store.abspath(rel) if rel else None
 
@@ -297,6 +340,8 @@ class Battles:
             result = self._submit(battle_id, session_id, ip_hash, overall, said, sounded, reason, user,
                                   claimed_models, listen)
             self.gate.closed(session_id, battle_id)
+            if isinstance(reason, str) and reason.strip():   # screened after the vote, off its path
+                screen_later(self.store, REASON, reason.strip())
             return result
         except NotYet:
             raise                                  # early, not abuse: no refusal row

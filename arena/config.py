@@ -12,6 +12,8 @@ import secrets
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from eval_backend.moderation.settings import screen_replies_enabled
+
 from .listening import ListenRule
 from .ratings import TrueSkillParams
 
@@ -62,6 +64,10 @@ class ArenaSettings:
     # battles (from the replies of eval_backend.tasks.SPOKEN_TASKS)
     identity_patterns: tuple[str, ...] = DEFAULT_IDENTITY_PATTERNS
     benchmark_specs: tuple[str, ...] = ("demo",)   # loaded lazily for user audio and context text
+    # safety (issue 14): serve only replies screened clean or released by the operator (eval_backend/moderation).
+    # Off for a bare ArenaService (tests of other parts build arenas from fixture replies); the app turns it on
+    # from EMPATHY_ARENA_SCREEN_REPLIES (default 1), see settings_from_env.
+    screen_replies: bool = False
     # matchmaking weights (see matchmaking.py)
     new_model_boost: float = 4.0
     bridge_boost: float = 5.0
@@ -119,5 +125,6 @@ def listen_from_env(env=os.environ) -> dict:
 
 def settings_from_env(data_dir: Path, **overrides) -> ArenaSettings:
     """Settings with the salt resolved; the listening rule from the environment (EMPATHY_ARENA_LISTEN_S,
-    EMPATHY_ARENA_MAX_PLAYBACK_RATE); numeric limits may be overridden by keyword."""
-    return ArenaSettings(**{**listen_from_env(), **overrides}).with_salt(data_dir)
+    EMPATHY_ARENA_MAX_PLAYBACK_RATE) and reply screening (EMPATHY_ARENA_SCREEN_REPLIES); numeric limits may be
+    overridden by keyword."""
+    return ArenaSettings(**{**listen_from_env(), "screen_replies": screen_replies_enabled(), **overrides}).with_salt(data_dir)

@@ -23,6 +23,8 @@ def arena_handoff(store, bench, model: str, counts: dict, arena_specs: tuple[str
         why = f"the arena serves the benchmark(s) {', '.join(specs)}, not {bench.source}"
     elif not counts["with_audio"]:
         why = "the model gave no spoken reply with audio"
+    elif counts.get("held") is not None and counts["held"] >= counts["with_audio"]:
+        why = "every spoken reply was held by the safety screen (the operator's Moderation tab)"
     elif paused:
         why = "the model is paused in the arena"
     return {**counts, "arena_benchmarks": list(specs), "paused": paused, "servable": why is None, "why": why}

@@ -1,6 +1,8 @@
 """A small JSON HTTP API for programmatic voting (and the load test), on the app's FastAPI server.
 
-    POST /api/arena/battle  {"session": optional}      -> 200 battle view (no model names), or 503
+    POST /api/arena/battle  {"session": optional}      -> 200 battle view (no model names; "notice": the crisis
+                                                           help notice in markdown when a reply in it was screened
+                                                           as crisis, else null), or 503
     POST /api/arena/vote    {"battle_id", "session", "overall", "said"?, "sounded"?, "reason"?,
                              "listen"?: {"played_s": {clip: seconds}, "order": [clip, ...]}}
                                                         -> 200 reveal, or 4xx {"error": code, "message"}:
@@ -169,7 +171,7 @@ def build_router(service) -> APIRouter:
         return {"session": session, "battle_id": view.battle_id, "context_text": view.context_text,
                 "audio": {"user": view.user_audio, "A": view.audio_a, "B": view.audio_b},
                 "min_listen_s": view.min_listen_s, "first_heard": view.first_heard,
-                "listening": view.listening, "expires_at": view.expires_at}
+                "listening": view.listening, "expires_at": view.expires_at, "notice": view.notice}
 
     @router.post("/vote")
     async def vote(request: Request, response: Response):

@@ -159,6 +159,17 @@ def crisis_notice() -> str:
     return crisis_notice_markdown()
 
 
+def record_live_reply(store, battle_id: str, model: str, words: str, verdict) -> None:
+    """Record a live reply the screen held (replaced in the battle) for the operator's queue. Only replies are
+    recorded: the voter's own words follow the live retention rules and are not copied into the records."""
+    try:
+        from eval_backend.moderation import ledger
+        ledger.record(store, "live_reply", f"{battle_id}/{model}", words, verdict)
+    except Exception:        # the screen's records are optional here (a bare test screen, no safety package)
+        import logging
+        logging.getLogger(__name__).exception("could not record a held live reply")
+
+
 def default_transcribe(samples: np.ndarray, sr: int) -> str:
     """The scorer's ASR (Whisper tiny.en, one per process: eval_backend/scoring/audio_metrics.py)."""
     from eval_backend.scoring.audio_metrics import transcriber
@@ -444,8 +455,11 @@ class LiveService:
             if leak.leaks(answer.text, answer.transcript):
                 raise CallFailure("screened", "the reply names a model or vendor")
             if words and self.screen is not None:
-                verdict = await asyncio.get_running_loop().run_in_executor(None, self.screen, words)
-                if verdict.flagged:
+                loop = asyncio.get_running_loop()
+                verdict = await loop.run_in_executor(None, self.screen, words)
+                if verdict.flagged or getattr(verdict, "status", "screened") != "screened":
+                    # the operator's queue shows which contestant said what (the model's words, not the voter's)
+                    await loop.run_in_executor(None, record_live_reply, self.store, battle_id, name, words, verdict)
                     raise CallFailure("screened", f"the reply was flagged by the screen ({verdict.screen})")
             return _Reply(name, words, answer.audio, answer.latency_s)
 

@@ -1,8 +1,11 @@
 """The only way audio reaches a browser: routes that map an opaque token to one file, never a path.
 
     GET /api/arena/audio/{battle_id}/{clip}   clip user | A | B of a served, unexpired battle
-    GET /media/reply/{token}                  one stored reply's audio (Browse tab, model page)
+    GET /media/reply/{token}                  one stored reply's audio (Browse tab, model page), if screened
+                                              clean when screening is on (issue 14)
     GET /media/clip/{token}                   one clip of the served benchmark (Browse tab)
+    GET /operator/media/held/{token}          a held reply's audio, for the operator's Moderation tab (signed,
+                                              expires after 15 minutes, minted only on the operator's page)
 
 Why: handing Gradio a path means letting it serve a folder (`allowed_paths`), and the data dir holds the
 database (model names of unvoted battles, sessions, IP hashes), `arena_salt`, `signing_key`, submissions and
@@ -27,6 +30,7 @@ from __future__ import annotations
 import base64
 import html
 import json
+import time
 from pathlib import Path
 from typing import Callable
 
@@ -46,6 +50,11 @@ REPLY_DIRS = ("replies",)
 CLIP_DIRS = ("benchmarks", "cache/hub")
 LIVE_DIRS = ("live",)          # live battles' clips (arena/live_store.py), served by the battle route only
 MAX_TOKEN_CHARS = 512
+# A held reply's audio for the operator's Moderation tab (leaderboard/moderation_tab.py): a signed token that
+# names the screening subject and expires; minted only on the operator's page, never served by path.
+HELD_PREFIX = "/operator/media/held"
+HELD_PURPOSE = "held-audio"
+HELD_TTL_S = 15 * 60
 
 
 def battle_clip_url(battle_id: str, clip: str) -> str:
@@ -85,6 +94,19 @@ class MediaTokens:
         value = _pack([benchmark_hash, collection, item_id, int(index)])
         return f"{CLIP_PREFIX}/{self.signer.sign(CLIP_PURPOSE, value)}"
 
+    def held_url(self, subject: str, now: float, ttl_s: float = HELD_TTL_S) -> str:
+        """The operator's link to a held reply's audio (the Moderation tab mints it for operators only)."""
+        value = _pack([subject, int(now + ttl_s)])
+        return f"{HELD_PREFIX}/{self.signer.sign(HELD_PURPOSE, value)}"
+
+    def held_key(self, token: str, now: float) -> str | None:
+        """The reply subject of an unexpired held-audio token, else None."""
+        value = self.signer.unsign(HELD_PURPOSE, token)
+        key = _unpack(value, 2) if value else None
+        if not key or not isinstance(key[0], str) or type(key[1]) is not int or now > key[1]:
+            return None
+        return key[0]
+
     def reply_key(self, token: str) -> tuple[str, str, str] | None:
         value = self.signer.unsign(REPLY_PURPOSE, token)
         key = _unpack(value, 3) if value else None
@@ -118,6 +140,28 @@ def reply_file(store, model: str, benchmark_hash: str, request_id: str) -> Path 
         return None
     p = store.abspath(rel)
     return p if p.resolve().is_relative_to(store.root.resolve() / "replies") else None
+
+
+def playable_reply_file(service, model: str, benchmark_hash: str, request_id: str) -> Path | None:
+    """The reply's audio only if the service lets it be played: with screening on, a reply not screened clean
+    (flagged, not screened, or not screened yet) is not served (eval_backend/moderation)."""
+    cleared = getattr(service, "reply_cleared", None)
+    if cleared is not None and not cleared(service.store.reply(model, benchmark_hash, request_id)):
+        return None
+    return reply_file(service.store, model, benchmark_hash, request_id)
+
+
+def held_reply_file(store, subject: str) -> Path | None:
+    """The audio of the reply a screening subject names (eval_backend/moderation/replies.py), if the stored reply
+    still has that audio file."""
+    from eval_backend.moderation.replies import parse_subject
+    key = parse_subject(subject)
+    if key is None:
+        return None
+    model, benchmark_hash, request_id, audio = key
+    if store.reply_audio_path(model, benchmark_hash, request_id) != audio:
+        return None
+    return reply_file(store, model, benchmark_hash, request_id)
 
 
 def _audio(path: Path, name: str, cache: str) -> FileResponse:
@@ -166,11 +210,20 @@ def build_media_router(service, tokens: MediaTokens | None = None,
     @router.get(REPLY_PREFIX + "/{token}")
     async def reply_audio(token: str):
         key = tokens.reply_key(token)
-        path = await run_in_threadpool(reply_file, store, *key) if key else None
+        path = await run_in_threadpool(playable_reply_file, service, *key) if key else None
         path = servable(path, store.root, REPLY_DIRS)
         if path is None:
             return _not_found("reply audio")
         return _audio(path, f"reply{path.suffix.lower()}", "private, max-age=3600")
+
+    @router.get(HELD_PREFIX + "/{token}")
+    async def held_audio(token: str):
+        subject = tokens.held_key(token, time.time()) if len(token) <= MAX_TOKEN_CHARS * 2 else None
+        path = await run_in_threadpool(held_reply_file, store, subject) if subject else None
+        path = servable(path, store.root, REPLY_DIRS)
+        if path is None:
+            return _not_found("held reply audio (operator links expire after 15 minutes)")
+        return _audio(path, f"held{path.suffix.lower()}", "private, no-store")
 
     @router.get(CLIP_PREFIX + "/{token}")
     async def bench_clip(token: str):

@@ -5,7 +5,8 @@
 
 A release directory holds
     votes.jsonl          the public vote log, byte-identical to `python -m arena export --format jsonl`
-                         (no session ids, IP hashes or user names; VoteRow has no such fields)
+                         (no session ids, IP hashes or user names; VoteRow has no such fields; a reason only
+                         when the safety screen cleared it, eval_backend/moderation/texts.py)
     ratings/<axis>.json  `python -m arena ratings --json --axis <axis>` as it printed at release time
     manifest.json        format version, release id, vote-log hash, code version, TrueSkill and
                          Bradley-Terry parameters, sha256 of every file
@@ -117,7 +118,7 @@ def write_release(svc, out_dir: str | Path, rounds: int | None = None) -> dict:
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         raise ReleaseError(f"{out} already exists and is not empty: a release is never overwritten")
     rounds = svc.settings.bootstrap_rounds if rounds is None else rounds
-    votes = svc.votes()
+    votes = svc.public_votes()        # reasons the safety screen did not clear are left out (the votes count)
     votes_text = format_votes(votes, "jsonl")
     files = {"votes.jsonl": votes_text.encode()}
     # the same stamp as ArenaService.vote_log_hash(), of this very list (votes may arrive meanwhile)

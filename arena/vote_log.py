@@ -5,6 +5,7 @@ and restored votes update the ratings exactly as live ones do.
 """
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 from pathlib import Path
 from typing import Iterable
@@ -60,9 +61,18 @@ class VoteLog:
             self._votes_seen.extend(new)
             self._edges.update((v.model_a, v.model_b) for v in new if v.slot != BOTH_BAD)
 
+    def public_votes(self, screen_pending: bool = True) -> list[VoteRow]:
+        """The vote log as published: every vote, but a reason only once the safety screen cleared it (flagged,
+        not screened or not yet screened reasons are left out; eval_backend/moderation/texts.py). The vote still
+        counts. `screen_pending`: screen the reasons not screened yet first (export and release do)."""
+        from eval_backend.moderation.texts import public_reasons
+        votes = self.votes()
+        shown = public_reasons(self.store, (v.reason for v in votes if v.reason), screen_pending)
+        return [v if v.reason is None or v.reason in shown else dataclasses.replace(v, reason=None) for v in votes]
+
     def export_votes(self, fmt: str = "jsonl", path: str | Path | None = None) -> str:
-        """The public vote log (no session ids, IP hashes or user names) as JSONL or CSV text."""
-        text = votes_io.format_votes(self.votes(), fmt)
+        """The public vote log (no session ids, IP hashes or user names; screened reasons only) as JSONL or CSV."""
+        text = votes_io.format_votes(self.public_votes(), fmt)
         if path is not None:
             Path(path).write_text(text, encoding="utf-8", newline="")   # bytes as formatted (CRs in reasons)
         return text
@@ -70,6 +80,6 @@ class VoteLog:
     def vote_log_hash(self) -> dict:
         """sha256 of the public JSONL export and its last vote id: stamp leaderboard snapshots with it so
         anyone can check a published table against the released votes."""
-        votes = self.votes()
+        votes = self.public_votes(screen_pending=False)
         digest = hashlib.sha256(votes_io.format_votes(votes, "jsonl").encode()).hexdigest()
         return {"sha256": digest, "votes": len(votes), "last_vote_id": votes[-1].id if votes else None}

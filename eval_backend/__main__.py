@@ -18,6 +18,8 @@ COMMANDS = {
     "worker": ("eval_backend.worker_cli", "evaluate queued submissions (--once, --poll S)"),
     "agreement": ("leaderboard.agreement_cli",
                   "which automatic metrics prefer the reply people voted for (--json)"),
+    "screen-replies": ("eval_backend.moderation.cli",
+                       "screen stored replies that have no screening decision yet (--benchmark SPEC [--model M])"),
     "screen": ("eval_backend.safety.cli", "screen a text for abuse, hate, self-harm, personal data (--json)"),
 }
 

@@ -2,7 +2,10 @@
 
 Steps: build the demo benchmark if it is missing, start the baseline server on
 loopback, run the baselines on the benchmark (resumable: a restart redoes
-nothing finished). Progress lives in `BootstrapStatus`, which the UI polls.
+nothing finished), then screen every playable reply on the benchmark that has no
+screening decision yet (eval_backend/moderation/replies.py: the baselines', and any
+stored before screening existed; the arena plays none that is not screened clean).
+Progress lives in `BootstrapStatus`, which the UI polls.
 """
 from __future__ import annotations
 
@@ -112,14 +115,16 @@ class Bootstrap:
     """Runs the preparation steps in a daemon thread."""
 
     def __init__(self, data_dir: Path, benchmark_spec: str = "demo", models_file: str | None = None,
-                 run_baselines: bool = True, concurrency: int = 4, load=None):
+                 run_baselines: bool = True, concurrency: int = 4, load=None, screen_replies: bool = False):
         """`load(spec) -> Benchmark`: the app's shared loader (eval_backend/benchmark/cache.py); by default
-        `load_benchmark(spec, data_dir)`."""
+        `load_benchmark(spec, data_dir)`. `screen_replies`: screen the benchmark's unscreened replies (the app
+        passes the arena's setting, EMPATHY_ARENA_SCREEN_REPLIES)."""
         self.data_dir = data_dir
         self.benchmark_spec = benchmark_spec
         self.load = load
         self.models_file = models_file
         self.run_baselines = run_baselines
+        self.screen_replies = screen_replies
         self.concurrency = concurrency
         self.status = BootstrapStatus()
         self.server: subprocess.Popen | None = None
@@ -151,6 +156,8 @@ class Bootstrap:
             self._prepare_benchmark()
             if self.run_baselines:
                 self._run_baselines()
+            if self.screen_replies:
+                self._screen()
             self._set("ready", "benchmark and baseline replies are in place")
         except Exception as exc:  # shown in the UI; the app keeps serving what it has
             log.exception("bootstrap failed")
@@ -199,6 +206,13 @@ class Bootstrap:
                 self.status.errors.append(f"{spec.name}: {failed} requests failed (see the Browse tab)")
             self._score(spec.name, store)
         self.status.done = total
+
+    def _screen(self) -> None:
+        """Screen what has no decision yet: after scoring, Whisper's cache already holds the baselines' clips."""
+        from .moderation.replies import screen_replies
+        self._set("screening replies", "transcripts through the safety screen")
+        summary = screen_replies(Store(self.data_dir), self.benchmark.hash)
+        log.info("bootstrap: %s", summary.line())
 
     def _start_server_early(self) -> None:
         """The baseline server first, before the benchmark is built: live battles (arena/live.py) need only

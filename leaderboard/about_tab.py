@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import gradio as gr
 
+from eval_backend.inert import md
 from eval_backend.tab_contract import PageLoad, TabHandles
 
 ABOUT = """
@@ -88,6 +89,18 @@ the private store, never shown, logged or exported, and deleted when the evaluat
 the key again).
 
 Failed evaluations are listed with their reason on the Submit tab; nothing is silently dropped.
+
+## Safety
+
+Every reply the arena can play is screened when it is stored, not when you vote: our own transcript of its audio
+(Whisper) and the words the model says it spoke go through the safety screen (abuse, hate, sexual content,
+self-harm, violence, personal data). A reply that is flagged, or could not be screened, is never played in a
+battle, shown in Browse or on a model page; it waits for the operator, who releases it or keeps it hidden (every
+decision is logged). Voters' reasons are screened after the vote and left out of the public vote log and data
+releases unless the screen clears them (the vote itself always counts); submitted model names and organisations
+are screened before a submission is queued. The offline screen misses things (sarcasm, coded language, other
+languages): it is a first line, not a guarantee. If a recording or a reply reads as someone in crisis, the page
+shows the help notice below; it never blocks you or diagnoses anything.
 """
 
 
@@ -159,10 +172,21 @@ def judge_status(ctx) -> str:
     return "\n\n".join(lines)
 
 
+def help_notice() -> str:
+    """The crisis notice with its help resources (eval_backend.safety; the operator may replace the list with
+    EMPATHY_ARENA_HELP_RESOURCES). Always on this tab; a broken list is named, never a blank section."""
+    from eval_backend.safety import crisis_notice_markdown
+    try:
+        return crisis_notice_markdown()
+    except ValueError as exc:
+        return f"⚠️ The help resources cannot be shown: {md(str(exc))}. Please call your local emergency number."
+
+
 def build_about_tab(ctx=None) -> TabHandles:
     arena = getattr(ctx, "arena", None)
     gr.Markdown(about_text(arena.settings.provisional_votes if arena is not None else None,
                            arena.settings if arena is not None else None), elem_id="about-text")
+    gr.Markdown("## If you need someone to talk to\n\n" + help_notice(), elem_id="about-help")
     if ctx is None or getattr(ctx, "store", None) is None:
         return TabHandles()
     gr.Markdown("## Judges", elem_id="about-judges-head")

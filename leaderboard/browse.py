@@ -92,6 +92,10 @@ def item_view(b: Benchmark, collection: str, item_id: str) -> ItemView:
     return ItemView("\n\n".join(lines), clips[:MAX_CLIPS], ids)
 
 
+HELD = ("_This reply is not shown: it has not been screened clean by the safety screen (it may be waiting to be "
+        "screened, or held for the operator's review)._")
+
+
 def reply_markdown(reply: Reply | None) -> str:
     if reply is None:
         return "_no reply stored for this model and request_"

@@ -8,13 +8,15 @@ import gradio as gr
 
 from . import browse
 from arena.media import audio_html
+from eval_backend.moderation.replies import playable
 from eval_backend.tab_contract import PageLoad, TabHandles
 
 NO_BENCHMARK = "_The benchmark is still being prepared (see the status line above)._"
 
 
 def build_browse_tab(ctx) -> TabHandles:
-    """ctx: an object with `.benchmark` (or None while preparing), `.store` and `.media` (arena.media.MediaTokens)."""
+    """ctx: an object with `.benchmark` (or None while preparing), `.store`, `.media` (arena.media.MediaTokens) and
+    `.arena` (its `reply_cleared`: a reply that can be played is shown only once screened clean)."""
     with gr.Row():
         collection = gr.Radio([(v, k) for k, v in browse.COLLECTIONS.items()], value="scripts",
                               label="Collection")
@@ -62,6 +64,8 @@ def build_browse_tab(ctx) -> TabHandles:
         if b is None or not model_name or not request_id:
             return "", audio_html("reply audio", None)
         reply = browse.find_reply(ctx.store, b.hash, model_name, request_id)
+        if reply is not None and playable(ctx.store, reply) and not ctx.arena.reply_cleared(reply):
+            return browse.HELD, audio_html("reply audio", None)      # not screened clean: nothing of it shown
         ok = reply is not None and reply.status == "ok" and reply.audio_path
         url = ctx.media.reply_url(reply.model, reply.benchmark_hash, reply.request_id) if ok else None
         return browse.reply_markdown(reply), audio_html("reply audio", url)

@@ -50,12 +50,17 @@ def other_breakdowns(doc: dict) -> pd.DataFrame:
     return out[["breakdown", "label"] + [c for c in out.columns if c not in ("breakdown", "label")]]
 
 
-def sample_replies(store, model: str, benchmark_hash: str, n: int = N_SAMPLES, media=None) -> list[dict]:
+def sample_replies(store, model: str, benchmark_hash: str, n: int = N_SAMPLES, media=None,
+                   shown=lambda reply: True) -> list[dict]:
     """Up to n ok spoken replies with audio on disk (stable order), else text replies. "audio": the reply's
-    media URL (`media`: arena.media.MediaTokens), or None without audio (or without `media`)."""
+    media URL (`media`: arena.media.MediaTokens), or None without audio (or without `media`). `shown(reply)`:
+    may a reply with audio be shown (the arena's `reply_cleared`: screened clean, issue 14); others are left out."""
     rows = [r for t in SPOKEN_TASKS for r in store.replies(model=model, benchmark_hash=benchmark_hash, task=t, status="ok")]
     rows.sort(key=lambda r: r.request_id)
     with_audio = [r for r in rows if r.audio_path and store.abspath(r.audio_path).is_file()]
+    held = {r.request_id for r in with_audio if not shown(r)}
+    rows = [r for r in rows if r.request_id not in held]
+    with_audio = [r for r in with_audio if r.request_id not in held]
     picked = (with_audio or rows)[:n]
     audible = {r.request_id for r in with_audio} if media is not None else set()
     return [{"request_id": r.request_id, "text": r.text or r.transcript or "",
@@ -114,7 +119,8 @@ def build_model_page(ctx, docs_fn):
             empty = pd.DataFrame()
             return ["_Choose a model._", empty, empty, empty, *[""] * N_SAMPLES,
                     *[gr.update(visible=False)] * N_SAMPLES, None]
-        samples = sample_replies(ctx.store, name, doc["manifest"]["benchmark"]["hash"], media=ctx.media)
+        samples = sample_replies(ctx.store, name, doc["manifest"]["benchmark"]["hash"], media=ctx.media,
+                                 shown=ctx.arena.reply_cleared)
         mds = [sample_markdown(s) for s in samples] + [""] * (N_SAMPLES - len(samples))
         audios = [gr.update(value=audio_html(f"reply {i + 1}", s["audio"]), visible=bool(s["audio"]))
                   for i, s in enumerate(samples)]

@@ -11,6 +11,9 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ["GRADIO_ANALYTICS_ENABLED"] = "False"
+# The app plays only replies screened clean (EMPATHY_ARENA_SCREEN_REPLIES, default 1). Tests of other parts serve
+# fixture replies nobody screened, so the suite's default is 0; the safety tests (tests/test_safety_*.py) set 1.
+os.environ.setdefault("EMPATHY_ARENA_SCREEN_REPLIES", "0")
 
 import pytest  # noqa: E402
 

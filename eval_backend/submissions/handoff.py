@@ -1,4 +1,5 @@
-"""The worker's hand-off: the worker counts a model's spoken replies, the arena decides whether it can serve them.
+"""The worker's hand-off: the worker screens and counts a model's spoken replies, the arena decides whether it can
+serve them. Screening happens here, when the replies are stored (issue 14), not when battles are served.
 
 eval_backend does not import the arena. The arena registers its decision when it is imported
 (arena/handoff.py: `register_handoff(arena_handoff)`), the app passes it to the worker explicitly, and a
@@ -11,11 +12,13 @@ the benchmark specs the arena serves (None: the arena's default); the dict carri
 from __future__ import annotations
 
 import importlib
+import logging
 import os
 from typing import Callable
 
 from ..tasks import SPOKEN_TASKS
 
+log = logging.getLogger(__name__)
 PLUGIN_ENV = "EMPATHY_ARENA_HANDOFF"
 DEFAULT_PLUGIN = "arena.handoff"
 
@@ -49,10 +52,28 @@ def registered_handoff() -> HandOff | None:
     return _registered[0] if _registered else None
 
 
+def screen_model(store, bench, model: str) -> dict:
+    """Screen the model's playable replies before the arena may see them (eval_backend/moderation/replies.py):
+    a reply without a clean decision is never played, so a failed screening pass leaves them unplayable."""
+    from ..moderation.replies import held_count, screen_replies
+    from ..moderation.settings import screen_replies_enabled
+    if not screen_replies_enabled():
+        return {"screening": "off (EMPATHY_ARENA_SCREEN_REPLIES=0)", "held": None}
+    try:
+        summary = screen_replies(store, bench.hash, [model])
+    except Exception as exc:      # the replies stay unplayable; the job's note says why
+        log.exception("screening %s failed", model)
+        return {"screening": f"not screened ({type(exc).__name__}: {exc}); its replies are not played",
+                "held": None}
+    _, held = held_count(store, bench.hash, model)     # this pass's and earlier passes' decisions (a retry)
+    return {"screening": summary.line(), "held": held}
+
+
 def hand_off(store, bench, model: str, arena_specs: tuple[str, ...] | None = None,
              handoff: HandOff | None = None) -> dict:
-    """Count, then ask the arena (the injected hand-off, else the registered one)."""
-    counts = reply_counts(store, bench, model)
+    """Screen, count, then ask the arena (the injected hand-off, else the registered one)."""
+    screened = screen_model(store, bench, model)
+    counts = {**reply_counts(store, bench, model), **screened}
     fn = handoff or registered_handoff()
     if fn is None:
         return {**counts, "servable": False, "why": "no arena is configured for this worker"}

@@ -162,6 +162,11 @@ class SubmissionService:
             reason = self.policy.check_url(form.base_url)
             if reason:
                 errors["base_url"] = f"This endpoint cannot be used: {reason}."
+        if not errors:        # a flagged name or organisation is never queued, so never shown (issue 14)
+            from ..moderation.texts import check_name
+            held = check_name(self.store, form.name, form.organisation)
+            if held:
+                errors["name"] = held
         if errors:
             return SubmitOutcome(False, errors, dry_run=dry_run)
         try:
