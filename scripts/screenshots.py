@@ -85,6 +85,17 @@ def open_tab(page, label: str) -> None:
     page.locator(".overflow-dropdown button", has_text=label).first.click()
 
 
+def full_page(page, path: Path) -> None:
+    """The whole page. Playwright's full_page capture drops the touch emulation for the capture (keyboard-only
+    hints would show), so the viewport is made as tall as the page instead, then restored."""
+    size = page.viewport_size
+    height = page.evaluate("() => document.documentElement.scrollHeight")
+    page.set_viewport_size({"width": size["width"], "height": max(size["height"], height)})
+    page.wait_for_timeout(300)
+    page.screenshot(path=str(path))
+    page.set_viewport_size(size)
+
+
 def arena_states(page, out: Path) -> None:
     """The arena while a battle is open, once its clips are heard, and after the vote."""
     page.click("#arena-next")
@@ -97,12 +108,12 @@ def arena_states(page, out: Path) -> None:
     page.evaluate("""() => { for (const a of document.querySelectorAll('audio')) { a.playbackRate = 2; a.play(); } }""")
     page.wait_for_function("() => !document.getElementById('arena-vote-a').disabled", timeout=60_000)
     page.screenshot(path=str(out / "arena-heard-viewport.png"))
-    page.screenshot(path=str(out / "arena-heard.png"), full_page=True)
+    full_page(page, out / "arena-heard.png")
     page.click("#arena-vote-a")
     page.wait_for_selector("#arena-reveal", state="visible", timeout=30_000)
     page.wait_for_timeout(500)
     page.screenshot(path=str(out / "arena-voted-viewport.png"))
-    page.screenshot(path=str(out / "arena-voted.png"), full_page=True)
+    full_page(page, out / "arena-voted.png")
 
 
 def shoot(url: str, out: Path) -> list[Path]:
@@ -127,7 +138,7 @@ def shoot(url: str, out: Path) -> list[Path]:
                     open_tab(page, label)
                 page.wait_for_timeout(2000)
                 page.screenshot(path=str(folder / f"{n:02d}-{tid}-viewport.png"))
-                page.screenshot(path=str(folder / f"{n:02d}-{tid}.png"), full_page=True)
+                full_page(page, folder / f"{n:02d}-{tid}.png")
             page.goto(url + "/")
             page.wait_for_selector("#arena-next")
             page.wait_for_timeout(1000)
