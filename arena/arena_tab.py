@@ -256,7 +256,7 @@ def listen_report(text: str | None, battle_id: str | None) -> dict | None:
 def reveal_markdown(result) -> str:
     """What each reply said, under its model's name (names and transcripts: inert text); the names and ratings
     are also on the players themselves (revealed_clip_html)."""
-    lines = ["#### What each reply said"]
+    lines = ["### What each reply said"]
     for slot, side in (("A", result.a), ("B", result.b)):
         won = " 🏆" if result.winner == side.model else ""
         lines.append(f"**{slot}: {md_inline(side.model)}**{won}")
