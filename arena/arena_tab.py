@@ -325,17 +325,18 @@ def build_arena_tab(ctx) -> ArenaTabHandles:
     buttons = list(vote_buttons.values())
     locked = [gr.update(interactive=False)] * len(buttons)
 
-    def close_open_battle(st: dict, session: str | None) -> None:
+    def close_open_battle(st: dict, session: str | None, ip: str) -> None:
         """A new battle while this one is open and unvoted (Skip, or Next during a live battle): skip it."""
         if session and st.get("battle_id") and not st.get("voted"):
             try:
+                service.admit_skip(ip)      # in memory, its own budget (arena/abuse.py)
                 run_write(service.skip_battle, st["battle_id"], session)
-            except SkipRefused:
-                pass                      # gone or voted meanwhile: nothing to close
+            except (SkipRefused, Refused):
+                pass      # gone or voted meanwhile, or skipping too fast: it stays open until it expires
 
     def new_battle(st: dict, request: gr.Request, profile: gr.OAuthProfile | None):
         session, ip, user = _identity(st, request, profile)
-        close_open_battle(st, session)
+        close_open_battle(st, session, ip)
         session = session or service.new_session()
         try:
             ticket = service.admit_battle(session, ip)       # in memory: a refusal never reaches the writer

@@ -149,6 +149,10 @@ class Battles:
         request's own thread, before handing `serve_battle(..., ticket=)` to the writer."""
         return self.gate.admit_battle(session_id, ip)
 
+    def admit_skip(self, ip: str | None) -> None:
+        """The in-memory skip limit per address (its own budget, not the votes'); raises abuse.Refused."""
+        self.gate.admit_skip(ip)
+
     def admit_vote(self, ip: str | None) -> None:
         """The in-memory vote-attempt limit per address; raises abuse.Refused."""
         self.gate.admit_vote(ip)

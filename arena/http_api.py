@@ -9,7 +9,8 @@
     POST /api/arena/skip    {"battle_id", "session"}    -> 200 {"battle_id", "skipped": true}: the battle is closed
                                                            without a vote (no rating, no refusal row, no rate
                                                            token); 404 unknown_battle, 403 wrong_session,
-                                                           409 already_voted. Then ask /battle for the next one.
+                                                           409 already_voted, 429 rate_limited (skips have their
+                                                           own per-address budget). Then ask /battle.
     (all three: 400 bad_json, 403 bad_session, 413 too_large; battle and vote: 429 rate_limited | too_many_open
      with Retry-After)
     GET  /api/arena/audio/{battle_id}/{clip}            -> the wav of clip user | A | B of a served battle
@@ -116,7 +117,7 @@ class EarlyRefusal:
     def __init__(self, app, service):
         self.app = app
         self.service = service
-        self.kinds = {f"{PREFIX}/battle": "battle", f"{PREFIX}/vote": "vote"}
+        self.kinds = {f"{PREFIX}/battle": "battle", f"{PREFIX}/vote": "vote", f"{PREFIX}/skip": "skip"}
 
     async def __call__(self, scope, receive, send):
         if scope["type"] == "http" and scope.get("method") == "POST":
@@ -219,6 +220,10 @@ def build_router(service) -> APIRouter:
         missing = [k for k in ("battle_id", "session") if not body.get(k)]
         if missing:
             return _error(422, "bad_value", f"missing field(s): {', '.join(missing)}")
+        try:
+            service.admit_skip(client_address.from_request(request))
+        except Refused as exc:
+            return _refused(exc)
         if not isinstance(body["session"], str) or not service.session_valid(body["session"]):
             return _error(403, "bad_session", "this session was not issued by this server; load a new battle")
         try:
