@@ -25,7 +25,7 @@ KEY_SUFFIXES = {"arena-vote-a": "1", "arena-vote-b": "2", "arena-vote-tie": "3",
 
 
 def _key_rules() -> str:
-    return "\n".join(f'  #{eid}::after {{ content: " ({key})"; opacity: .7; font-weight: normal; }}'
+    return "\n".join(f'  #{eid}::after {{ content: "({key})"; margin-left: .35em; opacity: .7; font-weight: normal; }}'
                      for eid, key in KEY_SUFFIXES.items())
 
 

@@ -179,7 +179,7 @@ def test_keyboard_hints_only_where_there_is_a_keyboard(app, browser):
     try:
         assert page.locator("#arena-keys").is_visible()
         assert "skip / next battle" in page.inner_text("#arena-keys")
-        assert page.evaluate(after) == '" (n)"'
+        assert page.evaluate(after) == '"(n)"'
     finally:
         ctx.close()
 
