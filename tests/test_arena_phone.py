@@ -5,7 +5,8 @@ phone: "Start a battle" is on the first screen at load, with no empty players or
 are heard, the four vote buttons are on screen (at the top of the page and scrolled down); after the vote each
 player carries its model's name and nothing plays any more (the element that was playing included). Skip gives a
 new battle; the skipped one has no vote and no refusal row. Keyboard hints show on a desktop, never on a touch
-screen. The skip route of the JSON API, and the revealed player's name is inert text.
+screen. The skip route of the JSON API, and the revealed player's name is inert text. The production page
+(app.py's tabs) shows every tab on a phone's tab bar.
 """
 from __future__ import annotations
 
@@ -216,3 +217,48 @@ def test_revealed_player_names_are_inert_text():
     out = revealed_clip_html("A", side, "/api/arena/audio/b/A", True)
     assert "<img" not in out and "&lt;img src=&quot;http://x/y.gif&quot;&gt;&quot;" in out
     assert "A: evil" in out and "TrueSkill 25.0 ± 8.0 · 1 vote<" in out
+
+
+@pytest.mark.browser
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+def test_every_tab_is_on_the_phones_tab_bar(browser, tmp_path):
+    """The production page (app.py's tabs): at 390 px all seven tabs are shown, none folded into a "⋯" menu."""
+    import os
+    import subprocess
+    import sys
+    import time
+    from pathlib import Path
+
+    import httpx
+
+    from app import TABS
+    from tests.support.arena_fixtures import free_port
+
+    seed(tmp_path, MODELS, n_scripts=1)
+    port = free_port()
+    env = {**os.environ, "EMPATHY_ARENA_BOOTSTRAP": "0", "EMPATHY_ARENA_BENCHMARK": "demo",
+           "GRADIO_ANALYTICS_ENABLED": "False", "HF_HUB_OFFLINE": "1"}
+    proc = subprocess.Popen([sys.executable, "-m", "tests.support.space_app", "--port", str(port), "--data-dir",
+                             str(tmp_path)], cwd=Path(__file__).resolve().parents[1], env=env,
+                            stdout=open(tmp_path / "app.log", "ab"), stderr=subprocess.STDOUT)
+    try:
+        deadline = time.monotonic() + 180
+        while time.monotonic() < deadline and proc.poll() is None:
+            try:
+                if httpx.get(f"http://127.0.0.1:{port}/api/arena/health", timeout=2).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                time.sleep(0.5)
+        ctx = browser.new_context(**PHONE)
+        page = ctx.new_page()
+        page.goto(f"http://127.0.0.1:{port}/")
+        page.wait_for_selector("#arena-next", state="visible", timeout=60_000)
+        for tab in TABS:
+            assert _in_viewport(page, f"[role='tab'][data-tab-id='{tab.id}']"), tab.label
+        assert not page.locator("button[aria-label='More tabs']").is_visible()
+        assert _in_viewport(page, "#arena-next")          # under the full page header, too
+        ctx.close()
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
