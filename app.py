@@ -30,6 +30,7 @@ from fastapi import FastAPI  # noqa: E402
 
 from app_context import AppContext  # noqa: E402
 from arena.http_api import mount_http_api  # noqa: E402
+from arena.layout_css import LAYOUT_CSS  # noqa: E402
 from arena.live_api import mount_live_api  # noqa: E402
 from arena.live_ui import build_arena_live_tab  # noqa: E402
 from arena.media import mount_media  # noqa: E402
@@ -77,10 +78,11 @@ def build_blocks(ctx: AppContext, tabs: tuple[Tab, ...] = TABS) -> gr.Blocks:
         status = gr.Markdown(ctx.status_line())
         gr.Timer(2.0).tick(ctx.status_line, None, status)
         built = []
-        for tab in tabs:
-            # an operator-only tab starts hidden; its own page-load hook shows it to the operator alone
-            with gr.Tab(tab.label, id=tab.id, visible=not tab.operator_only):
-                built.append(tab.build(ctx))
+        with gr.Tabs(overflow_behavior="wrap", elem_id="tabs"):    # every tab shown, wrapping on a phone
+            for tab in tabs:
+                # an operator-only tab starts hidden; its own page-load hook shows it to the operator alone
+                with gr.Tab(tab.label, id=tab.id, visible=not tab.operator_only):
+                    built.append(tab.build(ctx))
         for handles in built:        # each tab's own page-load hooks, in tab order
             handles.register_load(demo)
     return demo
@@ -100,7 +102,7 @@ def build_app(ctx: AppContext) -> BodyLimit:
     mount_media(app, ctx.arena, ctx.media, lambda: ctx.benchmark, browse.clip_file)
     ctx.identity.mount(app)             # /operator sign-in and the guest cookie (leaderboard/identity.py)
     app = gr.mount_gradio_app(app, build_blocks(ctx), path="/", blocked_paths=[str(ctx.data_dir)],
-                              footer_links=["gradio", "settings"])
+                              footer_links=["gradio", "settings"], css=LAYOUT_CSS)   # arena/layout_css.py
     # request-body caps in front of everything, Gradio's routes included (eval_backend/body_limit.py)
     return BodyLimit(app, app_caps(ctx.submissions.max_upload_bytes))
 

@@ -10,7 +10,9 @@ or Gradio's handler) and cost a dict lookup:
   reserved at admission, so concurrent requests of one session cannot all pass before any is recorded;
 - vote attempts per client address: `ip_vote_attempts_per_minute`, same bucket shape. The accepted-vote
   limits (session/address/account per minute and day) stay in the vote's transaction (service.py); this one
-  keeps a stream of bogus votes off the writer.
+  keeps a stream of bogus votes off the writer;
+- skips per client address (`POST /api/arena/skip`, the tab's Skip): their own bucket of the same size as vote
+  attempts, so skipping never spends a voter's vote budget, and a stream of skips still stays off the writer.
 
 IPv6 clients are keyed by their /64: one host usually holds a whole /64 and could otherwise rotate through it.
 State is per process (replicas each keep their own) and starts empty on restart; the tables are bounded
@@ -114,9 +116,10 @@ class BattleGate:
         self.max_keys = max_keys
         self.battles = TokenBuckets(ip_battles_per_minute, clock, max_keys)
         self.votes = TokenBuckets(ip_vote_attempts_per_minute, clock, max_keys)
+        self.skips = TokenBuckets(ip_vote_attempts_per_minute, clock, max_keys)
         self._open: OrderedDict[str, dict[object, float]] = OrderedDict()   # session -> {battle id | slot: expiry}
         self._lock = threading.Lock()
-        self.refused: dict[str, int] = {"battle_rate": 0, "open_battles": 0, "vote_rate": 0}
+        self.refused: dict[str, int] = {"battle_rate": 0, "open_battles": 0, "vote_rate": 0, "skip_rate": 0}
 
     def _count(self, kind: str) -> None:
         with self._lock:
@@ -175,14 +178,23 @@ class BattleGate:
     def early_refusal(self, kind: str, address: str | None) -> Refused | None:
         """For a front door that answers before any framework runs: the refusal a `kind` request ("battle" or
         "vote") from `address` is sure to get now, or None (then the full check runs, and takes the token)."""
-        wait = (self.battles if kind == "battle" else self.votes).wait(address_key(address))
+        wait = self._buckets(kind).wait(address_key(address))
         return self._rate_refusal(kind, wait) if wait else None
 
     def _rate_refusal(self, kind: str, wait: float) -> Refused:
         self._count(f"{kind}_rate")
-        what, buckets = ("battles", self.battles) if kind == "battle" else ("vote attempts", self.votes)
+        what, buckets = {"battle": "battles", "vote": "vote attempts", "skip": "skips"}[kind], self._buckets(kind)
         return Refused("rate_limited", f"too many {what} from this network address (the limit is "
                                        f"{buckets.capacity:g} a minute); try again in {math.ceil(wait)} s", wait)
+
+    def _buckets(self, kind: str) -> TokenBuckets:
+        return {"battle": self.battles, "vote": self.votes, "skip": self.skips}[kind]
+
+    def admit_skip(self, address: str | None) -> None:
+        """The in-memory skip limit per address; raises Refused (rate_limited)."""
+        wait = self.skips.take(address_key(address))
+        if wait:
+            raise self._rate_refusal("skip", wait)
 
     def admit_vote(self, address: str | None) -> None:
         wait = self.votes.take(address_key(address))

@@ -22,8 +22,18 @@ belongs to `ArenaService`; this module only wires events to it.
   those numbers and the order the clips were first played with the vote; the
   service applies the same rule to them ("not yet" is shown, not logged).
 - Keyboard: 1/a = A better, 2/b = B better, 3/t = tie, 4/x = both bad,
-  p = play all in order, n = next battle; a vote key pressed before the vote
-  unlocks says why instead.
+  p = play all in order, n = skip the open battle (or the next one); a vote key
+  pressed before the vote unlocks says why instead. The hints show only on
+  devices with a keyboard (arena/layout_css.py).
+- Layout (phone first; the CSS is arena/layout_css.py): the start / next button
+  and Skip at the top, then the user's clip and the two replies (stacked on a
+  phone), the meter and the vote row (fixed at the bottom of a phone's screen
+  while a battle is open). Nothing empty is shown before a battle.
+- Reveal on the panels: after the vote each player is relabelled with its
+  model's name and rating, and all playback stops; the transcripts follow below.
+- Skip: closes the open battle without a vote (service.skip_battle: no rating,
+  no refusal, no abuse counter) and serves the next one; "Next"/"Start" also
+  skips an open battle (the live section's, say) before serving another.
 """
 from __future__ import annotations
 
@@ -43,18 +53,18 @@ from eval_backend.tab_contract import TabHandles
 AUDIO_IDS = {"user": "arena-audio-user", "a": "arena-audio-a", "b": "arena-audio-b"}
 AUDIO_LABELS = {"user": "The user says", "a": "Reply A", "b": "Reply B"}
 VOTE_IDS = {"A": "arena-vote-a", "B": "arena-vote-b", "tie": "arena-vote-tie", "both_bad": "arena-vote-bad"}
-VOTE_LABELS = {"A": "👈 A is better (1)", "B": "👉 B is better (2)", "tie": "🤝 Tie (3)", "both_bad": "👎 Both bad (4)"}
+# the keys' "(1)"... suffixes are CSS (arena/layout_css.py), shown only on devices with a keyboard
+VOTE_LABELS = {"A": "👈 A is better", "B": "👉 B is better", "tie": "🤝 Tie", "both_bad": "👎 Both bad"}
 SUB_CHOICES = [("A", "A"), ("B", "B"), ("Tie", "tie")]
 WRITE_QUEUE = "arena_writes"
 
-HELP = """### Voice arena
-Listen to what the user said (and the context, when there is one), then to two anonymous spoken replies.
-Vote for the reply that responds **more empathetically** — in its words *and* in its voice. The buttons unlock once
-you have heard the start of each clip (the countdown shows how long is left; clips may play together, or at up to
-2× speed). Names are revealed after your vote.
-
-**Keys:** `1`/`a` A better · `2`/`b` B better · `3`/`t` tie · `4`/`x` both bad · `p` play all in order · `n` next battle
+LEAD = ("**Voice arena:** hear what the user said, then two anonymous spoken replies; vote for the one that answers "
+        "**more empathetically**, in its words *and* its voice. Names are revealed after your vote.")
+HELP = """The vote buttons unlock once you have heard the start of each clip (the countdown shows how long is left;
+clips may play together, or at up to 2× speed). Can't judge this one? **Skip** it: a skip is not counted anywhere.
 """
+KEYS_HELP = ("**Keys:** `1`/`a` A better · `2`/`b` B better · `3`/`t` tie · `4`/`x` both bad · `p` play all in order · "
+             "`n` skip / next battle")
 
 # The listening meter: polls the battle's <audio> elements, measures each clip's seconds played (within the part
 # the rule asks for) from its `played` ranges, shows the countdown, and unlocks the vote buttons (via a Python event,
@@ -137,7 +147,8 @@ if (!window.__arenaKeys) {
   }, true);
   const KEYS = {"1": "arena-vote-a", "a": "arena-vote-a", "2": "arena-vote-b", "b": "arena-vote-b",
                 "3": "arena-vote-tie", "t": "arena-vote-tie", "4": "arena-vote-bad", "x": "arena-vote-bad",
-                "n": "arena-next", "p": "arena-play-all"};
+                "n": ["arena-skip", "arena-next"], "p": "arena-play-all"};
+  const shown = (el) => el && el.getClientRects().length > 0;    // offsetParent is null for a fixed vote bar
   const explain = (text, kind) => {
     const meter = document.querySelector(".arena-meter");
     const hint = meter && meter.querySelector(".arena-meter-hint");
@@ -147,15 +158,17 @@ if (!window.__arenaKeys) {
     const t = e.target;
     if (e.ctrlKey || e.metaKey || e.altKey || e.repeat) return;
     if (t && (t.tagName === "INPUT" || t.tagName === "TEXTAREA" || t.tagName === "SELECT" || t.isContentEditable)) return;
-    const id = KEYS[(e.key || "").toLowerCase()];
-    const btn = id && document.getElementById(id);
-    if (btn && !btn.disabled && btn.offsetParent !== null) { e.preventDefault(); btn.click(); return; }
+    const ids = [].concat(KEYS[(e.key || "").toLowerCase()] || []);
+    const btns = ids.map((i) => document.getElementById(i)).filter(Boolean);
+    const btn = btns.find((b) => !b.disabled && shown(b)) || btns[0];
+    const id = btn ? btn.id : ids[0];
+    if (btn && !btn.disabled && shown(btn)) { e.preventDefault(); btn.click(); return; }
     if (!id || !id.startsWith("arena-vote-") || !btn) return;
     const st = current();              // a vote key while voting is locked: say why
     const reveal = document.getElementById("arena-reveal");
     if (!st) explain("Start a battle first (press n).", "no-battle");
     else if (Object.keys(st.left).length) explain("Not yet: " + countdown(st) + ".", "not-yet");
-    else if (reveal && reveal.offsetParent !== null) explain("You have voted on this battle: press n for the next one.", "voted");
+    else if (shown(reveal)) explain("You have voted on this battle: press n for the next one.", "voted");
     else explain("The vote is unlocking…", "unlocking");
   });
 }
@@ -183,6 +196,26 @@ PLAY_ALL_JS = r"""
 def clip_html(label: str, url: str | None) -> str:
     """A clip's player; preloaded, so the meter knows each clip's length at once."""
     return audio_html(label, url, preload="auto")
+
+
+def revealed_clip_html(slot: str, side, url: str, won: bool) -> str:
+    """A reply's player after the vote: the model's name (inert: escaped) and its rating after this vote, short.
+    A new <audio> element, so nothing keeps playing from before the vote."""
+    votes = f"{side.votes} vote{'' if side.votes == 1 else 's'}"
+    rating = f"TrueSkill {side.rating.mu:.1f} ± {side.rating.sigma:.1f} · {votes}"
+    return (f'<div class="media-clip arena-revealed"><div class="media-clip-label"><strong>{slot}: '
+            f'{html.escape(side.model)}</strong>{" 🏆" if won else ""} <span class="arena-rating">{rating}</span></div>'
+            f'<audio controls preload="auto" src="{html.escape(url)}"></audio></div>')
+
+
+# After a vote: stop every player (the revealed players are new elements; this also covers a browser that kept
+# the old ones). Runs after the vote's answer is on the page, and only once the reveal is shown.
+PAUSE_AFTER_VOTE_JS = r"""
+() => {
+  const reveal = document.getElementById("arena-reveal");
+  if (reveal && reveal.getClientRects().length) document.querySelectorAll("audio").forEach((a) => a.pause());
+}
+"""
 
 
 def _meter_html(battle_id: str | None, listening: dict | None, text: str = "") -> str:
@@ -221,12 +254,12 @@ def listen_report(text: str | None, battle_id: str | None) -> dict | None:
 
 
 def reveal_markdown(result) -> str:
-    """Both names, their TrueSkill after this vote, and the transcripts (names and transcripts: inert text)."""
-    lines = ["### Revealed"]
+    """What each reply said, under its model's name (names and transcripts: inert text); the names and ratings
+    are also on the players themselves (revealed_clip_html)."""
+    lines = ["### What each reply said"]
     for slot, side in (("A", result.a), ("B", result.b)):
         won = " 🏆" if result.winner == side.model else ""
-        lines.append(f"**{slot}: {md_inline(side.model)}**{won} — TrueSkill μ {side.rating.mu:.2f} "
-                     f"± σ {side.rating.sigma:.2f} ({side.votes} vote{'' if side.votes == 1 else 's'})")
+        lines.append(f"**{slot}: {md_inline(side.model)}**{won}")
         if side.transcript:
             lines.append(f"> {md(side.transcript)}")
     return "\n\n".join(lines)
@@ -254,11 +287,16 @@ def build_arena_tab(ctx) -> ArenaTabHandles:
     section (arena/live_ui.py)."""
     service = ctx.arena
     from .abuse import Refused
+    from .media import battle_clip_url
     from .writer import run_write
-    from .service import NoBattleAvailable, NotYet, VoteRefused
+    from .service import NoBattleAvailable, NotYet, SkipRefused, VoteRefused
 
     state = gr.State({})     # {"session", "battle_id", "voted"}: per browser session, server-side only
-    gr.Markdown(HELP.replace("up to 2×", f"up to {service.settings.max_playback_rate:g}×"))
+    gr.Markdown(LEAD, elem_id="arena-lead")
+    with gr.Row(elem_id="arena-top"):
+        next_btn = gr.Button("Start a battle", variant="primary", elem_id="arena-next", scale=3)
+        skip_btn = gr.Button("Skip", visible=False, elem_id="arena-skip", scale=1)
+    message = gr.Markdown(elem_id="arena-message")
     context_md = gr.Markdown(visible=False, elem_id="arena-context")
     # the calm help notice, when a reply in this battle was screened as crisis (eval_backend/safety)
     notice_md = gr.Markdown(visible=False, elem_id="arena-crisis")
@@ -266,32 +304,41 @@ def build_arena_tab(ctx) -> ArenaTabHandles:
         return gr.HTML(clip_html(AUDIO_LABELS[key], None), elem_id=AUDIO_IDS[key], js_on_load=None,
                        container=True, padding=True)
 
-    with gr.Row():
+    with gr.Column(elem_id="arena-players"):       # hidden until a battle has clips (arena/layout_css.py)
         audio_user = player("user")
-    with gr.Row():
-        audio_a, audio_b = player("a"), player("b")
-    meter = gr.HTML(_meter_html(None, None, "Press “Start a battle”."), js_on_load=METER_JS,
-                    elem_id="arena-meter")
-    play_all = gr.Button("▶ Play all in order (p)", elem_id="arena-play-all", size="sm")
-    with gr.Row():
+        with gr.Row(elem_id="arena-replies"):        # side by side; stacked on a phone
+            audio_a, audio_b = player("a"), player("b")
+    meter = gr.HTML(_meter_html(None, None, ""), js_on_load=METER_JS, elem_id="arena-meter")
+    play_all = gr.Button("▶ Play all in order", elem_id="arena-play-all", size="sm")
+    with gr.Row(elem_id="arena-vote-row"):         # fixed at the bottom of a phone's screen during a battle
         vote_buttons = {slot: gr.Button(label, interactive=False, elem_id=VOTE_IDS[slot],
                                         variant="primary" if slot in ("A", "B") else "secondary")
                         for slot, label in VOTE_LABELS.items()}
+    reveal = gr.Markdown(visible=False, elem_id="arena-reveal")
     with gr.Accordion("Optional: judge two aspects separately, and say why", open=False):
         with gr.Row():
             said = gr.Radio(SUB_CHOICES, label="What was said (the words)", elem_id="arena-said")
             sounded = gr.Radio(SUB_CHOICES, label="How it sounded (the voice)", elem_id="arena-sounded")
         reason = gr.Textbox(label="Reason (optional)", max_lines=3, max_length=500, elem_id="arena-reason")
-    message = gr.Markdown(elem_id="arena-message")
     listen_box = gr.Textbox(visible=False, elem_id="arena-listen")    # the page's listen report (LISTEN_JS)
-    reveal = gr.Markdown(visible=False, elem_id="arena-reveal")
-    next_btn = gr.Button("Start a battle (n)", variant="primary", elem_id="arena-next")
+    gr.Markdown(HELP.replace("up to 2×", f"up to {service.settings.max_playback_rate:g}×"), elem_id="arena-help")
+    gr.Markdown(KEYS_HELP, elem_classes=["arena-keys"], elem_id="arena-keys")   # keyboards only (layout_css)
 
     buttons = list(vote_buttons.values())
     locked = [gr.update(interactive=False)] * len(buttons)
 
+    def close_open_battle(st: dict, session: str | None, ip: str) -> None:
+        """A new battle while this one is open and unvoted (Skip, or Next during a live battle): skip it."""
+        if session and st.get("battle_id") and not st.get("voted"):
+            try:
+                service.admit_skip(ip)      # in memory, its own budget (arena/abuse.py)
+                run_write(service.skip_battle, st["battle_id"], session)
+            except (SkipRefused, Refused):
+                pass      # gone or voted meanwhile, or skipping too fast: it stays open until it expires
+
     def new_battle(st: dict, request: gr.Request, profile: gr.OAuthProfile | None):
         session, ip, user = _identity(st, request, profile)
+        close_open_battle(st, session, ip)
         session = session or service.new_session()
         try:
             ticket = service.admit_battle(session, ip)       # in memory: a refusal never reaches the writer
@@ -301,7 +348,7 @@ def build_arena_tab(ctx) -> ArenaTabHandles:
             empty = [clip_html(AUDIO_LABELS[k], None) for k in ("user", "a", "b")]
             return ({"session": session}, gr.update(visible=False), *empty, _meter_html(None, None, ""), *locked,
                     gr.update(), gr.update(), gr.update(), message_markdown(msg), gr.update(visible=False),
-                    gr.update(visible=True, value="Try again (n)"))
+                    gr.update(visible=True, value="Try again"), gr.update(visible=False))
         ctx = context_markdown(view.context_text)
         return (
             {"session": session, "battle_id": view.battle_id, "voted": False, "notice": view.notice},
@@ -312,7 +359,7 @@ def build_arena_tab(ctx) -> ArenaTabHandles:
             *locked,
             gr.update(value=None, interactive=True), gr.update(value=None, interactive=True),
             gr.update(value="", interactive=True),
-            "", gr.update(visible=False, value=""), gr.update(visible=False),
+            "", gr.update(visible=False, value=""), gr.update(visible=False), gr.update(visible=True),
         )
 
     def unlock(st: dict):
@@ -323,9 +370,10 @@ def build_arena_tab(ctx) -> ArenaTabHandles:
     def make_vote(slot: str):
         def vote(st: dict, said_v, sounded_v, reason_v, listen_v, request: gr.Request,
                  profile: gr.OAuthProfile | None):
+            keep3 = [gr.update()] * 3                  # the players, unchanged unless the vote counts
             if not st.get("battle_id") or st.get("voted"):
                 return (st, *locked, gr.update(), gr.update(), gr.update(), "Start a new battle first.",
-                        gr.update(), gr.update(visible=True))
+                        gr.update(), gr.update(visible=True), gr.update(visible=False), *keep3)
             session, ip, user = _identity(st, request, profile)
             try:
                 service.admit_vote(ip)
@@ -335,20 +383,24 @@ def build_arena_tab(ctx) -> ArenaTabHandles:
             except NotYet as exc:
                 keep = [gr.update()] * len(buttons)
                 return ({**st, "not_yet": True}, *keep, gr.update(), gr.update(), gr.update(), f"⏳ {md(exc.message)}",
-                        gr.update(), gr.update())
+                        gr.update(), gr.update(), gr.update(), *keep3)
             except (VoteRefused, Refused) as exc:
                 keep = [gr.update()] * len(buttons)
                 return (st, *keep, gr.update(), gr.update(), gr.update(), message_markdown(exc.message), gr.update(),
-                        gr.update())
+                        gr.update(), gr.update(), *keep3)
             done = {**st, "voted": True}
+            bid = st["battle_id"]
+            players = (clip_html(AUDIO_LABELS["user"], battle_clip_url(bid, "user")),
+                       revealed_clip_html("A", result.a, battle_clip_url(bid, "A"), result.winner == result.a.model),
+                       revealed_clip_html("B", result.b, battle_clip_url(bid, "B"), result.winner == result.b.model))
             return (done, *locked, gr.update(interactive=False), gr.update(interactive=False),
                     gr.update(interactive=False), "✅ Vote recorded. Thank you!",
                     gr.update(visible=True, value=reveal_markdown(result)),
-                    gr.update(visible=True, value="Next battle (n)"))
+                    gr.update(visible=True, value="Next battle"), gr.update(visible=False), *players)
         return vote
 
     battle_outputs = [state, context_md, audio_user, audio_a, audio_b, meter, *buttons, said, sounded, reason,
-                      message, reveal, next_btn]
+                      message, reveal, next_btn, skip_btn]
     # Battles and votes write to SQLite: they run on the process's one writer thread (run_write, shared with
     # the HTTP API) and queue in one Gradio slot, so writers never race for SQLite's lock (its busy handler
     # sleeps up to 100 ms per retry).
@@ -357,16 +409,19 @@ def build_arena_tab(ctx) -> ArenaTabHandles:
         text = (st or {}).get("notice")
         return gr.update(visible=bool(text), value=text or "")
 
-    next_btn.click(new_battle, [state], battle_outputs, concurrency_limit=1, concurrency_id=WRITE_QUEUE,
-                   api_visibility="private").then(show_notice, [state], [notice_md], api_visibility="private",
-                                                  show_progress="hidden")
+    for btn in (next_btn, skip_btn):                 # Skip = close this battle unvoted, then the next one
+        btn.click(new_battle, [state], battle_outputs, concurrency_limit=1, concurrency_id=WRITE_QUEUE,
+                  api_visibility="private").then(show_notice, [state], [notice_md], api_visibility="private",
+                                                 show_progress="hidden")
     meter.submit(unlock, [state], [*buttons, message], concurrency_limit=None, api_visibility="private",
                  show_progress="hidden")
     play_all.click(None, None, None, js=PLAY_ALL_JS)
-    vote_outputs = [state, *buttons, said, sounded, reason, message, reveal, next_btn]
+    vote_outputs = [state, *buttons, said, sounded, reason, message, reveal, next_btn, skip_btn,
+                    audio_user, audio_a, audio_b]
     for slot, btn in vote_buttons.items():
         btn.click(make_vote(slot), [state, said, sounded, reason, listen_box], vote_outputs, concurrency_limit=1,
-                  concurrency_id=WRITE_QUEUE, api_visibility="private", js=LISTEN_JS)
+                  concurrency_id=WRITE_QUEUE, api_visibility="private", js=LISTEN_JS).then(
+            None, None, None, js=PAUSE_AFTER_VOTE_JS)
     # the live section (arena/live_ui.py) fills these same components, so a live battle is voted on here
     return ArenaTabHandles(parts={"state": state, "buttons": buttons, "battle_outputs": battle_outputs,
                                   "reveal": reveal})

@@ -48,6 +48,11 @@ class NotYet(VoteRefused):
         self.remaining_s = remaining_s
 
 
+class SkipRefused(VoteRefused):
+    """A skip the server cannot apply (unknown battle, another session's, already voted): answered, never logged
+    as a refused vote (a skip is not a vote)."""
+
+
 class NoBattleAvailable(RuntimeError):
     """No two unpaused models have servable replies to a common request (the message says why)."""
 
@@ -154,6 +159,10 @@ class Battles:
         """The in-memory limits (arena/abuse.py) for one more battle; raises abuse.Refused. Call it on the
         request's own thread, before handing `serve_battle(..., ticket=)` to the writer."""
         return self.gate.admit_battle(session_id, ip)
+
+    def admit_skip(self, ip: str | None) -> None:
+        """The in-memory skip limit per address (its own budget, not the votes'); raises abuse.Refused."""
+        self.gate.admit_skip(ip)
 
     def admit_vote(self, ip: str | None) -> None:
         """The in-memory vote-attempt limit per address; raises abuse.Refused."""
@@ -329,6 +338,24 @@ class Battles:
         """The audio route served this clip of this battle: record its first fetch (the listening rule)."""
         self.fetches.fetched(battle_id, clip)
 
+    # ------------------------------------------------------------------ skips
+    def skip_battle(self, battle_id: str, session_id: str) -> None:
+        """Close the session's unvoted battle without a vote ("Skip": the voter wants another battle). Nothing
+        enters the ratings or the refusal log; the battle's open-battle slot is freed; a later vote on it is
+        refused (`skipped`). Skipping a skipped battle again is a no-op. Raises SkipRefused."""
+        if not isinstance(battle_id, str) or not isinstance(session_id, str):
+            raise SkipRefused("bad_value", "battle id and session id must be text")
+        with self.store.transaction() as conn:
+            battle = storage.battle_row(conn, battle_id)
+            if battle is None:
+                raise SkipRefused("unknown_battle", "this battle does not exist")
+            if battle["session_id"] != session_id:
+                raise SkipRefused("wrong_session", "this battle was served to another session")
+            if battle["voted"]:
+                raise SkipRefused("already_voted", "this battle already has a vote")
+            storage.mark_skipped(conn, battle_id, self.clock())
+        self.gate.closed(session_id, battle_id)
+
     # ------------------------------------------------------------------ votes
     def submit_vote(self, battle_id: str, session_id: str, ip: str | None, overall: str,
                     said: str | None = None, sounded: str | None = None, reason: str | None = None,
@@ -377,6 +404,8 @@ class Battles:
                 raise VoteRefused("wrong_session", "this battle was served to another session")
             if battle["voted"]:
                 raise VoteRefused("already_voted", "this battle already has a vote; load a new battle")
+            if battle["skipped_at"] is not None:
+                raise VoteRefused("skipped", "this battle was skipped; load a new battle")
             if now > battle["expires_at"]:
                 raise VoteRefused("expired", f"this battle expired after {s.battle_ttl_s / 60:.0f} minutes; "
                                              "load a new battle")

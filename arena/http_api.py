@@ -8,7 +8,13 @@
                                                         -> 200 reveal, or 4xx {"error": code, "message"}:
                                                            425 not_yet (+ "remaining_s": {clip: s}),
                                                            403 impossible (see arena/listening.py)
-    (both: 400 bad_json, 403 bad_session, 413 too_large, 429 rate_limited | too_many_open with Retry-After)
+    POST /api/arena/skip    {"battle_id", "session"}    -> 200 {"battle_id", "skipped": true}: the battle is closed
+                                                           without a vote (no rating, no refusal row, no rate
+                                                           token); 404 unknown_battle, 403 wrong_session,
+                                                           409 already_voted, 429 rate_limited (skips have their
+                                                           own per-address budget). Then ask /battle.
+    (all three: 400 bad_json, 403 bad_session, 413 too_large; battle and vote: 429 rate_limited | too_many_open
+     with Retry-After)
     GET  /api/arena/audio/{battle_id}/{clip}            -> the wav of clip user | A | B of a served battle
                                                            (arena/media.py: mounted beside this API)
     GET  /api/arena/ratings?axis=overall&source=all     -> leaderboard rows (source: all | benchmark | live)
@@ -62,7 +68,7 @@ INLINE_PARSE_BYTES = 4096     # larger bodies are scanned and parsed on the thre
 # Refusal code -> HTTP status. not_yet is 425 Too Early: the client may send the same vote again once it has
 # listened more; impossible (a listening claim no client can make) is 403.
 STATUS = {"bad_value": 422, "unknown_battle": 404, "wrong_session": 403, "already_voted": 409, "expired": 410,
-          "not_yet": 425, "impossible": 403, "tampered": 409, "rate_limited": 429, "too_many_open": 429, "bad_session": 403}
+          "not_yet": 425, "impossible": 403, "tampered": 409, "skipped": 409, "rate_limited": 429, "too_many_open": 429, "bad_session": 403}
 
 
 def _error(status: int, code: str, message: str) -> JSONResponse:
@@ -113,7 +119,7 @@ class EarlyRefusal:
     def __init__(self, app, service):
         self.app = app
         self.service = service
-        self.kinds = {f"{PREFIX}/battle": "battle", f"{PREFIX}/vote": "vote"}
+        self.kinds = {f"{PREFIX}/battle": "battle", f"{PREFIX}/vote": "vote", f"{PREFIX}/skip": "skip"}
 
     async def __call__(self, scope, receive, send):
         if scope["type"] == "http" and scope.get("method") == "POST":
@@ -126,7 +132,7 @@ class EarlyRefusal:
 
 
 def build_router(service) -> APIRouter:
-    from .service import NoBattleAvailable, NotYet, VoteRefused
+    from .service import NoBattleAvailable, NotYet, SkipRefused, VoteRefused
 
     router = APIRouter(prefix=PREFIX)
 
@@ -207,6 +213,26 @@ def build_router(service) -> APIRouter:
                 **{slot: {"model": side.model, "transcript": side.transcript, "mu": side.rating.mu,
                           "sigma": side.rating.sigma, "votes": side.votes}
                    for slot, side in (("A", result.a), ("B", result.b))}}
+
+    @router.post("/skip")
+    async def skip(request: Request):
+        body = await _json_body(request)
+        if isinstance(body, JSONResponse):
+            return body
+        missing = [k for k in ("battle_id", "session") if not body.get(k)]
+        if missing:
+            return _error(422, "bad_value", f"missing field(s): {', '.join(missing)}")
+        try:
+            service.admit_skip(client_address.from_request(request))
+        except Refused as exc:
+            return _refused(exc)
+        if not isinstance(body["session"], str) or not service.session_valid(body["session"]):
+            return _error(403, "bad_session", "this session was not issued by this server; load a new battle")
+        try:
+            await write(None, service.skip_battle, body["battle_id"], body["session"])
+        except SkipRefused as exc:
+            return _error(STATUS.get(exc.reason_code, 400), exc.reason_code, exc.message)
+        return {"battle_id": body["battle_id"], "skipped": True}
 
     @router.get("/ratings")
     async def ratings(axis: str = "overall", source: str = "all"):

@@ -126,7 +126,7 @@ def build_live_section(live, parts: dict) -> tuple[PageLoad, ...]:
                 clip_html(AUDIO_LABELS["b"], b.audio["B"]), _meter_html(b.battle_id, b.listening),
                 *locked, gr.update(value=None, interactive=True), gr.update(value=None, interactive=True),
                 gr.update(value="", interactive=True), "", gr.update(visible=False, value=""),
-                gr.update(visible=True, value="Next battle (n)"),
+                gr.update(visible=False), gr.update(visible=True),       # next hidden, Skip shown (as any battle)
                 "✅ Both replies are ready: play the three clips above, then vote.",
                 gr.update(visible=bool(b.crisis_notice), value=b.crisis_notice or ""))
 

@@ -19,8 +19,11 @@ reason in arena_refused_votes, except `not_yet` (an honest early vote: no abuse)
 The vote insert and the rating update commit together; the vote is acknowledged
 (returned) only after the commit.
 
-Reason codes: unknown_battle, wrong_session, already_voted, expired, not_yet (not
+Reason codes: unknown_battle, wrong_session, already_voted, skipped, expired, not_yet (not
 logged), impossible, tampered, rate_limited, bad_value.
+
+`svc.skip_battle(battle_id, session_id)` closes an unvoted battle without a vote (the tab's "Skip"): no rating,
+no refusal row, no abuse counter; a later vote on it is refused `skipped`.
 
 Ratings are online TrueSkill per axis (overall, said, sounded, and the user's
 vocal dimension: speaker, paralinguistic, environment), replayable exactly from
@@ -44,14 +47,14 @@ from eval_backend.store import Store
 from . import battle_clips
 from .abuse import BattleGate
 from .battles import (MAX_REASON_CHARS, Battles, BattleView, IdentityScreen, NoBattleAvailable, Revealed,
-                      VoteRefused, VoteResult, _Candidate, NotYet)
+                      SkipRefused, VoteRefused, VoteResult, _Candidate, NotYet)
 from .config import ArenaSettings
 from .rating_queries import RatingQueries, _num, board_order, ratings_rows
 from .storage import VoteRow
 from .vote_log import VoteLog
 
 __all__ = ["MAX_REASON_CHARS", "ArenaService", "BattleView", "IdentityScreen", "NoBattleAvailable", "Revealed",
-           "VoteRefused", "NotYet", "VoteResult", "board_order", "ratings_rows", "_Candidate", "_num"]
+           "SkipRefused", "VoteRefused", "NotYet", "VoteResult", "board_order", "ratings_rows", "_Candidate", "_num"]
 
 
 class ArenaService(Battles, VoteLog, RatingQueries):

@@ -145,6 +145,10 @@ register_migration("arena_0005_live", (
     "CREATE INDEX IF NOT EXISTS arena_votes_battle_source ON arena_votes (battle_source, id)",
 ))
 
+# Skips (arena/battles.py: skip_battle): the voter asked for another battle without voting. The battle is closed
+# (no vote can follow), nothing enters the ratings, the refusal log or the abuse counters; `skipped_at` records it.
+register_migration("arena_0006_skipped", "ALTER TABLE arena_battles ADD COLUMN skipped_at REAL")
+
 
 @dataclass(slots=True)
 class VoteRow:
@@ -280,6 +284,16 @@ def battle_row(conn, battle_id: str):
 
 def mark_voted(conn, battle_id: str) -> None:
     conn.execute("UPDATE arena_battles SET voted=1 WHERE id=?", (battle_id,))
+
+
+def mark_skipped(conn, battle_id: str, now: float) -> None:
+    """Close an unvoted battle without a vote (the first skip's time is kept)."""
+    conn.execute("UPDATE arena_battles SET skipped_at=? WHERE id=? AND voted=0 AND skipped_at IS NULL",
+                 (now, battle_id))
+
+
+def count_skips(store: Store) -> int:
+    return store.query("SELECT COUNT(*) AS n FROM arena_battles WHERE skipped_at IS NOT NULL")[0]["n"]
 
 
 # ---------------------------------------------------------------- votes

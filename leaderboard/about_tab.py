@@ -43,6 +43,7 @@ appear in a section of their own below the table, for context, and are not ranke
 In the **arena** you hear the user's clip and two anonymous replies to it (which model is A is drawn at random;
 the reply you start first is recorded with the vote), listen to all of them, and vote
 A, B, tie or both bad; the names are revealed after the vote. Optional separate votes for *what was said* and *how it sounded*.
+A battle you cannot judge can be **skipped**: a skip is no vote, counts in no rating, and brings the next battle.
 
 - **Listening rule** (one rule, applied by the page and by the server to the same numbers): a vote counts once you
   have heard __LISTEN__. The page measures what actually played, so

@@ -168,7 +168,12 @@ def test_battle_and_vote_rates_per_address():
         g.admit_vote("1.2.3.4")
     with pytest.raises(Refused):
         g.admit_vote("1.2.3.4")
-    assert g.refused == {"battle_rate": 1, "open_battles": 0, "vote_rate": 1}
+    for _ in range(3):                        # skips have their own budget: the spent votes do not touch it
+        g.admit_skip("1.2.3.4")
+    with pytest.raises(Refused) as skip:
+        g.admit_skip("1.2.3.4")
+    assert "skips" in skip.value.message and g.early_refusal("skip", "1.2.3.4") is not None
+    assert g.refused == {"battle_rate": 1, "open_battles": 0, "vote_rate": 1, "skip_rate": 2}   # the early one too
 
 
 def test_a_battle_that_cannot_be_served_gives_its_slot_back(tmp_path):

@@ -11,7 +11,7 @@ import soundfile as sf
 from arena import matchmaking
 from arena.config import ArenaSettings
 from arena.ratings import Rating
-from arena.service import ArenaService, NoBattleAvailable, NotYet, VoteRefused
+from arena.service import ArenaService, NoBattleAvailable, NotYet, SkipRefused, VoteRefused
 from arena.storage import AXES
 from arena.votes_io import VoteImportError
 from eval_backend.store import Reply, Store
@@ -97,6 +97,40 @@ def test_vote_reveals_names_transcripts_and_ratings(make):
     stored = svc.stored_ratings()
     assert stored[res.a.model] == res.a.rating
     assert set(svc.stored_ratings("said")) == {res.a.model, res.b.model}
+
+
+def test_skip_closes_the_battle_without_a_vote_a_refusal_or_an_open_slot(make):
+    """Skip (issue 15): no vote row, no rating, no refusal row; the session's open-battle slot is freed; skipping
+    again is a no-op; a later vote on the skipped battle is refused `skipped`; skips of others' or voted battles
+    are refused without a refusal row (a skip is not a vote)."""
+    svc, clock = make(session_open_battles=1)
+    view = svc.serve_battle("s1", "10.0.0.1", ticket=svc.admit_battle("s1", "10.0.0.1"))
+    with pytest.raises(Exception, match="open"):                  # the one open slot is taken
+        svc.admit_battle("s1", "10.0.0.1")
+    with pytest.raises(SkipRefused) as other:
+        svc.skip_battle(view.battle_id, "s2")
+    assert other.value.reason_code == "wrong_session"
+    fetch_all(svc, view)
+    svc.skip_battle(view.battle_id, "s1")
+    svc.skip_battle(view.battle_id, "s1")                        # again: nothing changes
+    row = svc.store.query("SELECT voted, skipped_at FROM arena_battles WHERE id=?", (view.battle_id,))[0]
+    assert (row["voted"], row["skipped_at"]) == (0, clock.t)
+    assert svc.store.query("SELECT COUNT(*) AS n FROM arena_votes")[0]["n"] == 0
+    assert svc.store.query("SELECT COUNT(*) AS n FROM arena_ratings")[0]["n"] == 0
+    assert svc.store.query("SELECT COUNT(*) AS n FROM arena_refused_votes")[0]["n"] == 0
+    nxt = svc.serve_battle("s1", "10.0.0.1", ticket=svc.admit_battle("s1", "10.0.0.1"))   # the slot is free
+    clock.t += view.total_min_listen_s + 0.5
+    with pytest.raises(VoteRefused) as late:
+        svc.submit_vote(view.battle_id, "s1", "10.0.0.1", "A", listen=heard(view))
+    assert late.value.reason_code == "skipped"
+    vote_after_listening(svc, clock, nxt, "s1", "10.0.0.1", "B")
+    with pytest.raises(SkipRefused) as voted:
+        svc.skip_battle(nxt.battle_id, "s1")
+    assert voted.value.reason_code == "already_voted"
+    with pytest.raises(SkipRefused):
+        svc.skip_battle("no-such-battle", "s1")
+    reasons = [r["reason"] for r in svc.store.query("SELECT reason FROM arena_refused_votes")]
+    assert reasons == ["skipped"]                    # only the vote on the skipped battle; no skip is logged
 
 
 def test_forged_votes_are_refused_and_logged(make):

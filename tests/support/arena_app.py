@@ -58,7 +58,9 @@ def build(data_dir=None):
     if live is not None:
         from arena.live_api import mount_live_api
         mount_live_api(app, live)
-    app = gr.mount_gradio_app(app, demo, path="/", blocked_paths=[str(store.root)], footer_links=[])
+    from arena.layout_css import LAYOUT_CSS
+    app = gr.mount_gradio_app(app, demo, path="/", blocked_paths=[str(store.root)], footer_links=[],
+                              css=LAYOUT_CSS)
     from eval_backend.body_limit import BodyLimit, app_caps
     from eval_backend.submissions.settings import SubmissionSettings
     return BodyLimit(app, app_caps(SubmissionSettings().max_upload_bytes)), service

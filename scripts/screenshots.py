@@ -1,0 +1,181 @@
+"""Screenshots of every tab at 1440×900 and 390×844 (Playwright, Debian's /usr/bin/chromium), for reviewing layout.
+
+    python3 scripts/screenshots.py [--out screenshots/] [--root /path/to/a/checkout] [--url http://...]
+
+Without --url it seeds a fresh data dir (tests/support/arena_fixtures.py: two espeak-ng "models", a few votes so the
+boards have rows) and starts the production app on it (tests/support/space_app.py, bootstrap off) from `--root`
+(default: this checkout; another checkout, e.g. main, gives "before" pictures with the same seeding). Writes
+`<out>/<width>x<height>/<NN>-<tab id>.png` (full page) and `<NN>-<tab id>-viewport.png` (what the first screen
+shows), plus the arena's battle states (`arena-battle`, `arena-heard`, `arena-voted`). The output folder is not
+committed (.gitignore).
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+VIEWPORTS = ((1440, 900, False), (390, 844, True))      # (width, height, phone)
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync", "--autoplay-policy=no-user-gesture-required"]
+MODELS = ("warm-model", "flat-model", "calm-model")
+
+
+def seed_data(data: Path, votes: int = 6) -> None:
+    """The arena fixtures' benchmark and replies, plus a few accepted votes (listening rule off for seeding)."""
+    from arena.config import settings_from_env
+    from arena.service import ArenaService
+    from eval_backend.store import Store
+    from tests.support.arena_fixtures import seed
+
+    seed(data, MODELS, n_scripts=2)
+    store = Store(data)
+    svc = ArenaService(store, settings_from_env(store.root, min_listen_s=0.0))
+    session = svc.new_session()
+    for k in range(votes):
+        view = svc.serve_battle(session, "127.0.0.1")
+        for clip in ("user", "A", "B"):
+            svc.clip_fetched(view.battle_id, clip)
+        svc.submit_vote(view.battle_id, session, "127.0.0.1", ("A", "B", "tie")[k % 3])
+
+
+def start_app(root: Path, data: Path, port: int) -> subprocess.Popen:
+    import httpx
+
+    env = {**os.environ, "EMPATHY_ARENA_BOOTSTRAP": "0", "EMPATHY_ARENA_BENCHMARK": "demo",
+           "GRADIO_ANALYTICS_ENABLED": "False", "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(root)}
+    log = open(data / "app.log", "ab")
+    proc = subprocess.Popen([sys.executable, "-m", "tests.support.space_app", "--port", str(port),
+                             "--data-dir", str(data)], cwd=root, env=env, stdout=log, stderr=subprocess.STDOUT)
+    deadline = time.monotonic() + 180
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"the app exited: {(data / 'app.log').read_text(errors='replace')[-2000:]}")
+        try:
+            if httpx.get(f"http://127.0.0.1:{port}/api/arena/health", timeout=2).status_code == 200:
+                return proc
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.5)
+    proc.kill()
+    raise RuntimeError("the app did not answer within 180 s")
+
+
+def tab_ids() -> list[tuple[str, str]]:
+    """(label, id) of the page's tabs, read from the page itself (so an older checkout's tabs are found too)."""
+    from app import TABS
+    return [(t.label, t.id) for t in TABS]
+
+
+def open_tab(page, label: str) -> None:
+    """Click the tab; on a narrow screen Gradio may fold tabs into its overflow menu, which is opened first."""
+    tab = page.get_by_role("tab", name=label, exact=True)
+    if tab.count() and tab.first.is_visible():
+        tab.first.click()
+        return
+    page.click("button[aria-label='More tabs']")          # Gradio's overflow menu ("⋯")
+    page.locator(".overflow-dropdown button", has_text=label).first.click()
+
+
+def full_page(page, path: Path) -> None:
+    """The whole page. Playwright's full_page capture drops the touch emulation for the capture (keyboard-only
+    hints would show), so the viewport is made as tall as the page instead, then restored."""
+    size = page.viewport_size
+    height = page.evaluate("() => document.documentElement.scrollHeight")
+    page.set_viewport_size({"width": size["width"], "height": max(size["height"], height)})
+    page.wait_for_timeout(300)
+    page.screenshot(path=str(path))
+    page.set_viewport_size(size)
+
+
+def arena_states(page, out: Path) -> None:
+    """The arena while a battle is open, once its clips are heard, and after the vote."""
+    page.click("#arena-next")
+    page.wait_for_function("() => document.querySelector('.arena-meter')?.dataset.battle", timeout=30_000)
+    page.wait_for_function("() => [...document.querySelectorAll('audio')].length >= 3 && "
+                           "[...document.querySelectorAll('audio')].every(a => a.currentSrc && a.duration > 0)",
+                           timeout=30_000)
+    page.evaluate("() => window.scrollTo(0, 0)")
+    page.screenshot(path=str(out / "arena-battle-viewport.png"))
+    page.evaluate("""() => { for (const a of document.querySelectorAll('audio')) { a.playbackRate = 2; a.play(); } }""")
+    page.wait_for_function("() => !document.getElementById('arena-vote-a').disabled", timeout=60_000)
+    page.screenshot(path=str(out / "arena-heard-viewport.png"))
+    full_page(page, out / "arena-heard.png")
+    page.click("#arena-vote-a")
+    page.wait_for_selector("#arena-reveal", state="visible", timeout=30_000)
+    page.wait_for_timeout(500)
+    page.screenshot(path=str(out / "arena-voted-viewport.png"))
+    full_page(page, out / "arena-voted.png")
+
+
+def shoot(url: str, out: Path) -> list[Path]:
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS)
+        for width, height, phone in VIEWPORTS:
+            folder = out / f"{width}x{height}"
+            folder.mkdir(parents=True, exist_ok=True)
+            ctx = browser.new_context(viewport={"width": width, "height": height}, has_touch=phone,
+                                      is_mobile=phone, device_scale_factor=2 if phone else 1)
+            page = ctx.new_page()
+            page.set_default_timeout(30_000)
+            page.goto(url + "/")
+            page.wait_for_selector("#arena-next", timeout=60_000)
+            page.wait_for_timeout(2500)                 # the page-load hooks fill their tables
+            for n, (label, tid) in enumerate(tab_ids()):
+                page.goto(url + "/")
+                page.wait_for_selector("#arena-next")
+                if n:
+                    open_tab(page, label)
+                page.wait_for_timeout(2000)
+                page.screenshot(path=str(folder / f"{n:02d}-{tid}-viewport.png"))
+                full_page(page, folder / f"{n:02d}-{tid}.png")
+            page.goto(url + "/")
+            page.wait_for_selector("#arena-next")
+            page.wait_for_timeout(1000)
+            arena_states(page, folder)
+            ctx.close()
+        browser.close()
+    return sorted(out.rglob("*.png"))
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--out", default=str(ROOT / "screenshots"))
+    p.add_argument("--root", default=str(ROOT), help="the checkout whose app is photographed")
+    p.add_argument("--url", default=None, help="photograph a running app instead of starting one")
+    args = p.parse_args()
+    out = Path(args.out)
+    if args.url:
+        paths = shoot(args.url.rstrip("/"), out)
+    else:
+        from tests.support.arena_fixtures import free_port
+        with tempfile.TemporaryDirectory(prefix="screens_") as tmp:
+            data = Path(tmp)
+            seed_data(data)
+            port = free_port()
+            proc = start_app(Path(args.root).resolve(), data, port)
+            try:
+                paths = shoot(f"http://127.0.0.1:{port}", out)
+            finally:
+                proc.send_signal(signal.SIGTERM)
+                try:
+                    proc.wait(timeout=30)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+    for path in paths:
+        print(path)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
