@@ -71,8 +71,15 @@ TABS: tuple[Tab, ...] = (
 def build_blocks(ctx: AppContext, tabs: tuple[Tab, ...] = TABS) -> gr.Blocks:
     with gr.Blocks(title="Empathy Arena") as demo:
         gr.Markdown("# Empathy Arena\nDo speech models hear *how* something is said, and answer with empathy?")
-        status = gr.Markdown(ctx.status_line())
-        gr.Timer(2.0).tick(ctx.status_line, None, status)
+        # the public status line (arena/opening_banner.py): rendered at build and on each page load, then every 2 s
+        # until the bootstrap is done; the operator's detail is on the Integrity health tab
+        status = gr.Markdown(ctx.status_line(), elem_id="page-status")
+        timer = gr.Timer(2.0, active=not ctx.bootstrap.ready.is_set())
+
+        def header():
+            return ctx.status_line(), gr.Timer(active=not ctx.bootstrap.ready.is_set())
+        timer.tick(header, None, [status, timer], show_progress="hidden")
+        demo.load(header, None, [status, timer], show_progress="hidden")
         built = []
         for tab in tabs:
             with gr.Tab(tab.label, id=tab.id):
