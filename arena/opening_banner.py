@@ -45,7 +45,7 @@ class OpeningState:
 
     def preparing(self) -> OpeningView | None:
         boot = self.bootstrap
-        return view(boot.opening) if boot is not None else None
+        return view(boot.opening) if boot is not None and boot.opening.planned else None
 
     def failed(self) -> bool:
         boot = self.bootstrap
@@ -80,7 +80,7 @@ def banner_html(state: OpeningState) -> str:
 def header_line(boot) -> str:
     """The page header's one line for the public about the bootstrap `boot` (Markdown; '' when there is nothing
     to say)."""
-    if boot is None:
+    if boot is None or not boot.opening.planned:
         return ""
     if boot.opening.failed:
         return "Part of the benchmark could not be prepared on this start; the operator has the details."

@@ -163,6 +163,10 @@ class Bootstrap:
         return self._port
 
     def start(self) -> "Bootstrap":
+        try:                      # planned before the thread runs, so the first page already shows the steps
+            self._plan(self.run_baselines and bool(self._baseline_specs()))
+        except Exception:         # an unreadable models file: _run reports it
+            self._plan(False)
         threading.Thread(target=self._run, name="bootstrap", daemon=True).start()
         return self
 
@@ -185,7 +189,8 @@ class Bootstrap:
     def _run(self) -> None:
         try:
             baselines = self.run_baselines and bool(self._baseline_specs())
-            self._plan(baselines)
+            if not self.opening.planned:
+                self._plan(baselines)
             if baselines:
                 self._start_server_early()
             self._prepare_benchmark()
@@ -218,10 +223,12 @@ class Bootstrap:
                 self.opening.progress("demo", done, total)
                 self.status.done, self.status.total = done, total
             build_demo(self.data_dir / "benchmarks" / "demo", seed=0, progress=clips)
+            log.info("bootstrap: demo benchmark built")
         else:
             self.opening.begin("load")
         self.benchmark = (self.load(self.benchmark_spec) if self.load is not None
                           else load_benchmark(self.benchmark_spec, self.data_dir))
+        log.info("bootstrap: benchmark %s loaded (%s)", self.benchmark_spec, self.benchmark.hash[:12])
         for callback in self.on_benchmark:
             callback(self.benchmark)
         self.opening.finish("demo")

@@ -20,12 +20,16 @@ from typing import Callable
 
 # Seconds per unit of each step on a quiet 2-core machine (benchmarks/bench_cold_start.py, docs/benchmarks.md):
 # the ratio between steps is what matters, the machine's measured speed scales all of them.
+# Measured at load average ~3 on the 2-core machine of docs/benchmarks.md: demo 39 s for 426 clips (build, save
+# and load), the 48 first-slice replies 57 s.
 REFERENCE_S = {
-    "demo": 0.12,          # one demo clip rendered (espeak-ng + effects), the dataset save spread over them
+    "demo": 0.09,          # one demo clip rendered (espeak-ng + effects), the dataset save and load spread over them
     "load": 3.0,           # loading a benchmark that is already on disk (one unit)
     "server": 8.0,         # the baseline server up (Whisper loaded), from its launch (one unit)
-    "slice": 0.9,          # one first-slice reply (Whisper on a new clip for the first model, cached for the second)
+    "slice": 1.2,          # one first-slice reply (Whisper on a new clip for the first model, cached for the second)
 }
+
+MIN_UNITS, MIN_MEASURE_S = 5, 5.0   # a step's own rate is believed after this much of it (else: the speed)
 
 TITLES = {                 # the public words for each step
     "demo": "building the demo benchmark (synthetic voices)",
@@ -64,6 +68,7 @@ class Opening:
         self.clock = clock
         self.steps: list[Step] = []
         self.failed = False
+        self.planned = False             # the bootstrap has said what this start prepares
         self.opened = False              # every step done: the arena has its first battles
         self._lock = threading.Lock()
 
@@ -72,6 +77,7 @@ class Opening:
         """The steps of this start, in order: (key, units of work; 0 = one indivisible unit)."""
         with self._lock:
             self.steps = [Step(key, total) for key, total in steps]
+            self.planned = True
             self.opened = not self.steps
 
     def launched(self, key: str) -> None:
@@ -151,13 +157,17 @@ class Opening:
             for s in self.steps:
                 if s.finished_at is not None:
                     continue
-                if s.started_at is not None and s.total and s.done:       # its own measured rate
+                if (s.started_at is not None and s.total and s.done >= MIN_UNITS
+                        and now - s.started_at >= MIN_MEASURE_S):               # its own measured rate
                     rate = s.done / max(now - s.started_at, 1e-6)
                     left += (s.total - s.done) / rate
                     continue
                 if speed is None:
                     return None
-                cost = s.reference_s() * speed
+                cost = s.reference_s() * speed * (1 - (s.done / s.total if s.total else 0))
+                if s.total and s.done and s.started_at is not None:
+                    left += max(cost, 0.0)
+                    continue
                 if s.since is not None or s.started_at is not None:    # already under way: part of it is spent
                     cost -= now - min(x for x in (s.since, s.started_at) if x is not None)
                 left += max(cost, 0.0)

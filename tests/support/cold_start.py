@@ -90,8 +90,8 @@ def cold_start(work_dir: str | Path, timeout_s: float = 600.0, env: dict | None 
             page.goto(url + "/")
             page.wait_for_selector("#arena-next")
             page.wait_for_timeout(500)          # the page-load hooks have answered
-            banner = page.locator("#arena-opening")
-            out.first_paint_banner = banner.inner_text() if banner.is_visible() else ""
+            banner = page.locator("#arena-opening .arena-opening")
+            out.first_paint_banner = banner.inner_text() if banner.count() and banner.is_visible() else ""
             try:
                 _drive_to_vote(page, out, t0, timeout_s, proc)
             except Exception:
@@ -118,26 +118,31 @@ def _note(seen: list[str], text: str) -> None:
 
 def _drive_to_vote(page, out: ColdStart, t0: float, timeout_s: float, proc: subprocess.Popen) -> None:
     """Press "Start a battle" every ~3 s until a battle is served, play it, wait for the unlock, vote."""
+    has_battle = "() => !!document.querySelector('.arena-meter')?.dataset.battle"
     while time.monotonic() - t0 < timeout_s:
         if proc.poll() is not None:
             raise RuntimeError(f"app.py exited with {proc.returncode}")
-        banner = page.locator("#arena-opening")
-        if banner.is_visible():
-            _note(out.banners, banner.inner_text())
-        _note(out.headers, page.inner_text("#page-status"))
-        body = page.inner_text("body")
-        out.operator_leaks += [s for s in OPERATOR_STRINGS if s in body and s not in out.operator_leaks]
-        page.click("#arena-next")
-        try:
-            page.wait_for_function("() => document.querySelector('.arena-meter')?.dataset.battle || "
-                                   "document.querySelector('#arena-message')?.innerText.includes('⚠')",
-                                   timeout=20_000)
-        except Exception:       # a slow answer under load: ask again
-            pass
-        if page.evaluate("() => !!document.querySelector('.arena-meter')?.dataset.battle"):
+        if page.evaluate(has_battle):
             out.battle_s = time.monotonic() - t0
             break
-        page.wait_for_timeout(3000)
+        banner = page.locator("#arena-opening .arena-opening")      # the banner's own text, not Gradio's tracker
+        if banner.count() and banner.is_visible():
+            _note(out.banners, banner.inner_text())
+        header = page.locator("#page-status .prose")
+        if header.count():
+            _note(out.headers, header.first.inner_text())
+        body = page.inner_text("body")
+        out.operator_leaks += [s for s in OPERATOR_STRINGS if s in body and s not in out.operator_leaks]
+        start = page.locator("#arena-next")
+        if start.is_visible():
+            try:
+                start.click(timeout=5_000)
+            except Exception:       # busy (an answer pending) under load: look again
+                pass
+        try:
+            page.wait_for_function(has_battle, timeout=3_000)
+        except Exception:
+            pass
     else:
         raise TimeoutError(f"no battle within {timeout_s:.0f} s")
     page.wait_for_function("() => document.querySelectorAll('audio').length >= 3 && "
