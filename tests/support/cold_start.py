@@ -106,7 +106,7 @@ def cold_start(work_dir: str | Path, timeout_s: float = 600.0, env: dict | None 
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
-        out.log_tail = log_path.read_text(errors="replace")[-3000:]
+        out.log_tail = log_path.read_text(errors="replace")[-8000:]
     return out
 
 
