@@ -78,8 +78,8 @@ def build_blocks(ctx: AppContext, tabs: tuple[Tab, ...] = TABS) -> gr.Blocks:
 
         def header():
             return ctx.status_line(), gr.Timer(active=not ctx.bootstrap.ready.is_set())
-        timer.tick(header, None, [status, timer], show_progress="hidden")
-        demo.load(header, None, [status, timer], show_progress="hidden")
+        timer.tick(header, None, [status, timer], show_progress="hidden", concurrency_limit=None)
+        demo.load(header, None, [status, timer], show_progress="hidden", concurrency_limit=None)
         built = []
         for tab in tabs:
             with gr.Tab(tab.label, id=tab.id):

@@ -105,5 +105,7 @@ def build_opening_banner(ctx, state: OpeningState | None = None) -> PageLoad:
         text = banner_html(state)
         return gr.update(value=text, visible=bool(text)), gr.Timer(active=bool(text))
 
-    timer.tick(refresh, None, [banner, timer], show_progress="hidden", api_visibility="private")
-    return PageLoad(refresh, None, [banner, timer], {"show_progress": "hidden", "api_visibility": "private"})
+    # cheap and read-only: no queueing behind other visitors' events (Gradio's default is one at a time per event)
+    options = {"show_progress": "hidden", "api_visibility": "private", "concurrency_limit": None}
+    timer.tick(refresh, None, [banner, timer], **options)
+    return PageLoad(refresh, None, [banner, timer], options)

@@ -165,3 +165,21 @@ def test_app_context_keeps_operator_detail_off_the_public_line(tmp_path, monkeyp
     public = ctx.status_line()
     assert "step 1 of 1" in public and "building the demo benchmark" in public
     assert "serving local data" not in public and "unreadable" not in public and "waiting" not in public
+
+
+def test_operator_status_only_for_the_operator():
+    import gradio as gr
+
+    from leaderboard.operator_status import build_operator_status
+
+    who = {"person": None}
+    ctx = types.SimpleNamespace(identity=types.SimpleNamespace(who=lambda request, profile=None: who["person"]),
+                                operator_status_line=lambda: "HF\\_HUB\\_OFFLINE\\=1: serving local data only")
+    with gr.Blocks():
+        hook = build_operator_status(ctx)
+    assert hook.fn(None)["visible"] is False and "serving" not in hook.fn(None)["value"]
+    who["person"] = types.SimpleNamespace(is_operator=False)
+    assert hook.fn(None)["visible"] is False
+    who["person"] = types.SimpleNamespace(is_operator=True)
+    shown = hook.fn(None)
+    assert shown["visible"] is True and "serving local data only" in shown["value"]
