@@ -19,7 +19,8 @@ from eval_backend.opening import OpeningView, view
 from eval_backend.tab_contract import PageLoad
 
 REFRESH_S = 2.0
-MEANWHILE = "meanwhile browse the benchmark (the “Browse benchmark” tab)"
+MEANWHILE = "browse the benchmark (the “Browse benchmark” tab)"
+MEANWHILE_LIVE = "browse the benchmark, or try “Use my voice” below"
 
 
 class OpeningState:
@@ -47,6 +48,10 @@ class OpeningState:
         boot = self.bootstrap
         return view(boot.opening) if boot is not None and boot.opening.planned else None
 
+    def meanwhile(self) -> str:
+        """What a visitor can do now (live battles do not wait for the bootstrap)."""
+        return MEANWHILE_LIVE if getattr(self.ctx, "live", None) is not None else MEANWHILE
+
     def failed(self) -> bool:
         boot = self.bootstrap
         return boot is not None and boot.opening.failed
@@ -58,18 +63,19 @@ def banner_html(state: OpeningState) -> str:
     if state.arena_open():
         return ""
     esc = html.escape
+    meanwhile = state.meanwhile()
     if state.failed():
         return (f'<div class="arena-opening" role="status"><p><strong>The arena could not be prepared on this '
-                f'start.</strong> The operator has the details. You can {esc(MEANWHILE)}.</p></div>')
+                f'start.</strong> The operator has the details. Meanwhile you can {esc(meanwhile)}.</p></div>')
     v = state.preparing()
     if v is None:
         return (f'<div class="arena-opening" role="status"><p><strong>No battles are available yet</strong>: the '
-                f'arena needs two models with spoken replies to the same request. You can {esc(MEANWHILE)}.</p>'
+                f'arena needs two models with spoken replies to the same request. Meanwhile you can {esc(meanwhile)}.</p>'
                 f'</div>')
     pct = round(100 * v.fraction)
     count = f" — {v.done} of {v.total} {v.unit}" if v.total and v.unit else ""
-    eta = (f"The arena opens in {esc(v.eta)}; {esc(MEANWHILE)}." if v.eta
-           else f"Estimating how long this takes…; {esc(MEANWHILE)}.")
+    eta = (f"The arena opens in {esc(v.eta)}; meanwhile {esc(meanwhile)}." if v.eta
+           else f"Estimating how long this takes; meanwhile {esc(meanwhile)}.")
     return (f'<div class="arena-opening" role="status" aria-live="polite">'
             f'<p><strong>The arena is getting ready.</strong> Step {v.k} of {v.n}: {esc(v.title)}{esc(count)}.</p>'
             f'<progress class="arena-opening-bar" max="100" value="{pct}" aria-label="preparation progress">'

@@ -114,7 +114,8 @@ def test_banner_says_step_k_of_n_with_a_bar_and_an_estimate_and_nothing_of_the_o
                                             "HF_HUB_OFFLINE=1: serving local data only"])
     html_ = banner_html(OpeningState(ctx))
     assert "Step 1 of 3" in html_ and "building the demo benchmark" in html_ and "100 of 400 clips" in html_
-    assert "<progress" in html_ and "The arena opens in ~" in html_ and "browse the benchmark" in html_
+    assert "<progress" in html_ and "The arena opens in ~" in html_ and "meanwhile browse the benchmark" in html_
+    assert "Use my voice" not in html_                  # no live mode configured here
     assert not any(s in html_ for s in OPERATOR)
     line = header_line(ctx.bootstrap)
     assert "step 1 of 3" in line and "opens in ~" in line
@@ -140,6 +141,9 @@ def test_failed_start_and_no_models_give_plain_words():
     done.plan([])
     text = banner_html(OpeningState(fake_ctx(done, serves=False)))
     assert "No battles are available yet" in text
+    live = fake_ctx(done, serves=False)
+    live.live = object()                                # live battles do not wait for the bootstrap: say so
+    assert "Use my voice" in banner_html(OpeningState(live))
     # no bootstrap at all (the arena test app): the arena's answer alone decides
     assert banner_html(OpeningState(types.SimpleNamespace(arena=FakeArena(True)))) == ""
 
