@@ -39,6 +39,8 @@ class ColdStart:
     battle_s: float | None = None          # a battle was served (players filled)
     votable_s: float | None = None         # the vote buttons unlocked after listening
     voted_s: float | None = None           # the vote was recorded ("✅")
+    cpu_to_battle_s: float | None = None   # CPU seconds of app.py and its children (baseline server, espeak-ng)
+                                           # up to the battle: the figure the machine's other load does not inflate
     banners: list[str] = field(default_factory=list)    # distinct banner texts seen while waiting
     headers: list[str] = field(default_factory=list)    # distinct header status lines seen
     operator_leaks: list[str] = field(default_factory=list)   # operator strings found in the public page
@@ -47,6 +49,28 @@ class ColdStart:
 
     def to_dict(self) -> dict:
         return asdict(self)
+
+
+def tree_cpu_s(pid: int) -> float:
+    """CPU seconds (user + system, reaped children included) of `pid` and its live descendants, from /proc."""
+    tick = os.sysconf("SC_CLK_TCK")
+    parents: dict[int, int] = {}
+    cpu: dict[int, float] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            text = stat.read_text()
+        except OSError:
+            continue
+        fields = text[text.rindex(")") + 2:].split()
+        p = int(stat.parent.name)
+        parents[p] = int(fields[1])
+        cpu[p] = sum(int(f) for f in fields[11:15]) / tick
+    total, todo = 0.0, [pid]
+    while todo:
+        p = todo.pop()
+        total += cpu.get(p, 0.0)
+        todo += [c for c, parent in parents.items() if parent == p]
+    return total
 
 
 def _wait_page(url: str, t0: float, proc: subprocess.Popen, timeout_s: float) -> float:
@@ -124,6 +148,7 @@ def _drive_to_vote(page, out: ColdStart, t0: float, timeout_s: float, proc: subp
             raise RuntimeError(f"app.py exited with {proc.returncode}")
         if page.evaluate(has_battle):
             out.battle_s = time.monotonic() - t0
+            out.cpu_to_battle_s = tree_cpu_s(proc.pid)
             break
         banner = page.locator("#arena-opening .arena-opening")      # the banner's own text, not Gradio's tracker
         if banner.count() and banner.is_visible():
