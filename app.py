@@ -4,6 +4,7 @@ Serves at once; the embedded default (demo benchmark, SQLite, local baselines)
 is prepared in the background with its progress shown at the top of the page.
 Settings: EMPATHY_ARENA_DATA_DIR (./data), EMPATHY_ARENA_BENCHMARK (demo),
 EMPATHY_ARENA_BOOTSTRAP (1: build the demo and run the baselines if needed),
+EMPATHY_ARENA_FIRST_SLICE (24: spoken requests both baselines answer first, so the arena opens early),
 EMPATHY_ARENA_WORKER (1: run an evaluation worker in-process), its judges (EMPATHY_ARENA_JUDGE_* and
 EMPATHY_ARENA_AUDIO_JUDGE_*, see eval_backend/scoring/judge_env.py), Hub sync (README),
 GRADIO_SERVER_NAME / GRADIO_SERVER_PORT (127.0.0.1:7860; Spaces sets 0.0.0.0),
@@ -75,8 +76,15 @@ TABS: tuple[Tab, ...] = (
 def build_blocks(ctx: AppContext, tabs: tuple[Tab, ...] = TABS) -> gr.Blocks:
     with gr.Blocks(title="Empathy Arena") as demo:
         gr.Markdown("# Empathy Arena\nDo speech models hear *how* something is said, and answer with empathy?")
-        status = gr.Markdown(ctx.status_line())
-        gr.Timer(2.0).tick(ctx.status_line, None, status)
+        # the public status line (arena/opening_banner.py): rendered at build and on each page load, then every 2 s
+        # until the bootstrap is done; the operator's detail is on the Integrity health tab
+        status = gr.Markdown(ctx.status_line(), elem_id="page-status")
+        timer = gr.Timer(2.0, active=not ctx.bootstrap.ready.is_set())
+
+        def header():
+            return ctx.status_line(), gr.Timer(active=not ctx.bootstrap.ready.is_set())
+        timer.tick(header, None, [status, timer], show_progress="hidden", concurrency_limit=None)
+        demo.load(header, None, [status, timer], show_progress="hidden", concurrency_limit=None)
         built = []
         with gr.Tabs(overflow_behavior="wrap", elem_id="tabs"):    # every tab shown, wrapping on a phone
             for tab in tabs:

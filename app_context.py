@@ -29,6 +29,7 @@ from arena.handoff import arena_handoff
 from arena.health import HealthConfig, HealthMonitor
 from arena.live import LiveService, LiveSettings, contestants_from_models
 from arena.media import MediaTokens
+from arena.opening_banner import header_line
 from arena.service import ArenaService
 from eval_backend import config
 from eval_backend.benchmark.cache import BenchmarkCache
@@ -129,6 +130,12 @@ class AppContext:
         return self.bootstrap.benchmark
 
     def status_line(self) -> str:
+        """The page header's line for the public: what is being prepared, in plain words (no diagnostics)."""
+        return header_line(self.bootstrap)
+
+    def operator_status_line(self) -> str:
+        """The bootstrap's stages and errors and the Hub sync state: for the log's reader and the operator's part
+        of the Integrity health tab (leaderboard/operator_status.py), never the public header."""
         return self.bootstrap.status.line() + "\n\n" + md(self.hub.status_line())   # Hub errors: inert text
 
     # ------------------------------------------------------------------ background work

@@ -252,6 +252,13 @@ class Battles:
             self._user_audio = user_audio
             return index, pairs
 
+    def can_serve(self) -> bool:
+        """Whether a battle could be served now: two unpaused models share a servable request (the opening
+        banner, arena/opening_banner.py, asks it until the answer is yes)."""
+        paused = storage.paused_models(self.store)
+        _, pairs = self._candidates()
+        return any(a not in paused and b not in paused for a, b in pairs)
+
     # ------------------------------------------------------------------ battles
     def serve_battle(self, session_id: str, ip: str | None, user: str | None = None,
                      ticket: Ticket | None = None) -> BattleView:

@@ -16,6 +16,7 @@ from eval_backend.inert import md
 from eval_backend.tab_contract import PageLoad, TabHandles
 
 from .arena_tab import build_arena_tab
+from .opening_banner import build_opening_banner
 
 SEND_QUEUE = "arena_live"
 
@@ -40,11 +41,12 @@ you live; you then vote for the more empathetic reply, as in any battle. Before 
 def build_arena_live_tab(ctx) -> TabHandles:
     """The Arena tab (arena/arena_tab.py) with the "Use my voice" section below it when `ctx.live` is set (the
     tab contract of eval_backend/tab_contract.py: the section's page-load hook joins the tab's own)."""
+    opening = build_opening_banner(ctx)       # "the arena opens in ~1 min" until a battle can be served
     handles = build_arena_tab(ctx)
     live = getattr(ctx, "live", None)
     if live is None:
-        return TabHandles(loads=handles.loads)
-    return TabHandles(loads=(*handles.loads, *build_live_section(live, handles.parts)))
+        return TabHandles(loads=(opening, *handles.loads))
+    return TabHandles(loads=(opening, *handles.loads, *build_live_section(live, handles.parts)))
 
 
 def build_live_section(live, parts: dict) -> tuple[PageLoad, ...]:

@@ -1,11 +1,17 @@
 """Prepares the embedded default in the background so the Space serves at once.
 
 Steps: build the demo benchmark if it is missing, start the baseline server on
-loopback, run the baselines on the benchmark (resumable: a restart redoes
-nothing finished), then screen every playable reply on the benchmark that has no
-screening decision yet (eval_backend/moderation/replies.py: the baselines', and any
-stored before screening existed; the arena plays none that is not screened clean).
-Progress lives in `BootstrapStatus`, which the UI polls.
+loopback, run both baselines on a small *first slice* of spoken requests
+(EMPATHY_ARENA_FIRST_SLICE, 24) and screen those replies (eval_backend/moderation:
+the arena plays no reply that is not screened clean) so the arena has battles within
+a couple of minutes, then run the baselines on the whole benchmark and score them
+(resumable: a restart redoes nothing finished; the full run skips the slice's
+replies, already stored ok, so the results are those of a run without it), then
+screen every playable reply on the benchmark that has no screening decision yet
+(eval_backend/moderation/replies.py: the baselines', and any stored before screening
+existed). Operator progress lives in `BootstrapStatus` (the log, the Integrity health
+tab); what the public sees of the steps up to the first battle is `opening`
+(eval_backend/opening.py: step k of n, an estimate from the measured rate).
 """
 from __future__ import annotations
 
@@ -25,6 +31,7 @@ from pathlib import Path
 
 from . import config
 from .inert import md, md_inline
+from .opening import Opening
 from .store import Store
 
 log = logging.getLogger(__name__)
@@ -111,14 +118,32 @@ def choose_baseline_port() -> int:
     return 8765 if port_is_free(8765) else free_port()
 
 
+def first_slice(benchmark, n: int) -> list[str]:
+    """Up to `n` spoken request ids the arena can serve (usable, with a user clip), taken from the spoken tasks
+    in turn so the first battles are varied; a stable choice, so a restart asks for the same ones."""
+    from .tasks import SPOKEN_TASKS, build_requests
+
+    if n <= 0:
+        return []
+    queues = [[r.id for r in build_requests(benchmark, [task]) if r.usable and r.audios] for task in SPOKEN_TASKS]
+    chosen: list[str] = []
+    while len(chosen) < n and any(queues):
+        for q in queues:
+            if q and len(chosen) < n:
+                chosen.append(q.pop(0))
+    return chosen
+
+
 class Bootstrap:
     """Runs the preparation steps in a daemon thread."""
 
     def __init__(self, data_dir: Path, benchmark_spec: str = "demo", models_file: str | None = None,
-                 run_baselines: bool = True, concurrency: int = 4, load=None, screen_replies: bool = False):
+                 run_baselines: bool = True, concurrency: int = 4, load=None, screen_replies: bool = False,
+                 first_slice: int | None = None):
         """`load(spec) -> Benchmark`: the app's shared loader (eval_backend/benchmark/cache.py); by default
         `load_benchmark(spec, data_dir)`. `screen_replies`: screen the benchmark's unscreened replies (the app
-        passes the arena's setting, EMPATHY_ARENA_SCREEN_REPLIES)."""
+        passes the arena's setting, EMPATHY_ARENA_SCREEN_REPLIES). `first_slice`: spoken requests both baselines
+        answer before the full run (default EMPATHY_ARENA_FIRST_SLICE; 0: none)."""
         self.data_dir = data_dir
         self.benchmark_spec = benchmark_spec
         self.load = load
@@ -127,6 +152,8 @@ class Bootstrap:
         self.screen_replies = screen_replies
         self.concurrency = concurrency
         self.status = BootstrapStatus()
+        self.opening = Opening()          # the public view of the steps up to the first battle
+        self.first_slice = config.first_slice_size() if first_slice is None else first_slice
         self.server: subprocess.Popen | None = None
         self.benchmark = None
         self.ready = threading.Event()
@@ -142,6 +169,10 @@ class Bootstrap:
         return self._port
 
     def start(self) -> "Bootstrap":
+        try:                      # planned before the thread runs, so the first page already shows the steps
+            self._plan(self.run_baselines and bool(self._baseline_specs()))
+        except Exception:         # an unreadable models file: _run reports it
+            self._plan(False)
         threading.Thread(target=self._run, name="bootstrap", daemon=True).start()
         return self
 
@@ -149,63 +180,156 @@ class Bootstrap:
         self.status.stage, self.status.message, self.status.done, self.status.total = stage, message, done, total
         log.info("bootstrap: %s %s %s", stage, message, f"{done}/{total}" if total else "")
 
+    def _needs_demo_build(self) -> bool:
+        return self.benchmark_spec == "demo" and not (self.data_dir / "benchmarks" / "demo" / "benchmark.json").exists()
+
+    def _plan(self, baselines: bool) -> None:
+        """The public steps up to the first battle (eval_backend/opening.py)."""
+        steps = [("demo", 0) if self._needs_demo_build() else ("load", 0)]
+        if baselines:
+            steps.append(("server", 0))
+            if self.first_slice > 0:
+                steps.append(("slice", 2 * self.first_slice))
+                if self.screen_replies:
+                    steps.append(("screen", 2 * self.first_slice))
+        self.opening.plan(steps)
+
     def _run(self) -> None:
         try:
-            if self.run_baselines:
+            baselines = self.run_baselines and bool(self._baseline_specs())
+            if not self.opening.planned:
+                self._plan(baselines)
+            if baselines:
                 self._start_server_early()
             self._prepare_benchmark()
-            if self.run_baselines:
+            if baselines:
+                self._ensure_server()
+                self._run_first_slice()
+                if self.screen_replies:
+                    self._screen_first_slice()
                 self._run_baselines()
             if self.screen_replies:
                 self._screen()
             self._set("ready", "benchmark and baseline replies are in place")
-        except Exception as exc:  # shown in the UI; the app keeps serving what it has
+        except Exception as exc:  # operator detail: the log and the health tab; the public sees a plain line
             log.exception("bootstrap failed")
             self.status.errors.append(f"{type(exc).__name__}: {exc}")
             self._set("failed", "see the errors below and the log")
+            self.opening.fail()
             self.stop()           # a half-started baseline server is not left behind
         finally:
             self.ready.set()
 
+    def _baseline_specs(self) -> list:
+        return [s for s in config.load_models(self.models_file).values() if s.baseline]
+
     def _prepare_benchmark(self) -> None:
         from .benchmark.loaders import load_benchmark
 
-        if self.benchmark_spec == "demo" and not (self.data_dir / "benchmarks" / "demo" / "benchmark.json").exists():
+        if self._needs_demo_build():
             from .benchmark.demo import build_demo
             self._set("building demo benchmark", "espeak-ng synthesis, about a minute on 2 cores")
-            build_demo(self.data_dir / "benchmarks" / "demo", seed=0)
+            self.opening.begin("demo")
+
+            def clips(done: int, total: int) -> None:
+                self.opening.progress("demo", done, total)
+                self.status.done, self.status.total = done, total
+            build_demo(self.data_dir / "benchmarks" / "demo", seed=0, progress=clips)
+            log.info("bootstrap: demo benchmark built")
+        else:
+            self.opening.begin("load")
         self.benchmark = (self.load(self.benchmark_spec) if self.load is not None
                           else load_benchmark(self.benchmark_spec, self.data_dir))
+        log.info("bootstrap: benchmark %s loaded (%s)", self.benchmark_spec, self.benchmark.hash[:12])
         for callback in self.on_benchmark:
             callback(self.benchmark)
+        self.opening.finish("demo")
+        self.opening.finish("load")
+
+    def _ensure_server(self) -> int:
+        """The baseline server up and answering on its port (started here if the early start did not)."""
+        port = self.baseline_port
+        self.opening.begin("server")
+        if self.server is None and not port_is_free(port):   # taken since it was chosen: the allowlist names it
+            raise RuntimeError(f"the baseline port {port} is in use; set EMPATHY_ARENA_BASELINE_PORT to a free one")
+        if self.server is None or self.server.poll() is not None:
+            self.start_server(port)
+        self._set("starting baselines", f"loopback port {port}")
+        wait_http_ok(f"http://127.0.0.1:{port}/health", proc=self.server)
+        self.opening.finish("server")
+        return port
+
+    def _run_first_slice(self) -> None:
+        """Both baselines on a few spoken requests first, so the arena has battles long before the full run
+        ends. The replies are stored as the full run would store them; the full run then skips them (done ok),
+        so nothing is asked or counted twice and the final results are those of a run without the slice."""
+        from .runner import run_model
+
+        ids = first_slice(self.benchmark, self.first_slice)
+        specs = self._baseline_specs()
+        if not ids:
+            self.opening.finish("slice")
+            return
+        port = self.baseline_port
+        total = len(ids) * len(specs)
+        stored = 0
+        self.opening.begin("slice", total)
+        self._set("first slice", f"both baselines on {len(ids)} spoken requests", done=0, total=total)
+
+        def count(_reply) -> None:
+            nonlocal stored
+            stored += 1
+            self.opening.progress("slice", stored)
+            self.status.done = stored
+        for i, spec in enumerate(specs):
+            spec = dataclasses.replace(spec, base_url=f"http://127.0.0.1:{port}/v1")
+            summary = asyncio.run(run_model(spec, self.benchmark, Store(self.data_dir), concurrency=self.concurrency,
+                                            progress=False, only=ids, on_stored=count))
+            stored = (i + 1) * len(ids)       # replies stored by an earlier start count as done
+            self.opening.progress("slice", stored)
+            if summary.failed:
+                self.status.errors.append(f"{spec.name}: {summary.failed} first-slice requests failed")
+        self.opening.finish("slice")
 
     def _run_baselines(self) -> None:
         from .runner import run_model
         from .tasks import build_requests
 
-        specs = [s for s in config.load_models(self.models_file).values() if s.baseline]
+        specs = self._baseline_specs()
         if not specs:
             return
-        port = self.baseline_port
-        if self.server is None and not port_is_free(port):   # taken since it was chosen: the allowlist names it
-            raise RuntimeError(f"the baseline port {port} is in use; set EMPATHY_ARENA_BASELINE_PORT to a free one")
-        if self.server is None or self.server.poll() is not None:
-            self._set("starting baselines", f"loopback port {port}")
-            self.start_server(port)
-        wait_http_ok(f"http://127.0.0.1:{port}/health", proc=self.server)
+        port = self._ensure_server()
         store = Store(self.data_dir)
         total = len(build_requests(self.benchmark)) * len(specs)
         for i, spec in enumerate(specs):
             spec = dataclasses.replace(spec, base_url=f"http://127.0.0.1:{port}/v1")
             self._set("running baselines", spec.name, done=i * total // len(specs), total=total)
+
+            def count(_reply) -> None:
+                self.status.done += 1
             summary = asyncio.run(run_model(spec, self.benchmark, store, concurrency=self.concurrency,
-                                            progress=False))
+                                            progress=False, on_stored=count))
             self.status.done = (i + 1) * total // len(specs)
             failed = getattr(summary, "failed", 0)
             if failed:
                 self.status.errors.append(f"{spec.name}: {failed} requests failed (see the Browse tab)")
             self._score(spec.name, store)
         self.status.done = total
+
+    def _screen_first_slice(self) -> None:
+        """The slice's replies through the safety screen at once, so the arena can play them (Whisper's cache
+        already holds the clips the baselines transcribed; the replies' own audio is new)."""
+        from .moderation.replies import screen_replies
+        total = max(1, 2 * self.first_slice)
+        self.opening.begin("screen", total)
+        self._set("screening the first replies", "transcripts through the safety screen", done=0, total=total)
+
+        def count(done: int) -> None:
+            self.opening.progress("screen", min(done, total))
+            self.status.done = done
+        summary = screen_replies(Store(self.data_dir), self.benchmark.hash, on_progress=count)
+        log.info("bootstrap: first slice %s", summary.line())
+        self.opening.finish("screen")
 
     def _screen(self) -> None:
         """Screen what has no decision yet: after scoring, Whisper's cache already holds the baselines' clips."""
@@ -217,10 +341,11 @@ class Bootstrap:
     def _start_server_early(self) -> None:
         """The baseline server first, before the benchmark is built: live battles (arena/live.py) need only
         the server, so live mode is up while the demo is still being built and run."""
-        if not any(s.baseline for s in config.load_models(self.models_file).values()):
+        if not self._baseline_specs():
             return
         if port_is_free(self.baseline_port):
             self.start_server(self.baseline_port)
+            self.opening.launched("server")
 
     def _score(self, model: str, store: Store) -> None:
         """Baselines get leaderboard rows like any submission (no judge: judge columns say "not computed")."""

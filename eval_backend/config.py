@@ -21,6 +21,18 @@ def data_dir(explicit: str | os.PathLike | None = None) -> Path:
     return path
 
 
+FIRST_SLICE_ENV = "EMPATHY_ARENA_FIRST_SLICE"
+
+
+def first_slice_size() -> int:
+    """Spoken requests both baselines answer before their full run, so the arena opens early (0: no slice)."""
+    raw = os.environ.get(FIRST_SLICE_ENV, "").strip()
+    try:
+        return max(0, int(raw)) if raw else 24
+    except ValueError:
+        raise ValueError(f"{FIRST_SLICE_ENV} must be a whole number (got {raw!r})") from None
+
+
 DATABASE_URL_ENV = "DATABASE_URL"
 
 

@@ -26,6 +26,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Callable, Collection
 
 import aiohttp
 from tqdm import tqdm
@@ -110,10 +111,13 @@ async def run_model(spec: ModelSpec, benchmark: Benchmark, store: Store, concurr
                     policy: RetryPolicy | None = None, progress: bool = True,
                     session: aiohttp.ClientSession | None = None, seed: int | None = None,
                     limits: ReplyLimits | None = None, max_stored_bytes: int | None = None,
-                    stop_on: tuple[str, ...] = ()) -> RunSummary:
+                    stop_on: tuple[str, ...] = (), only: Collection[str] | None = None,
+                    on_stored: Callable[[Reply], None] | None = None) -> RunSummary:
     """`limits` caps each reply (clients/limits.py); `max_stored_bytes` caps what this run stores: the reply
     that would pass it is stored failed as `too_large`. A failure whose class is in `stop_on` (and the
-    stored-bytes cap) stops the run: requests not yet asked are left without a reply (`summary.stopped`)."""
+    stored-bytes cap) stops the run: requests not yet asked are left without a reply (`summary.stopped`).
+    `only`: ask just these request ids (the bootstrap's first slice; a later full run skips them as done).
+    `on_stored(reply)`: called after each reply is stored (the bootstrap's progress)."""
     if not benchmark.hash:
         raise ValueError("the benchmark has no content hash; load it with load_benchmark")
     if concurrency < 1:
@@ -122,6 +126,9 @@ async def run_model(spec: ModelSpec, benchmark: Benchmark, store: Store, concurr
     rng = random.Random(seed)
     t0, cpu0 = time.perf_counter(), time.process_time()
     requests = select_requests(benchmark, tasks, limit)
+    if only is not None:
+        wanted = set(only)
+        requests = [r for r in requests if r.id in wanted]
     done = store.finished_request_ids(spec.name, benchmark.hash)
     todo = [r for r in requests if r.id not in done]
     usable = [r for r in todo if r.usable]
@@ -184,6 +191,8 @@ async def run_model(spec: ModelSpec, benchmark: Benchmark, store: Store, concurr
                 summary.stopped = f"{req.id}: {failure}"
         await loop.run_in_executor(writer, _store, store, reply, answer.audio if answer else None)
         bar.update(1)
+        if on_stored is not None:
+            on_stored(reply)
 
     try:
         async with asyncio.TaskGroup() as tg:

@@ -7,6 +7,8 @@ import pandas as pd
 from arena.health import health_figure
 from eval_backend.tab_contract import PageLoad, TabHandles
 
+from .operator_status import build_operator_status
+
 
 def build_health_tab(ctx) -> TabHandles:
     """Renders the app's one monitor (ctx.health, whose check() also logs alerts): on page load and Refresh
@@ -29,4 +31,5 @@ def build_health_tab(ctx) -> TabHandles:
         return f"**{monitor.status}**", health_figure(report["rows"], monitor.cfg.alert_share), frame
 
     refresh.click(render, None, [status, plot, table])
-    return TabHandles(loads=(PageLoad(render, None, [status, plot, table]),))
+    operator = build_operator_status(ctx)        # bootstrap and Hub detail, for the operator only
+    return TabHandles(loads=(PageLoad(render, None, [status, plot, table]), operator))

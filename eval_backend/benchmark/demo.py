@@ -18,6 +18,7 @@ import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Callable
 
 import numpy as np
 
@@ -239,11 +240,15 @@ class _Clips:
             path.write_bytes(data)
         return key, AudioRef(str(path), sha256_bytes(data))
 
-    def render_all(self) -> None:
+    def render_all(self, progress: Callable[[int, int], None] | None = None) -> None:
+        """`progress(done, total)` after each clip (the Space's opening banner shows it)."""
         self.audio_dir.mkdir(parents=True, exist_ok=True)
         todo = [k for k in self.jobs if k not in self.written]
         with ThreadPoolExecutor(max_workers=self.workers) as pool:
-            self.written.update(pool.map(self._render_one, todo))
+            for n, (key, ref) in enumerate(pool.map(self._render_one, todo), 1):
+                self.written[key] = ref
+                if progress is not None:
+                    progress(n, len(todo))
 
     def prune(self) -> None:
         """Drop wavs of an earlier build (another seed) that this build did not write."""
@@ -418,9 +423,11 @@ def _balance_answers(mcqs: list[MCQ], items: list[SelectionItem], seed: int) -> 
         it.answer = OPTION_LETTERS[pos]
 
 
-def build_demo(out_dir: str | Path, seed: int = 0, save: bool = True, vary: bool = False) -> Benchmark:
+def build_demo(out_dir: str | Path, seed: int = 0, save: bool = True, vary: bool = False,
+               progress: Callable[[int, int], None] | None = None) -> Benchmark:
     """Synthesise the demo under `out_dir` and return it; saved in the project format when `save`.
-    `vary`: held-apart speakers (other voices, tempi, pitches and SNRs drawn from the seed; see VARIED_VOICES)."""
+    `vary`: held-apart speakers (other voices, tempi, pitches and SNRs drawn from the seed; see VARIED_VOICES).
+    `progress(done, total)`: clips rendered so far (the render pass holds nearly all of the build's time)."""
     check_espeak()                       # fail before touching out_dir
     out = Path(out_dir)
     clips = _Clips(out, seed)
@@ -428,7 +435,7 @@ def build_demo(out_dir: str | Path, seed: int = 0, save: bool = True, vary: bool
         scripts, mcqs = _scripts(clips, seed, vary)
         ctx, tones = _groups(clips, seed, vary)
         selection = _selection(clips, seed, ctx, tones)
-        clips.render_all()
+        clips.render_all(progress)
     clips.prune()
     _balance_answers(mcqs, selection, seed)
     bench = Benchmark("demo", f"{DEMO_VERSION}+seed{seed}" + ("+varied" if vary else ""), scripts, mcqs, ctx,

@@ -122,9 +122,10 @@ class ScreenSummary:
 
 
 def screen_replies(store, benchmark_hash: str, models: list[str] | None = None,
-                   transcribe: Callable | None = None, screen: Callable | None = None) -> ScreenSummary:
+                   transcribe: Callable | None = None, screen: Callable | None = None,
+                   on_progress: Callable[[int], None] | None = None) -> ScreenSummary:
     """Screen every playable reply on `benchmark_hash` (of `models`, default all) that has no decision yet;
-    resumable (a rerun screens only what is new)."""
+    resumable (a rerun screens only what is new). `on_progress(n)`: replies decided so far (the opening banner)."""
     t0 = time.perf_counter()
     out = ScreenSummary()
     names = models if models is not None else store.models_with_replies(benchmark_hash)
@@ -143,5 +144,7 @@ def screen_replies(store, benchmark_hash: str, models: list[str] | None = None,
                 if result.flagged or result.status != "screened":
                     out.held += 1
                     out.held_subjects.append(subject)
+                if on_progress is not None:
+                    on_progress(out.screened)
     out.seconds = time.perf_counter() - t0
     return out

@@ -1,0 +1,181 @@
+"""One cold start of the Space, timed in a real browser: `python app.py` on an empty data dir, then Debian's chromium
+(Playwright) asks for a battle until one is served, plays its clips and waits for the vote buttons to unlock.
+
+    result = cold_start(tmp_dir)          # ColdStart: seconds from process start to each milestone, what the page said
+
+Used by tests/test_cold_start.py (one start) and benchmarks/bench_cold_start.py (median of 3). The app is the real
+one (app.py: bootstrap, demo build, baseline server, first slice, worker, health loop) on free loopback ports.
+"""
+from __future__ import annotations
+
+import os
+import re
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                 "--autoplay-policy=no-user-gesture-required"]
+OPERATOR_STRINGS = ("HF_HUB_OFFLINE", "loopback port", "running baselines", "scoring baselines", "Traceback",
+                    "first slice", "starting baselines")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@dataclass
+class ColdStart:
+    page_s: float | None = None            # the page answered 200
+    first_paint_banner: str = ""           # the banner's text right after the first page load
+    battle_s: float | None = None          # a battle was served (players filled)
+    votable_s: float | None = None         # the vote buttons unlocked after listening
+    voted_s: float | None = None           # the vote was recorded ("✅")
+    cpu_to_battle_s: float | None = None   # CPU seconds of app.py and its children (baseline server, espeak-ng)
+                                           # up to the battle: the figure the machine's other load does not inflate
+    banners: list[str] = field(default_factory=list)    # distinct banner texts seen while waiting
+    headers: list[str] = field(default_factory=list)    # distinct header status lines seen
+    operator_leaks: list[str] = field(default_factory=list)   # operator strings found in the public page
+    load_avg: tuple = ()
+    log_tail: str = ""
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def tree_cpu_s(pid: int) -> float:
+    """CPU seconds (user + system, reaped children included) of `pid` and its live descendants, from /proc."""
+    tick = os.sysconf("SC_CLK_TCK")
+    parents: dict[int, int] = {}
+    cpu: dict[int, float] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            text = stat.read_text()
+        except OSError:
+            continue
+        fields = text[text.rindex(")") + 2:].split()
+        p = int(stat.parent.name)
+        parents[p] = int(fields[1])
+        cpu[p] = sum(int(f) for f in fields[11:15]) / tick
+    total, todo = 0.0, [pid]
+    while todo:
+        p = todo.pop()
+        total += cpu.get(p, 0.0)
+        todo += [c for c, parent in parents.items() if parent == p]
+    return total
+
+
+def _wait_page(url: str, t0: float, proc: subprocess.Popen, timeout_s: float) -> float:
+    while time.monotonic() - t0 < timeout_s:
+        if proc.poll() is not None:
+            raise RuntimeError(f"app.py exited with {proc.returncode}")
+        try:
+            with urllib.request.urlopen(url, timeout=2) as r:
+                if r.status == 200:
+                    return time.monotonic() - t0
+        except OSError:
+            pass
+        time.sleep(0.25)
+    raise TimeoutError(f"no page within {timeout_s:.0f} s")
+
+
+def cold_start(work_dir: str | Path, timeout_s: float = 600.0, env: dict | None = None) -> ColdStart:
+    """Start app.py on `work_dir/data` (must not exist yet), drive chromium to the first voted battle, stop the app."""
+    from playwright.sync_api import sync_playwright
+
+    work = Path(work_dir)
+    data = work / "data"
+    assert not data.exists(), "a cold start needs an empty data dir"
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    full_env = {**os.environ, "EMPATHY_ARENA_DATA_DIR": str(data), "GRADIO_SERVER_PORT": str(port),
+                "GRADIO_SERVER_NAME": "127.0.0.1", "EMPATHY_ARENA_BASELINE_PORT": str(free_port()),
+                "HF_HUB_OFFLINE": "1", "GRADIO_ANALYTICS_ENABLED": "False", **(env or {})}
+    log_path = work / "app.log"
+    out = ColdStart(load_avg=os.getloadavg())
+    t0 = time.monotonic()
+    with open(log_path, "wb") as log:
+        proc = subprocess.Popen([sys.executable, "app.py"], cwd=ROOT, env=full_env, stdout=log,
+                                stderr=subprocess.STDOUT)
+    try:
+        out.page_s = _wait_page(url + "/", t0, proc, timeout_s)
+        with sync_playwright() as p:
+            browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS)
+            page = browser.new_page(viewport={"width": 1440, "height": 900})
+            page.set_default_timeout(60_000)
+            page.goto(url + "/")
+            page.wait_for_selector("#arena-next")
+            page.wait_for_timeout(500)          # the page-load hooks have answered
+            banner = page.locator("#arena-opening .arena-opening")
+            out.first_paint_banner = banner.inner_text() if banner.count() and banner.is_visible() else ""
+            try:
+                _drive_to_vote(page, out, t0, timeout_s, proc)
+            except Exception:
+                page.screenshot(path=str(work / "failed.png"))       # what the page showed, for the report
+                raise
+            finally:
+                browser.close()
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        out.log_tail = log_path.read_text(errors="replace")[-8000:]
+    return out
+
+
+def _note(seen: list[str], text: str) -> None:
+    text = re.sub(r"\s+", " ", text).strip()
+    if text and (not seen or seen[-1] != text):
+        seen.append(text)
+
+
+def _drive_to_vote(page, out: ColdStart, t0: float, timeout_s: float, proc: subprocess.Popen) -> None:
+    """Press "Start a battle" every ~3 s until a battle is served, play it, wait for the unlock, vote."""
+    has_battle = "() => !!document.querySelector('.arena-meter')?.dataset.battle"
+    while time.monotonic() - t0 < timeout_s:
+        if proc.poll() is not None:
+            raise RuntimeError(f"app.py exited with {proc.returncode}")
+        if page.evaluate(has_battle):
+            out.battle_s = time.monotonic() - t0
+            out.cpu_to_battle_s = tree_cpu_s(proc.pid)
+            break
+        banner = page.locator("#arena-opening .arena-opening")      # the banner's own text, not Gradio's tracker
+        if banner.count() and banner.is_visible():
+            _note(out.banners, banner.inner_text())
+        header = page.locator("#page-status .prose")
+        if header.count():
+            _note(out.headers, header.first.inner_text())
+        body = page.inner_text("body")
+        out.operator_leaks += [s for s in OPERATOR_STRINGS if s in body and s not in out.operator_leaks]
+        start = page.locator("#arena-next")
+        if start.is_visible():
+            try:
+                start.click(timeout=5_000)
+            except Exception:       # busy (an answer pending) under load: look again
+                pass
+        try:
+            page.wait_for_function(has_battle, timeout=3_000)
+        except Exception:
+            pass
+    else:
+        raise TimeoutError(f"no battle within {timeout_s:.0f} s")
+    page.wait_for_function("() => document.querySelectorAll('audio').length >= 3 && "
+                           "[...document.querySelectorAll('audio')].every(a => a.currentSrc && a.duration > 0)")
+    # every clip at once at 2x (the fastest the rule allows): the quickest honest listening
+    page.evaluate("() => document.querySelectorAll('audio').forEach(a => { a.playbackRate = 2; a.play(); })")
+    page.wait_for_function("() => !document.getElementById('arena-vote-a').disabled", timeout=120_000)
+    out.votable_s = time.monotonic() - t0
+    page.click("#arena-vote-a")
+    page.wait_for_function("() => document.querySelector('#arena-message')?.innerText.includes('✅')")
+    out.voted_s = time.monotonic() - t0
