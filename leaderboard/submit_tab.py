@@ -157,7 +157,7 @@ def build_submit_tab(ctx) -> TabHandles:
     def counter(box: gr.Textbox, field: str, elem_id: str) -> None:
         limit = FIELD_LIMITS[field]
         shown = gr.Markdown(counter_text("", limit), elem_id=elem_id, elem_classes=["submit-counter"])
-        box.input(None, [box], [shown], js=COUNTER_JS % (limit, limit), api_visibility="private",
+        box.change(None, [box], [shown], js=COUNTER_JS % (limit, limit), api_visibility="private",
                   show_progress="hidden")
 
     with gr.Row():
