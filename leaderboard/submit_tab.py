@@ -123,8 +123,8 @@ def outcome_message(errors: dict[str, str], notes: list[str]) -> str:
     general += [f"- {md(m)}" for k, m in errors.items() if k not in FIELDS and k not in GENERAL]
     head = "⚠️ Not queued."
     if marked:
-        head += (" Fix the field marked below." if len(marked) == 1
-                 else f" Fix the {len(marked)} fields marked below.")
+        head += (" Fix the field marked above." if len(marked) == 1
+                 else f" Fix the {len(marked)} fields marked above.")
     return head + ("\n" + "\n".join(general) if general else "") + "".join(f"\n- note: {md(n)}" for n in notes if n)
 
 
@@ -162,11 +162,11 @@ def build_submit_tab(ctx) -> TabHandles:
 
     with gr.Row():
         with gr.Column():
-            name = gr.Textbox(label="Display name", elem_id="submit-name",
+            name = gr.Textbox(label="Display name", elem_id="submit-name", max_lines=1,
                               info=f"{NAME_MIN} to {NAME_MAX} characters: letters, digits, spaces and . _ + ( ) -")
             counter(name, "name", "submit-name-count")
             err("name")
-            organisation = gr.Textbox(label="Organisation (optional)", elem_id="submit-org")
+            organisation = gr.Textbox(label="Organisation (optional)", elem_id="submit-org", max_lines=1)
             counter(organisation, "organisation", "submit-org-count")
             err("organisation")
             link = gr.Textbox(label="Link: model card, paper or repository (optional)", elem_id="submit-link")
@@ -184,11 +184,11 @@ def build_submit_tab(ctx) -> TabHandles:
         with gr.Row():                        # each box with its own error right under it
             with gr.Column():
                 base_url = gr.Textbox(label="Endpoint base URL (…/v1)", placeholder="https://api.example.com/v1",
-                                      elem_id="submit-base-url")
+                                      elem_id="submit-base-url", max_lines=1)
                 err("base_url")
             with gr.Column():
                 model_id = gr.Textbox(label="Model id (sent as the model field of each request)",
-                                      elem_id="submit-model-id")
+                                      elem_id="submit-model-id", max_lines=1)
                 counter(model_id, "model_id", "submit-model-id-count")
                 err("model_id")
         with gr.Row():
@@ -197,7 +197,7 @@ def build_submit_tab(ctx) -> TabHandles:
                                            elem_id="submit-audio")
                 err("audio_output")
             with gr.Column():
-                voice = gr.Textbox(label="Voice (optional)", elem_id="submit-voice")
+                voice = gr.Textbox(label="Voice (optional)", elem_id="submit-voice", max_lines=1)
                 counter(voice, "voice", "submit-voice-count")
                 err("voice")
             with gr.Column():

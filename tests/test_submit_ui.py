@@ -184,7 +184,7 @@ def test_unreachable_endpoint_is_marked_at_its_field_in_plain_words(env, page):
     page.click("#submit-check")
     _wait_text(page, "submit-err-base_url", "could not be reached")
     error, outcome = _text(page, "submit-err-base_url"), _text(page, "submit-outcome")
-    assert "nothing accepts connections" in error and "Fix the field marked below" in outcome
+    assert "nothing accepts connections" in error and "Fix the field marked above" in outcome
     assert not any(w in error + outcome for w in LIBRARY_WORDS), (error, outcome)
     assert _below(page, "submit-base-url", "submit-err-base_url")            # the mark sits under its box
     marked = [e.get_attribute("id") for e in page.locator("[id^=submit-err-]").filter(visible=True).all()]
