@@ -261,7 +261,10 @@ def build_submit_tab(ctx) -> TabHandles:
         keep = picked if picked in [j.id for j in jobs] else (jobs[0].id if jobs else None)
         operator = person is not None and person.is_operator
         picked_job = next((j for j in jobs if j.id == keep), None)
-        return (jobs_frame(jobs), gr.update(choices=ids, value=keep), ident.describe(person),
+        # the value only when it must change: a timer tick that started before the viewer picked another request
+        # must not put the old pick back (its answer arrives after the pick)
+        pick = gr.update(choices=ids) if keep == picked else gr.update(choices=ids, value=keep)
+        return (jobs_frame(jobs), pick, ident.describe(person),
                 gr.update(visible=operator), gr.update(visible=operator),
                 gr.update(visible=cancel_visible(picked_job, person)))
 
