@@ -5,10 +5,16 @@ into a `SubmissionForm`, shows `SubmitOutcome.errors` under their fields and lis
 Who submits, and who sees a job's endpoint and may retry or cancel it: `leaderboard/identity.py` (signed-in Hub
 users on Spaces, a guest per browser session locally, the operator only by Hub sign-in or the operator token);
 what each viewer sees of a job: `SubmissionService.jobs_for` / `job_for` / `events_for`.
-The API key box is a password field, cleared after every submit, and its value is never shown or logged.
+The API key box is a password field, cleared after every submit, and its value is never shown or logged; when
+the operator has not set up encrypted key storage (secrets.py) it is disabled, with the reason in its label.
+Boxes with a length limit show a counter ("12 / 64"), updated in the browser; nothing is cut to the limit, the
+check refuses a longer value at its field and says the limit. A failed test call is shown under the field it
+concerns, in a sentence of ours (eval_backend/submissions/messages.py). Cancel is shown only while the picked
+request is PENDING or RUNNING (the service still decides whether this viewer may cancel it).
 """
 from __future__ import annotations
 
+import logging
 import os
 import time
 
@@ -18,13 +24,22 @@ import pandas as pd
 from eval_backend.inert import md, md_inline as mi
 from eval_backend.submissions import LICENCES, JobError, SubmissionForm, SubmissionService
 from eval_backend.tab_contract import PageLoad, TabHandles
+from eval_backend.submissions import secrets as secretstore
+from eval_backend.submissions.queue import Job
 from eval_backend.submissions.service import HIDDEN
+from eval_backend.submissions.validation import FIELD_LIMITS, NAME_MAX, NAME_MIN
 from leaderboard.identity import Identity, on_spaces  # noqa: F401  (on_spaces: the tests' Spaces probe)
 
 FIELDS = ("name", "organisation", "link", "licence", "open_weights", "kind", "base_url", "model_id",
           "audio_output", "voice", "api_key", "predictions")
 GENERAL = ("endpoint", "duplicate", "quota", "benchmark")     # errors that belong to no single field
 JOB_COLUMNS = ["#", "model", "state", "submitter", "submitted", "updated", "reason or result"]
+CANCELLABLE = ("PENDING", "RUNNING")
+KEY_LABEL = "API key (optional; stored encrypted, deleted when the job ends, never shown)"
+KEY_OFF_LABEL = "API key: not accepted on this Space"
+KEY_OFF_INFO = ("The operator has not set up encrypted storage for keys, so none can be accepted here. Endpoints "
+                "that need no key can still be submitted.")
+log = logging.getLogger(__name__)
 
 
 def _when(t: float | None) -> str:
@@ -84,6 +99,35 @@ def form_from_inputs(name, organisation, link, licence, open_weights, kind, base
                           predictions_path="" if is_endpoint else path)
 
 
+def counter_text(value: str | None, limit: int) -> str:
+    """ "12 / 64 characters", and "too long" past the limit (the browser computes the same with COUNTER_JS)."""
+    n = len(value or "")
+    return f"{n:,} / {limit} characters" + (" (too long)" if n > limit else "")
+
+
+# the same as counter_text, in the browser: no server round trip per key stroke ([...v] counts code points)
+COUNTER_JS = ("(v) => { const n = [...(v || '')].length; "
+              "return n.toLocaleString('en-US') + ' / %d characters' + (n > %d ? ' (too long)' : ''); }")
+
+
+def cancel_visible(job: Job | None, person) -> bool:
+    """Cancel only beside a request that can still be cancelled, for a signed-in viewer."""
+    return person is not None and job is not None and job.state in CANCELLABLE
+
+
+def outcome_message(errors: dict[str, str], notes: list[str]) -> str:
+    """The line under the buttons when nothing was queued: which fields are marked, and every message that
+    belongs to no field, in plain words."""
+    marked = [f for f in FIELDS if f in errors]
+    general = [f"- {md(errors[k])}" for k in GENERAL if k in errors]
+    general += [f"- {md(m)}" for k, m in errors.items() if k not in FIELDS and k not in GENERAL]
+    head = "⚠️ Not queued."
+    if marked:
+        head += (" Fix the field marked above." if len(marked) == 1
+                 else f" Fix the {len(marked)} fields marked above.")
+    return head + ("\n" + "\n".join(general) if general else "") + "".join(f"\n- note: {md(n)}" for n in notes if n)
+
+
 def error_updates(errors: dict[str, str]) -> list:
     return [gr.update(value=f"⚠️ {md(errors[f])}", visible=True) if f in errors
             else gr.update(value="", visible=False) for f in FIELDS]
@@ -110,11 +154,20 @@ def build_submit_tab(ctx) -> TabHandles:
     def err(field: str) -> None:
         errs[field] = gr.Markdown(visible=False, elem_id=f"submit-err-{field}", elem_classes=["submit-error"])
 
+    def counter(box: gr.Textbox, field: str, elem_id: str) -> None:
+        limit = FIELD_LIMITS[field]
+        shown = gr.Markdown(counter_text("", limit), elem_id=elem_id, elem_classes=["submit-counter"])
+        box.change(None, [box], [shown], js=COUNTER_JS % (limit, limit), api_visibility="private",
+                  show_progress="hidden")
+
     with gr.Row():
         with gr.Column():
-            name = gr.Textbox(label="Display name", elem_id="submit-name", max_length=64)
+            name = gr.Textbox(label="Display name", elem_id="submit-name", max_lines=1,
+                              info=f"{NAME_MIN} to {NAME_MAX} characters: letters, digits, spaces and . _ + ( ) -")
+            counter(name, "name", "submit-name-count")
             err("name")
-            organisation = gr.Textbox(label="Organisation (optional)", elem_id="submit-org")
+            organisation = gr.Textbox(label="Organisation (optional)", elem_id="submit-org", max_lines=1)
+            counter(organisation, "organisation", "submit-org-count")
             err("organisation")
             link = gr.Textbox(label="Link: model card, paper or repository (optional)", elem_id="submit-link")
             err("link")
@@ -126,23 +179,32 @@ def build_submit_tab(ctx) -> TabHandles:
             kind = gr.Radio([("OpenAI-compatible endpoint", "endpoint"), ("Predictions upload (zip)", "predictions")],
                             value="endpoint", label="What do you submit?", elem_id="submit-kind")
             err("kind")
+    keys_ok = secretstore.available()       # read at start: the operator sets it before the Space starts
     with gr.Group(visible=True) as endpoint_box:
+        with gr.Row():                        # each box with its own error right under it
+            with gr.Column():
+                base_url = gr.Textbox(label="Endpoint base URL (…/v1)", placeholder="https://api.example.com/v1",
+                                      elem_id="submit-base-url", max_lines=1)
+                err("base_url")
+            with gr.Column():
+                model_id = gr.Textbox(label="Model id (sent as the model field of each request)",
+                                      elem_id="submit-model-id", max_lines=1)
+                counter(model_id, "model_id", "submit-model-id-count")
+                err("model_id")
         with gr.Row():
-            base_url = gr.Textbox(label="Base URL (…/v1)", placeholder="https://api.example.com/v1",
-                                  elem_id="submit-base-url")
-            model_id = gr.Textbox(label="Model id (the request's `model` field)", elem_id="submit-model-id")
-        with gr.Row():
-            err("base_url")
-            err("model_id")
-        with gr.Row():
-            audio_output = gr.Checkbox(label="Answers with audio (modalities text + audio)", elem_id="submit-audio")
-            voice = gr.Textbox(label="Voice (optional)", elem_id="submit-voice")
-            api_key = gr.Textbox(label="API key (optional; stored encrypted, deleted when the job ends, never shown)",
-                                 type="password", elem_id="submit-api-key")
-        with gr.Row():
-            err("audio_output")
-            err("voice")
-            err("api_key")
+            with gr.Column():
+                audio_output = gr.Checkbox(label="Answers with audio (modalities text + audio)",
+                                           elem_id="submit-audio")
+                err("audio_output")
+            with gr.Column():
+                voice = gr.Textbox(label="Voice (optional)", elem_id="submit-voice", max_lines=1)
+                counter(voice, "voice", "submit-voice-count")
+                err("voice")
+            with gr.Column():
+                api_key = gr.Textbox(label=KEY_LABEL if keys_ok else KEY_OFF_LABEL, type="password",
+                                     elem_id="submit-api-key", interactive=keys_ok,
+                                     info=None if keys_ok else KEY_OFF_INFO)
+                err("api_key")
     with gr.Group(visible=False) as predictions_box:
         predictions = gr.File(label="Predictions zip (JSONL + wav files)", file_types=[".zip"], type="filepath",
                               elem_id="submit-predictions")
@@ -159,7 +221,8 @@ def build_submit_tab(ctx) -> TabHandles:
         retry_key = gr.Textbox(label="API key for a retry (when the job had one)", type="password",
                                elem_id="jobs-retry-key", visible=False)
         retry = gr.Button("Retry", elem_id="jobs-retry", visible=False)          # the operator's
-        cancel = gr.Button("Cancel", variant="stop", elem_id="jobs-cancel", visible=False)   # signed-in people
+        cancel = gr.Button("Cancel this request", variant="secondary", size="sm", scale=0, elem_id="jobs-cancel",
+                           visible=False)     # beside a PENDING or RUNNING request only (cancel_visible)
     action_md = gr.Markdown(elem_id="jobs-action")
     table = gr.Dataframe(jobs_frame([]), interactive=False, elem_id="jobs-table", wrap=True)
     detail = gr.Markdown(elem_id="jobs-detail")
@@ -178,17 +241,17 @@ def build_submit_tab(ctx) -> TabHandles:
         form = form_from_inputs(*values)
         try:
             out = svc.submit(form, person, dry_run=dry_run)
-        except Exception as exc:   # the form never crashes the page; nothing was queued
-            return [*error_updates({}), f"⚠️ The submission could not be processed: {type(exc).__name__}.", clear_key]
-        general = [f"- {md(out.errors[k])}" for k in GENERAL if k in out.errors]
-        general += [f"- {md(m)}" for k, m in out.errors.items() if k not in FIELDS and k not in GENERAL]
+        except Exception:   # the form never crashes the page; nothing was queued; the details go to the log
+            log.exception("submit tab: the submission could not be processed")
+            return [*error_updates({}), "⚠️ The submission could not be processed because of a problem on this "
+                    "Space's side; nothing was queued. Try again later.", clear_key]
         notes = "".join(f"\n- note: {md(n)}" for n in out.notes if n)
         if out.accepted and out.job_id is not None:
             msg = f"✅ Queued as request #{out.job_id} (PENDING). It is listed below.{notes}"
         elif out.accepted:
             msg = f"✅ The submission passes every check (dry run: nothing was queued).{notes}"
         else:
-            msg = "⚠️ Not queued. Fix the marked fields." + ("\n" + "\n".join(general) if general else "") + notes
+            msg = outcome_message(out.errors, out.notes)
         return [*error_updates(out.errors), msg, clear_key]
 
     def listing_for(person, picked=None):
@@ -197,20 +260,28 @@ def build_submit_tab(ctx) -> TabHandles:
         ids = [(f"#{j.id} {j.model} ({j.state})", j.id) for j in jobs]
         keep = picked if picked in [j.id for j in jobs] else (jobs[0].id if jobs else None)
         operator = person is not None and person.is_operator
-        return (jobs_frame(jobs), gr.update(choices=ids, value=keep), ident.describe(person),
-                gr.update(visible=operator), gr.update(visible=operator), gr.update(visible=person is not None))
+        picked_job = next((j for j in jobs if j.id == keep), None)
+        # the value only when it must change: a timer tick that started before the viewer picked another request
+        # must not put the old pick back (its answer arrives after the pick)
+        pick = gr.update(choices=ids) if keep == picked else gr.update(choices=ids, value=keep)
+        return (jobs_frame(jobs), pick, ident.describe(person),
+                gr.update(visible=operator), gr.update(visible=operator),
+                gr.update(visible=cancel_visible(picked_job, person)))
 
     def listing(picked, request: gr.Request, profile: gr.OAuthProfile | None):
         return listing_for(ident.who(request, profile), picked)
 
     def show(job_id, request: gr.Request, profile: gr.OAuthProfile | None):
+        """The picked request's details, and Cancel beside it when it can still be cancelled."""
         if job_id is None:
-            return ""
+            return "", gr.update(visible=False)
         person = ident.who(request, profile)
         try:
-            return job_markdown(svc.job_for(int(job_id), person), svc.events_for(int(job_id), person))
+            job = svc.job_for(int(job_id), person)
+            return job_markdown(job, svc.events_for(int(job_id), person)), gr.update(
+                visible=cancel_visible(job, person))
         except JobError as exc:
-            return f"⚠️ {md(exc)}"
+            return f"⚠️ {md(exc)}", gr.update(visible=False)
 
     def act(action, request, profile, job_id, key):
         person = ident.who(request, profile)
@@ -250,8 +321,8 @@ def build_submit_tab(ctx) -> TabHandles:
     retry.click(retry_fn, [job_pick, retry_key], [action_md, retry_key, *listed])
     cancel.click(cancel_fn, [job_pick, retry_key], [action_md, retry_key, *listed])
     refresh.click(listing, [job_pick], listed)
-    job_pick.change(show, [job_pick], [detail])
+    job_pick.change(show, [job_pick], [detail, cancel])
     timer = gr.Timer(3.0)
-    timer.tick(listing, [job_pick], listed).then(show, [job_pick], [detail])
+    timer.tick(listing, [job_pick], listed).then(show, [job_pick], [detail, cancel])
     # who you are and what you may do, as soon as the page opens
     return TabHandles(loads=(PageLoad(listing, [job_pick], listed),))

@@ -401,3 +401,107 @@ def test_validate_form_takes_any_values_without_raising(values):
     assert isinstance(errors, dict) and all(isinstance(v, str) and v for v in errors.values())
     if not (isinstance(values["name"], str) and values["name"].strip()):
         assert "name" in errors
+
+
+# --- what a submitter is told when the test call fails (messages.py) --------------------------
+
+LIBRARY_WORDS = ("ClientConnector", "Error", "ssl:default", "Errno", "_ssl.c", "Connect call failed", "Traceback",
+                 "aiohttp", "WRONG_VERSION", "OSError")
+
+
+def plain(sentence: str) -> bool:
+    return sentence[0].isupper() and sentence.rstrip().endswith(".") and not any(w in sentence for w in LIBRARY_WORDS)
+
+
+def test_every_failure_class_maps_to_a_sentence_without_the_raw_text():
+    """Each class, fed a message full of library text, gives a field and a plain sentence of ours."""
+    from eval_backend.store import FAILURE_CLASSES
+    from eval_backend.submissions.messages import preflight_error
+    raw = ("transport error, no HTTP status: cannot connect (ClientConnectorError): Cannot connect to host "
+           "api.example.com:443 ssl:default [Errno 111] Connect call failed; HTTP 418 (12 bytes of body): SALT-body")
+    for cls in FAILURE_CLASSES:
+        fld, sentence = preflight_error(cls, raw, 30.0)
+        assert fld in ("base_url", "api_key", "endpoint"), cls
+        assert plain(sentence) and "SALT-body" not in sentence and "api.example.com" not in sentence, (cls, sentence)
+    # connection causes, from the client's own wording of each
+    cases = {
+        "cannot connect (ClientConnectorDNSError): Name or service not known": "does not resolve",
+        "cannot connect (ClientConnectorError): Connect call failed ('1.2.3.4', 9)": "nothing accepts connections",
+        "cannot connect (ClientConnectorSSLError): [SSL: WRONG_VERSION_NUMBER] wrong version (_ssl.c:1006)": "https",
+        "cannot connect (ClientConnectorCertificateError): certificate verify failed": "certificate",
+        "cannot connect (ClientConnectorError): Network is unreachable": "no network route",
+        "cannot connect (AddressRefused): connection refused by the address policy: private": "not allowed",
+        "transport error, no HTTP status (ServerDisconnectedError)": "did not answer in HTTP",
+    }
+    for message, words in cases.items():
+        fld, sentence = preflight_error("connection", message, 30.0)
+        assert fld == "base_url" and words in sentence and plain(sentence), (message, sentence)
+    assert preflight_error("timeout", "no complete reply within 30 s", 30.0)[0] == "base_url"
+    assert "30 s" in preflight_error("timeout", "", 30.0)[1]
+    assert preflight_error("http_4xx", "HTTP 401 (3 bytes of body)", 30.0)[0] == "api_key"
+    assert preflight_error("http_4xx", "HTTP 404 (3 bytes of body)", 30.0)[0] == "base_url"
+    fld, sentence = preflight_error("too_large", "the reply body is larger than the limit of 8,388,608 bytes", 30.0)
+    assert fld == "endpoint" and "(too_large)" in sentence and "8,388,608 bytes" in sentence
+
+
+@pytest.fixture()
+def loopback_svc(tmp_path, bench_dir):
+    """The real preflight (2 calls through the real client) with loopback allowed; `nx.invalid` passes the
+    address check (stub resolver) so the client's own DNS lookup is the one that fails."""
+    from eval_backend.submissions.netguard import AddressPolicy
+
+    def resolve(host, port):
+        return ["127.0.0.1"]
+    s = SubmissionSettings(benchmark=str(bench_dir), allow=("127.0.0.1",), preflight_timeout_s=1.5,
+                           check_deadline_s=10)
+    return SubmissionService(Store(tmp_path / "d"), s, policy=AddressPolicy.from_strings(["127.0.0.1"], resolve))
+
+
+def _silent_and_garbage_servers():
+    import socket
+    silent = socket.create_server(("127.0.0.1", 0))                  # accepts, never answers
+    garbage = socket.create_server(("127.0.0.1", 0))                 # answers, but not in HTTP
+
+    def serve():
+        while True:
+            try:
+                conn, _ = garbage.accept()
+            except OSError:
+                return
+            conn.recv(1024)
+            conn.sendall(b"SSH-2.0-OpenSSH_9.2\r\n")
+            conn.close()
+    threading.Thread(target=serve, daemon=True).start()
+    return silent, garbage
+
+
+def test_unreachable_endpoints_are_told_at_the_base_url_in_plain_words(loopback_svc):
+    from tests.support.fault_server import FaultServer, free_port
+    closed = free_port()
+    silent, garbage = _silent_and_garbage_servers()
+    with FaultServer() as http_only, FaultServer(fault="echo-key") as wants_key:
+        cases = {
+            f"http://127.0.0.1:{closed}/v1": ("base_url", "nothing accepts connections"),
+            f"https://127.0.0.1:{http_only.port}/v1": ("base_url", "https"),          # TLS to a plain-HTTP server
+            f"http://127.0.0.1:{silent.getsockname()[1]}/v1": ("base_url", "within 1.5 s"),
+            f"http://127.0.0.1:{garbage.getsockname()[1]}/v1": ("base_url", "did not answer in HTTP"),
+            f"http://nx.invalid:{closed}/v1": ("base_url", "does not resolve"),
+            f"http://127.0.0.1:{http_only.port}/wrong": ("base_url", "HTTP 404"),
+            wants_key.base_url: ("api_key", "not authorised"),
+        }
+        for url, (fld, words) in cases.items():
+            out = loopback_svc.submit(good_form(base_url=url, api_key="", audio_output=False), Submitter("x"),
+                                      dry_run=True)
+            assert not out.accepted and list(out.errors) == [fld], (url, out.errors)
+            assert words in out.errors[fld] and plain(out.errors[fld]), (url, out.errors[fld])
+    silent.close()
+    garbage.close()
+    assert loopback_svc.list_jobs() == []
+
+
+def test_long_values_are_refused_with_their_count_and_limit():
+    errors = validate_form(good_form(name="n" * 10_000, organisation="o" * 150, model_id="m" * 300))
+    assert errors["name"] == "The name is 10,000 characters long; it may have at most 64."
+    assert "150 characters long" in errors["organisation"] and "at most 100" in errors["organisation"]
+    assert "300 characters long" in errors["model_id"] and "at most 200" in errors["model_id"]
+    assert "`" not in json.dumps(validate_form(good_form(model_id="")))     # plain words, no code marks

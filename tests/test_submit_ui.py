@@ -10,6 +10,11 @@ speech, 7 requests) and a seeded second model with spoken replies keep it to a f
    it with its manifest (model page), beside the paper's reported rows; URL state and CSV download work;
    the arena serves a battle with its replies;
 3. a job whose endpoint is down FAILS with its reason shown; the endpoint comes back; retry finishes it.
+
+Issue 15 (finding 6): an unreachable endpoint is marked at its field in plain words; a 10,000-character name is
+kept whole, counted and refused at its field with the limit; the key box is enabled only when the operator secret
+is set (a second app without it shows the box disabled with the reason); Cancel only beside a request that can
+still be cancelled; no code marks in labels.
 """
 from __future__ import annotations
 
@@ -72,20 +77,22 @@ MODULE_DATABASE_FIXTURES = ("env",)   # the running app writes to the module's d
 def env(tmp_path_factory):
     data = tmp_path_factory.mktemp("space")
     seed(data, ("seed-model",), n_scripts=1)           # benchmarks/demo (spec "demo") + a second arena model
-    bport, aport = free_port(), free_port()
+    bport, aport, closed = free_port(), free_port(), free_port()
     baseline = Proc(["-m", "eval_backend.baselines", "serve", "--host", "127.0.0.1", "--port", str(bport)],
                     data / "baseline.log")
     baseline.start(f"http://127.0.0.1:{bport}/health")
     app = Proc(["-m", "tests.support.space_app", "--port", str(aport), "--data-dir", str(data)], data / "app.log",
                {"EMPATHY_ARENA_BOOTSTRAP": "0", "EMPATHY_ARENA_BENCHMARK": "demo",
                 "EMPATHY_ARENA_BASELINE_PORT": str(bport),      # the demo allowlists exactly this port
-                "GRADIO_ANALYTICS_ENABLED": "False", "HF_HUB_OFFLINE": "1", "EMPATHY_ARENA_OPERATOR_TOKEN": OPERATOR})
+                "GRADIO_ANALYTICS_ENABLED": "False", "HF_HUB_OFFLINE": "1", "EMPATHY_ARENA_OPERATOR_TOKEN": OPERATOR,
+                "EMPATHY_ARENA_SECRET_KEY": "a passphrase for the ui test",      # keys are accepted here
+                "EMPATHY_ARENA_ALLOW_ADDRESSES": f"127.0.0.1:{closed}"})        # allowed, but nobody listens
     app.start(f"http://127.0.0.1:{aport}/api/arena/health")
     worker = Proc(["-m", "eval_backend", "worker", "--data-dir", str(data), "--allow", "127.0.0.1", "--poll", "1",
                    "--metrics", METRICS, "--max-attempts", "1", "--timeout", "60", "--concurrency", "2",
                    "--heartbeat", "2", "--lease", "30"], data / "worker.log")
     state = {"data": data, "baseline": baseline, "bport": bport, "app": app, "url": f"http://127.0.0.1:{aport}",
-             "worker": worker}
+             "worker": worker, "closed": closed}
     yield state
     for p in (worker, app, baseline):
         p.stop()
@@ -159,6 +166,84 @@ def test_bad_fields_show_per_field_errors_and_queue_nothing(env, page):
     assert _db(env, "SELECT id FROM submissions") == []
 
 
+LIBRARY_WORDS = ("ClientConnector", "Error", "ssl:default", "Errno", "_ssl.c", "Connect call failed", "aiohttp")
+
+
+def _below(page, upper: str, lower: str) -> bool:
+    """#lower starts under #upper, within 120 px, and shares its columns."""
+    a, b = page.locator(f"#{upper}").bounding_box(), page.locator(f"#{lower}").bounding_box()
+    return 0 <= b["y"] - (a["y"] + a["height"]) < 120 and b["x"] < a["x"] + a["width"] and a["x"] < b["x"] + b["width"]
+
+
+def test_unreachable_endpoint_is_marked_at_its_field_in_plain_words(env, page):
+    page.goto(env["url"] + "/")
+    page.get_by_role("tab", name="Submit").click()
+    _fill(page, "submit-name", "Nobody Home")
+    _fill(page, "submit-base-url", f"http://127.0.0.1:{env['closed']}/v1")     # allowlisted; nothing listens
+    _fill(page, "submit-model-id", "m")
+    page.click("#submit-check")
+    _wait_text(page, "submit-err-base_url", "could not be reached")
+    error, outcome = _text(page, "submit-err-base_url"), _text(page, "submit-outcome")
+    assert "nothing accepts connections" in error and "Fix the field marked above" in outcome
+    assert not any(w in error + outcome for w in LIBRARY_WORDS), (error, outcome)
+    assert _below(page, "submit-base-url", "submit-err-base_url")            # the mark sits under its box
+    marked = [e.get_attribute("id") for e in page.locator("[id^=submit-err-]").filter(visible=True).all()]
+    assert marked == ["submit-err-base_url"], marked                          # only the field concerned
+    assert _db(env, "SELECT id FROM submissions") == []
+
+
+def test_long_name_is_counted_and_refused_at_its_field_not_cut(env, page):
+    page.goto(env["url"] + "/")
+    page.get_by_role("tab", name="Submit").click()
+    box = page.locator("#submit-name").locator("input, textarea").first
+    _wait_text(page, "submit-name-count", "0 / 64 characters")
+    box.fill("Long Name " + "x" * 9_990)
+    assert len(box.input_value()) == 10_000                                  # nothing cut silently
+    _wait_text(page, "submit-name-count", "10,000 / 64 characters (too long)")
+    _fill(page, "submit-base-url", "https://93.184.216.34/v1")
+    _fill(page, "submit-model-id", "m")
+    page.click("#submit-check")
+    _wait_text(page, "submit-err-name", "at most 64")
+    assert "10,000 characters long" in _text(page, "submit-err-name")
+    assert _below(page, "submit-name-count", "submit-err-name")
+    box.fill("Short Name")
+    _wait_text(page, "submit-name-count", "10 / 64 characters")
+    assert "too long" not in _text(page, "submit-name-count")
+
+
+def test_labels_plain_key_box_on_and_no_cancel_beside_an_empty_queue(env, page):
+    page.goto(env["url"] + "/")
+    page.get_by_role("tab", name="Submit").click()
+    _wait_text(page, "submit-identity", "guest")
+    labels = page.locator("#submit-name, #submit-base-url, #submit-model-id, #submit-api-key, #submit-voice") \
+        .locator("label").all_inner_texts()
+    assert any("Model id" in t for t in labels) and not any("`" in t for t in labels), labels
+    key = page.locator("#submit-api-key input")
+    assert key.is_enabled() and "stored encrypted" in _text(page, "submit-api-key")   # the secret is set here
+    assert _db(env, "SELECT id FROM submissions") == []
+    page.wait_for_timeout(3500)                                               # a timer tick re-lists the queue
+    assert not page.locator("#jobs-cancel").is_visible()
+
+
+def test_key_box_disabled_with_the_reason_when_the_operator_secret_is_unset(env, page):
+    """A second app on the same data dir, started without EMPATHY_ARENA_SECRET_KEY."""
+    port = free_port()
+    keyless = Proc(["-m", "tests.support.space_app", "--port", str(port), "--data-dir", str(env["data"])],
+                   env["data"] / "app-keyless.log",
+                   {"EMPATHY_ARENA_BOOTSTRAP": "0", "EMPATHY_ARENA_BENCHMARK": "demo", "EMPATHY_ARENA_SECRET_KEY": "",
+                    "GRADIO_ANALYTICS_ENABLED": "False", "HF_HUB_OFFLINE": "1"})
+    keyless.start(f"http://127.0.0.1:{port}/api/arena/health")
+    try:
+        page.goto(f"http://127.0.0.1:{port}/")
+        page.get_by_role("tab", name="Submit").click()
+        shown = _text(page, "submit-api-key")
+        assert page.locator("#submit-api-key input").is_disabled()
+        assert "not accepted on this Space" in shown and "encrypted storage" in shown
+        assert "stored encrypted, deleted" not in shown
+    finally:
+        keyless.stop()
+
+
 def test_submit_cascade_cue_then_leaderboard_manifest_and_arena(env, page):
     page.goto(env["url"] + "/")
     page.get_by_role("tab", name="Submit").click()
@@ -166,6 +251,7 @@ def test_submit_cascade_cue_then_leaderboard_manifest_and_arena(env, page):
     page.click("#submit-go")                                  # preflight: 2 real calls to the baseline
     _wait_text(page, "submit-outcome", "request #1", timeout=180_000)
     _wait_text(page, "jobs-table", "PENDING")
+    page.locator("#jobs-cancel").wait_for(state="visible")                   # one's own queued request
     job = _db(env, "SELECT * FROM submissions WHERE id=1")[0]
     assert (job["model"], job["model_id"], job["audio_output"], job["licence"]) == \
         ("Cue Submitted", "cascade-cue", 1, "apache-2.0")
@@ -173,6 +259,7 @@ def test_submit_cascade_cue_then_leaderboard_manifest_and_arena(env, page):
     env["worker"].start()
     _wait_text(page, "jobs-table", "FINISHED", timeout=600_000)
     assert "in the arena" in _text(page, "jobs-table")
+    page.locator("#jobs-cancel").wait_for(state="hidden")                    # nothing left to cancel
     assert _db(env, "SELECT COUNT(*) n FROM replies WHERE model='Cue Submitted' AND status='ok'")[0]["n"] == 7
 
     # the benchmark leaderboard lists it; the paper's rows in their own section below, not ranked with it

@@ -19,8 +19,10 @@ submitter, worker, log excerpt and event details are shown to its submitter and 
 else sees its name, state, reason (with the endpoint's address and model id blanked), times and event names.
 
 Error keys: the form's fields (name, organisation, link, licence, open_weights, kind, base_url,
-model_id, audio_output, voice, api_key, predictions) plus `endpoint` (the preflight call failed),
-`duplicate`, `quota` and `benchmark` (the operator's benchmark cannot be loaded).
+model_id, audio_output, voice, api_key, predictions) plus `endpoint` (the preflight's test call failed in a
+way no single field explains), `duplicate`, `quota` and `benchmark` (the operator's benchmark cannot be loaded).
+A failed test call is put under the field it concerns where there is one (messages.py: an endpoint that cannot
+be reached under `base_url`, a refused key under `api_key`), always as a sentence of ours, never library text.
 
 Order of checks, cheapest first: fields (pure) → API-key storage available → address policy
 (DNS) → upload content → name, duplicate and quota against the database → preflight (2 real
@@ -33,6 +35,7 @@ import asyncio
 import dataclasses
 import hashlib
 import json
+import logging
 import shutil
 import threading
 import time
@@ -44,12 +47,14 @@ from ..audio.io import BadAudio, decode_wav_bytes
 from ..benchmark.model import Benchmark
 from ..store import Store
 from . import secrets as secretstore
+from .messages import GENERAL, preflight_error, wrong_audio_sentence
 from .netguard import AddressPolicy, guarded_session
 from .queue import Job, JobError, Queue
 from .settings import SubmissionSettings, Submitter
 from .uploads import UploadError, check_upload
 from .validation import SubmissionForm, normalise_base_url, validate_form
 
+log = logging.getLogger(__name__)
 
 @dataclass
 class SubmitOutcome:
@@ -171,8 +176,10 @@ class SubmissionService:
             return SubmitOutcome(False, errors, dry_run=dry_run)
         try:
             bench = self.benchmark()
-        except (ValueError, OSError) as exc:
-            return SubmitOutcome(False, {"benchmark": f"The evaluation benchmark cannot be loaded: {exc}"},
+        except (ValueError, OSError) as exc:     # the operator's problem: the details go to the log
+            log.error("submissions: the benchmark %r cannot be loaded: %s", self.settings.benchmark, exc)
+            return SubmitOutcome(False, {"benchmark": "The evaluation benchmark cannot be loaded right now (a "
+                                                      "problem on this Space's side); nothing was queued."},
                                  dry_run=dry_run)
         s = self.settings
         from ..tasks import select_requests
@@ -192,9 +199,7 @@ class SubmissionService:
             conflicts = self._conflicts(self.store.connect(), form.name.strip(), key, who)
             if not conflicts and form.kind == "endpoint":
                 if s.preflight:
-                    reason = self._preflight_once(who, form, bench, requests)
-                    if reason:
-                        conflicts = {"endpoint": reason}
+                    conflicts = self._preflight_once(who, form, bench, requests) or {}
                 else:
                     notes.append("preflight skipped (operator setting)")
             if conflicts or dry_run:
@@ -251,12 +256,13 @@ class SubmissionService:
         return errors
 
     # ------------------------------------------------------------------ preflight
-    def _preflight_once(self, who: Submitter, form: SubmissionForm, bench: Benchmark, requests) -> str | None:
+    def _preflight_once(self, who: Submitter, form: SubmissionForm, bench: Benchmark,
+                        requests) -> dict[str, str] | None:
         """One preflight per submitter at a time: the UI's pool of slots is shared, so one person clicking
         Check repeatedly must not take every slot."""
         with self._busy_lock:
             if who.name in self._busy:
-                return "A check of yours is still running; wait for its result, then try again."
+                return {GENERAL: "A check of yours is still running; wait for its result, then try again."}
             self._busy.add(who.name)
         try:
             return self.preflight(form, bench, requests)
@@ -264,9 +270,9 @@ class SubmissionService:
             with self._busy_lock:
                 self._busy.discard(who.name)
 
-    def preflight(self, form: SubmissionForm, bench: Benchmark, requests) -> str | None:
+    def preflight(self, form: SubmissionForm, bench: Benchmark, requests) -> dict[str, str] | None:
         """Send `preflight_items` benchmark requests through the real client; None when every reply parses
-        (and its audio decodes, when audio output was asked for), else the reason."""
+        (and its audio decodes, when audio output was asked for), else `{field: sentence}` (messages.py)."""
         from ..clients.failures import CallFailure, redact
         from ..clients.openai_chat import call, input_audio_b64
         spec = secretstore.KeyedModelSpec(name=form.name.strip(), base_url=form.base_url.strip(),
@@ -278,20 +284,20 @@ class SubmissionService:
             usable.sort(key=lambda r: not r.wants_audio)   # stable: spoken requests first
         picked = usable[: self.settings.preflight_items]
         if not picked:
-            return "The benchmark has no usable request to test the endpoint with."
+            return {"benchmark": "The benchmark has no usable request to test the endpoint with."}
 
         limits = self.settings.reply_limits()     # no body excerpt: the message goes back to the submitter
         deadline = self.settings.check_deadline_s
 
-        async def go() -> str | None:
+        async def go() -> dict[str, str] | None:
             try:
                 async with asyncio.timeout(deadline), guarded_session(self.policy, 2) as session:
                     return await ask(session)
             except TimeoutError:
-                return (f"The test calls did not finish within {deadline:g} s (deadline); "
-                        f"the endpoint must answer faster.")
+                return {GENERAL: f"The test calls did not finish within {deadline:g} s (deadline); "
+                                 f"the endpoint must answer faster."}
 
-        async def ask(session) -> str | None:
+        async def ask(session) -> dict[str, str] | None:
             for req in picked:
                 try:
                     inputs = [input_audio_b64(a) for a in req.audios]
@@ -299,22 +305,25 @@ class SubmissionService:
                     continue
                 try:
                     answer = await call(session, spec, req, inputs, limits)
-                except CallFailure as exc:
-                    return f"The test call failed ({exc.error_class}): {exc.message}"
+                except CallFailure as exc:     # the client's text goes to the log; the submitter gets ours
+                    log.info("preflight of %r failed: %s: %s", form.name.strip(), exc.error_class,
+                             redact(exc.message, [form.api_key]))
+                    fld, sentence = preflight_error(exc.error_class, exc.message, spec.timeout_s)
+                    return {fld: sentence}
                 if form.audio_output and req.wants_audio:
                     if answer.audio is None:
-                        return ("The endpoint answered without audio although 'audio output' is selected "
-                                "(its reply had no message.audio.data).")
+                        return {"audio_output": "The endpoint answered without audio although 'Answers with "
+                                                "audio' is ticked (its reply had no message.audio.data)."}
                     try:
                         decode_wav_bytes(answer.audio)
-                    except BadAudio as exc:
-                        return f"The endpoint's audio does not decode: {exc}"
+                    except BadAudio:
+                        return {GENERAL: wrong_audio_sentence()}
                 elif not (answer.text or answer.transcript):
-                    return "The endpoint's reply has no text."
+                    return {GENERAL: "The endpoint's reply has no text."}
             return None
 
-        reason = run_coroutine(go())
-        return redact(reason, [form.api_key]) if reason else None
+        errors = run_coroutine(go())
+        return {k: redact(v, [form.api_key]) or "" for k, v in errors.items()} if errors else None
 
 
 HIDDEN = "[hidden]"

@@ -17,7 +17,10 @@ LICENCES = ("apache-2.0", "mit", "bsd-3-clause", "cc-by-4.0", "cc-by-nc-4.0", "l
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9 ._+()-]{1,62}[A-Za-z0-9)]$")
 MODEL_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:/@+-]{0,199}$")
 VOICE_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+NAME_MIN, NAME_MAX, MODEL_ID_MAX, VOICE_MAX = 3, 64, 200, 64
 ORG_MAX, URL_MAX, KEY_MAX = 100, 2048, 512
+# the limits the Submit tab shows as counters beside its boxes (one place per fact)
+FIELD_LIMITS = {"name": NAME_MAX, "organisation": ORG_MAX, "model_id": MODEL_ID_MAX, "voice": VOICE_MAX}
 RESERVED_NAMES = {"operator", "tie", "both_bad", "a", "b", "reported"}
 
 
@@ -56,6 +59,8 @@ def check_name(name: object) -> str | None:
     if not isinstance(name, str) or not name.strip():
         return "Give the model a display name."
     n = name.strip()
+    if len(n) > NAME_MAX:     # said first and with the count: the box does not cut what was typed or pasted
+        return f"The name is {len(n):,} characters long; it may have at most {NAME_MAX}."
     if _controls(n):
         return "The name may not contain control or invisible characters."
     if not NAME_RE.match(n) or "  " in n:
@@ -72,7 +77,7 @@ def check_organisation(org: object) -> str | None:
     if not isinstance(org, str):
         return "The organisation must be text."
     if len(org) > ORG_MAX:
-        return f"The organisation may be at most {ORG_MAX} characters."
+        return f"The organisation is {len(org):,} characters long; it may have at most {ORG_MAX}."
     if _controls(org) or any(c in org for c in "<>"):
         return "The organisation may not contain control characters or < >."
     return None
@@ -86,7 +91,7 @@ def url_syntax(url: object, what: str = "URL", required: bool = True) -> str | N
         return f"The {what} must be text."
     u = url.strip()
     if len(u) > URL_MAX:
-        return f"The {what} is longer than {URL_MAX} characters."
+        return f"The {what} is {len(u):,} characters long; it may have at most {URL_MAX:,}."
     if _controls(u) or any(c.isspace() for c in u) or "\\" in u:
         return f"The {what} may not contain spaces, backslashes or control characters."
     if not u.isascii():
@@ -140,7 +145,10 @@ def check_endpoint(form: SubmissionForm) -> dict[str, str]:
     if err:
         errors["base_url"] = err
     if not isinstance(form.model_id, str) or not form.model_id.strip():
-        errors["model_id"] = "Enter the model id the endpoint expects (its `model` field)."
+        errors["model_id"] = "Enter the model id the endpoint expects (the model field of its requests)."
+    elif len(form.model_id.strip()) > MODEL_ID_MAX:
+        errors["model_id"] = (f"The model id is {len(form.model_id.strip()):,} characters long; it may have at most "
+                              f"{MODEL_ID_MAX}.")
     elif not MODEL_ID_RE.match(form.model_id.strip()):
         errors["model_id"] = ("The model id may have up to 200 characters: letters, digits and . _ : / @ + -, "
                               "starting with a letter or digit.")
