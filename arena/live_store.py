@@ -88,6 +88,19 @@ def reply_texts(store, battle_id: str) -> dict[str, str | None]:
     return {"user": rows[0]["transcript"], "A": rows[0]["text_a"], "B": rows[0]["text_b"]}
 
 
+def heard(store, battle_id: str):
+    """The voter's transcript and its screen verdict (transcript, crisis, screen) of a live battle, or None."""
+    rows = store.query("SELECT transcript, crisis, screen FROM arena_live WHERE battle_id=?", (battle_id,))
+    return rows[0] if rows else None
+
+
+def set_heard(conn, battle_id: str, transcript: str | None, crisis: bool, screen: str | None) -> None:
+    """The transcript made after the battle was stored (arena/live.py does not wait for it); a battle whose
+    words were already deleted (retention) stays deleted."""
+    conn.execute("UPDATE arena_live SET transcript=?, crisis=?, screen=? WHERE battle_id=? AND deleted_at IS NULL",
+                 (transcript, int(crisis), screen, battle_id))
+
+
 def recent_count(store, column: str, key: str, since: float) -> int:
     """Live battles started by this user / address since `since` (the per-user limit counts stored battles,
     so it holds across restarts and replicas)."""

@@ -273,6 +273,12 @@ def battle_clip_row(store: Store, battle_id: str):
     return rows[0] if rows else None
 
 
+def battle_session(store: Store, battle_id: str) -> str | None:
+    """The session a battle was served to (None when unknown)."""
+    rows = store.query("SELECT session_id FROM arena_battles WHERE id=?", (battle_id,))
+    return rows[0]["session_id"] if rows else None
+
+
 def battle_row(conn, battle_id: str):
     """The whole battle row, read inside the vote's write transaction; None when unknown."""
     return conn.execute("SELECT * FROM arena_battles WHERE id=?", (battle_id,)).fetchone()

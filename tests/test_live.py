@@ -6,6 +6,7 @@ uvicorn, SQLite or PostgreSQL (EMPATHY_ARENA_TEST_DB).
 """
 from __future__ import annotations
 
+import threading
 import time
 from pathlib import Path
 
@@ -17,6 +18,13 @@ from arena.live import LiveSettings
 from tests.support.fault_server import FaultServer
 from tests.support.live_fixtures import LiveApp, baseline_specs, post_live, spec, utterance, wav
 from tests.support.baselines import BaselineServer
+
+
+def wait_until(check, timeout_s: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not check():
+        assert time.monotonic() < deadline, "not reached in time"
+        time.sleep(0.05)
 
 
 @pytest.fixture(scope="module")
@@ -65,7 +73,14 @@ def test_live_battle_against_the_baselines(tmp_path, baselines, speech):
         assert r.status_code == 200, r.text
         body = r.json()
         assert body["source"] == "live" and body["replaced"] == 0 and body["crisis_notice"] is None
-        assert "job" in body["transcript"].lower()           # the scorer's Whisper heard the voter
+        heard = client.get("/api/arena/live/heard", params={"battle_id": body["battle_id"],
+                                                             "session": body["session"]}).json()
+        assert "job" in heard["transcript"].lower() and not heard["pending"]   # the scorer's Whisper heard the voter
+        assert body["transcript"] in (None, heard["transcript"])
+        other = client.get("/api/arena/live/heard", params={"battle_id": body["battle_id"], "session": "x" * 20})
+        assert other.status_code == 404                       # only the voter's own session reads the transcript
+        stored = app.store.query("SELECT transcript FROM arena_live WHERE battle_id=?", (body["battle_id"],))
+        assert stored[0]["transcript"] == heard["transcript"]
         assert "cascade" not in r.text                        # no model name before the vote
         for clip in ("user", "A", "B"):
             audio = client.get(body["audio"][clip])
@@ -147,9 +162,43 @@ def test_a_flagged_reply_voids_and_a_crisis_utterance_shows_the_notice(tmp_path)
                 httpx.Client(base_url=app.url, timeout=30) as c:
             r = post_live(c, wav(0.3 * np.sin(np.arange(16000) / 5)))
             assert r.status_code == 200, r.text
-            assert r.json()["crisis_notice"]                 # shown, and the battle goes on
+            body = r.json()
+            heard = c.get("/api/arena/live/heard", params={"battle_id": body["battle_id"],
+                                                          "session": body["session"]}).json()
+            assert heard["crisis_notice"]                    # shown, and the battle goes on
+            assert body["crisis_notice"] in (None, heard["crisis_notice"])
             assert "I just want to end it all" in screen.seen
-            assert app.store.query("SELECT crisis FROM arena_live")[0][0] == 1
+            wait_until(lambda: app.store.query("SELECT crisis FROM arena_live")[0][0] == 1)
+
+
+def test_the_battle_does_not_wait_for_the_voters_transcript(tmp_path):
+    """A slow transcription of the voter's clip is off the critical path: the battle is returned once both
+    replies are in, and the transcript, its screen verdict and the crisis notice follow (GET /heard, the row)."""
+    release = threading.Event()
+
+    def slow(samples, sr):
+        release.wait(30)
+        return "I just want to end it all"
+    with FaultServer() as a, FaultServer() as b:
+        specs = [spec("alpha-voice", a.base_url), spec("beta-voice", b.base_url)]
+        with LiveApp(tmp_path, specs, screen=Screen(), transcribe=slow) as app, \
+                httpx.Client(base_url=app.url, timeout=30) as c:
+            r = post_live(c, wav(0.3 * np.sin(np.arange(16000) / 5)))
+            assert r.status_code == 200, r.text
+            body = r.json()
+            assert body["transcript_pending"] and body["transcript"] is None and body["crisis_notice"] is None
+            params = {"battle_id": body["battle_id"], "session": body["session"]}
+            early = c.get("/api/arena/live/heard", params={**params, "wait_s": 0.2}).json()
+            assert early == {"battle_id": body["battle_id"], "transcript": None, "crisis_notice": None,
+                             "pending": True}
+            assert app.store.query("SELECT transcript FROM arena_live")[0][0] is None
+            release.set()
+            heard = c.get("/api/arena/live/heard", params=params).json()
+            assert heard["transcript"] == "I just want to end it all" and heard["crisis_notice"]
+            wait_until(lambda: tuple(app.store.query("SELECT transcript, crisis FROM arena_live")[0]) ==
+                       ("I just want to end it all", 1))
+            again = c.get("/api/arena/live/heard", params=params).json()      # now read from the stored row
+            assert again["transcript"] == heard["transcript"] and again["crisis_notice"]
 
 
 def _bad_inputs(tone: bytes):
