@@ -52,7 +52,7 @@ from typing import Callable, Iterable
 import numpy as np
 import soundfile as sf
 
-from eval_backend.audio.io import encode_wav
+from eval_backend.audio.io import b64_wav, encode_wav
 from eval_backend.benchmark.model import AudioRef
 from eval_backend.clients import openai_chat
 from eval_backend.clients.failures import CallFailure
@@ -450,7 +450,8 @@ class LiveService:
             (folder / "user.wav").write_bytes(user_wav)
             loop = asyncio.get_running_loop()
             hearing = self._hear_pool.submit(self.hear, samples, sr)
-            replies, replaced = await self._answer(battle_id, folder / "user.wav")
+            t_asked = time.perf_counter()
+            replies, replaced = await self._answer(battle_id, folder / "user.wav", user_wav)
             t_replies = time.perf_counter()
             pending = not hearing.done()      # the battle does not wait for the voter's transcript
             heard = Heard(None, pending=True) if pending else hearing.result()
@@ -478,7 +479,9 @@ class LiveService:
                         transcript=heard.transcript, text_a=a.text, text_b=b.text, consent_store=store_ok,
                         consent_release=release_ok, crisis=heard.crisis, screen=heard.screen, replaced=replaced,
                         delete_after=now + keep)
+            t_write = time.perf_counter()
             await loop.run_in_executor(WRITER, write)
+            t_stored = time.perf_counter()
         except BaseException:
             shutil.rmtree(folder, ignore_errors=True)     # a battle not made leaves nothing behind
             if hearing is not None:
@@ -490,20 +493,22 @@ class LiveService:
         return LiveBattle(session, battle_id, {c: battle_clip_url(battle_id, c) for c in ("user", "A", "B")},
                           listen, "A", expires, heard.transcript, heard.crisis_notice, len(replaced),
                           {"replies_s": t_replies - t0, "total_s": t_done - t0,
-                           "slowest_model_s": max(a.latency_s, b.latency_s)}, rule.payload(clips), pending)
+                           "slowest_model_s": max(a.latency_s, b.latency_s),
+                           "asked_s": t_asked - t0, "store_s": t_stored - t_write}, rule.payload(clips), pending)
 
     # --------------------------------------------------------- the contestants
     def _pair(self, specs: dict[str, ModelSpec]) -> tuple[str, str]:
         names = sorted(specs)
         pairs = [(names[i], names[j]) for i in range(len(names)) for j in range(i + 1, len(names))]
-        current = {m: Rating(r.mu, r.sigma) for m, r in self.arena.stored_ratings().items()}
-        counts = {m: r["votes"] for m, r in _stored_counts(self.arena).items()}
+        stored = storage.stored_ratings(self.arena.store)        # one read for both ratings and vote counts
+        current = {m: Rating(r["mu"], r["sigma"]) for m, r in stored.items()}
+        counts = {m: r["votes"] for m, r in stored.items()}
         params = MatchParams(self.arena.settings.new_model_boost, self.arena.settings.bridge_boost,
                              trueskill=self.arena.settings.trueskill)
         pair = choose_pair(pairs, current, counts, [], self.rng, set(), params)
         return pair if self.rng.random() < 0.5 else (pair[1], pair[0])
 
-    async def _answer(self, battle_id: str, user_wav: Path) -> tuple[tuple[_Reply, _Reply], list]:
+    async def _answer(self, battle_id: str, user_wav: Path, wav: bytes) -> tuple[tuple[_Reply, _Reply], list]:
         specs = {s.name: s for s in self.contestants()}
         if len(specs) < 2:
             raise LiveRefused(503, "no_contestants", "live mode needs two models that listen and speak; fewer "
@@ -511,7 +516,7 @@ class LiveService:
         deadline = time.monotonic() + self.settings.deadline_s
         request = Request(f"live/{battle_id}", "live", battle_id, "-", SYSTEM_CONVERSATION, "",
                           (AudioRef(str(user_wav)),), True)
-        audio_b64 = [openai_chat.input_audio_b64(request.audios[0])]
+        audio_b64 = [b64_wav(wav)]             # the bytes just written to `user_wav`, not read back
         limits = ReplyLimits(max_audio_s=self.settings.reply_audio_s, show_body=False)
         from .battles import IdentityScreen
         from .config import DEFAULT_IDENTITY_PATTERNS
@@ -577,6 +582,3 @@ def _seconds(wav: bytes) -> float:
     info = sf.info(io.BytesIO(wav))
     return info.frames / info.samplerate if info.samplerate else 0.0
 
-
-def _stored_counts(arena) -> dict[str, dict]:
-    return storage.stored_ratings(arena.store)

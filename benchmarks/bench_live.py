@@ -163,7 +163,7 @@ def main() -> int:
                       flush=True)
     summary = {k: {"median": statistics.median(r[k] for r in rows), "p90": pct([r[k] for r in rows], 0.9)}
                for k in ("replies_s", "total_s", "slowest_model_s", "overhead_s", "client_s", "direct_pair_s",
-                         "vs_direct_s", "heard_s")}
+                         "vs_direct_s", "heard_s", "asked_s", "store_s")}
     report = {"runs": args.runs, "utterance_s": args.seconds, "machine": platform.platform(),
               "cpus": os.cpu_count(), "load_avg_start": load0, "load_avg": os.getloadavg(), "summary": summary, "rows": rows}
     out = ROOT / "benchmarks" / "out"
