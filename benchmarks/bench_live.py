@@ -15,6 +15,8 @@ battle no longer waits for), so runs do not overlap.
 For reference it also times the two baselines called directly, concurrently, without the app (`direct_pair_s`,
 on another noisy copy of the run's utterance: a cache miss too); `replies_s - direct_pair_s` is the cost of
 going through the app, the voter's transcription included.
+CPU seconds per battle (load-independent): `server_cpu_s`, the baseline server's for the two calls, and
+`app_cpu_s`, this process's (the app with its own transcription, and the client) from the post to the transcript.
 Prints median and p90 and writes benchmarks/out/live_latency.json.
 """
 from __future__ import annotations
@@ -93,6 +95,12 @@ def noisy(wav: bytes, seed: int) -> bytes:
     return buf.getvalue()
 
 
+def cpu_s(pid: int) -> float:
+    """User + system CPU seconds a process has used (Linux /proc): what the work costs whatever the load."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def timings(header: str) -> dict[str, float]:
     out = {}
     for part in header.split(","):
@@ -140,20 +148,24 @@ def main() -> int:
             for i in range(args.warmup + args.runs):
                 speech = utterance(args.seconds, text_for_run(i))
                 wav = noisy(speech, i)
+                server_cpu0, app_cpu0 = cpu_s(baselines.proc.pid), time.process_time()
                 t0 = time.perf_counter()
                 r = client.post("/api/arena/live/battle", data={"consent_store": "false", "consent_release": "false"},
                                 files={"audio": ("voice.wav", wav, "audio/wav")})
                 client_s = time.perf_counter() - t0
+                server_cpu = cpu_s(baselines.proc.pid) - server_cpu0
                 r.raise_for_status()
                 body = r.json()
                 heard = client.get("/api/arena/live/heard", params={"battle_id": body["battle_id"],
                                                                    "session": body["session"]}).json()
                 heard_s = time.perf_counter() - t0
+                app_cpu = time.process_time() - app_cpu0
                 direct = asyncio.run(direct_pair(specs, noisy(speech, 10_000 + i)))
                 if i < args.warmup:
                     continue
                 t = timings(r.headers["server-timing"])
                 rows.append({**t, "client_s": client_s, "direct_pair_s": direct, "heard_s": heard_s,
+                             "server_cpu_s": server_cpu, "app_cpu_s": app_cpu,
                              "transcript_pending": body["transcript_pending"], "heard": heard["transcript"],
                              "overhead_s": t["total_s"] - t["slowest_model_s"],
                              "vs_direct_s": t["replies_s"] - direct})
@@ -163,7 +175,8 @@ def main() -> int:
                       flush=True)
     summary = {k: {"median": statistics.median(r[k] for r in rows), "p90": pct([r[k] for r in rows], 0.9)}
                for k in ("replies_s", "total_s", "slowest_model_s", "overhead_s", "client_s", "direct_pair_s",
-                         "vs_direct_s", "heard_s", "asked_s", "store_s")}
+                         "vs_direct_s", "heard_s", "asked_s", "store_s",
+                         "server_cpu_s", "app_cpu_s")}
     report = {"runs": args.runs, "utterance_s": args.seconds, "machine": platform.platform(),
               "cpus": os.cpu_count(), "load_avg_start": load0, "load_avg": os.getloadavg(), "summary": summary, "rows": rows}
     out = ROOT / "benchmarks" / "out"
