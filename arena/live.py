@@ -514,7 +514,7 @@ class LiveService:
             raise LiveRefused(503, "no_contestants", "live mode needs two models that listen and speak; fewer "
                                                      "than two are configured")
         deadline = time.monotonic() + self.settings.deadline_s
-        request = Request(f"live/{battle_id}", "live", battle_id, "-", SYSTEM_CONVERSATION, "",
+        request = Request(live_store.request_id(battle_id), "live", "-", "-", SYSTEM_CONVERSATION, "",
                           (AudioRef(str(user_wav)),), True)
         audio_b64 = [b64_wav(wav)]             # the bytes just written to `user_wav`, not read back
         limits = ReplyLimits(max_audio_s=self.settings.reply_audio_s, show_body=False)

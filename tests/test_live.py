@@ -6,6 +6,7 @@ uvicorn, SQLite or PostgreSQL (EMPATHY_ARENA_TEST_DB).
 """
 from __future__ import annotations
 
+import json
 import threading
 import time
 from pathlib import Path
@@ -340,3 +341,46 @@ def test_live_mode_is_up_before_the_benchmark_bootstrap_ends(tmp_path, monkeypat
         hold.set()
         ctx.bootstrap.ready.wait(30)
     assert ctx.bootstrap.server is None or ctx.bootstrap.server.poll() is not None
+
+
+def test_a_public_release_holds_only_the_live_clips_consented_for_it(tmp_path):
+    """arena/release.py: the votes carry battle_source; live clips and words enter the release only with the
+    voter's consent_release (and not once deleted), without battle ids, users or times."""
+    from arena.release import load_release, rebuild, write_release
+    with FaultServer() as a, FaultServer() as b:
+        specs = [spec("alpha-voice", a.base_url), spec("beta-voice", b.base_url)]
+        with LiveApp(tmp_path / "data", specs, screen=None, transcribe=lambda s, sr: "my words",
+                     arena_overrides={"session_open_battles": 50}) as app, \
+                httpx.Client(base_url=app.url, timeout=30) as c:
+            tone = wav(0.3 * np.sin(np.arange(16000) / 5))
+            bodies = {}
+            for consent in (("true", "true"), ("true", "false"), ("false", "false"), ("true", "true")):
+                r = post_live(c, tone, consent_store=consent[0], consent_release=consent[1])
+                assert r.status_code == 200, r.text
+                bodies.setdefault(consent, []).append(r.json())
+            released, dropped = bodies[("true", "true")]
+            assert vote_after_listening(c, released).status_code == 200
+            wait_until(lambda: app.store.query("SELECT COUNT(*) FROM arena_live WHERE transcript IS NULL")[0][0] == 0)
+            from arena import live_store
+            with app.store.transaction() as conn:      # the second consented battle's retention is due
+                conn.execute("UPDATE arena_live SET delete_after=0 WHERE battle_id=?", (dropped["battle_id"],))
+            assert app.live.sweep() == [dropped["battle_id"]]
+            manifest = write_release(app.arena, tmp_path / "release")
+            kept = live_store.battle_dir(app.store.root, released["battle_id"])
+    out = tmp_path / "release"
+    assert manifest["live_clips"]["battles"] == 1
+    records = [json.loads(line) for line in (out / "live.jsonl").read_text().splitlines()]
+    assert len(records) == 1 and set(records[0]) == {"clip", "transcript", "model_a", "model_b", "text_a", "text_b"}
+    assert records[0]["clip"] == "live-00001" and records[0]["transcript"] == "my words"
+    assert records[0]["text_a"].startswith("I hear you") and records[0]["text_b"].startswith("I hear you")
+    assert {records[0]["model_a"], records[0]["model_b"]} == {"alpha-voice", "beta-voice"}
+    assert sorted(p.relative_to(out).as_posix() for p in (out / "live").rglob("*.wav")) == \
+        [f"live/live-00001/{c}.wav" for c in ("A", "B", "user")]
+    for clip in ("user", "A", "B"):
+        assert (out / "live" / "live-00001" / f"{clip}.wav").read_bytes() == (kept / f"{clip}.wav").read_bytes()
+    text = "".join(p.read_text(errors="ignore") for p in out.rglob("*.json*"))
+    for body in (b for group in bodies.values() for b in group):
+        assert body["battle_id"] not in text and body["session"] not in text
+    _, votes = load_release(out)
+    assert [v.battle_source for v in votes] == ["live"]
+    assert rebuild(out)[1]["identical"]
