@@ -11,8 +11,9 @@ Steps, in order, so bad input costs nothing and a refusal stores nothing:
 2. limits: live battles per user (signed-in name, else client address) per hour, counted from the stored battles;
    the arena's open-battle and per-address limits (arena/abuse.py); a global cap on live battles in flight.
 3. both contestants are asked at once (eval_backend/clients/openai_chat.py, its caps and failure classes), while
-   the voter's clip is transcribed (the scorer's Whisper) on one thread of lower CPU priority (`hear`), so it does
-   not slow the contestants down on a small machine. A contestant that fails, times out, sends no audio or a
+   the voter's clip is transcribed (the scorer's Whisper; `hear`) on one thread of lower CPU priority, started once
+   the first good reply is in: on the Space's 2 cores the local baselines are CPU-bound, and a transcription
+   running beside them made their replies ~0.4 s later at the median (docs/benchmarks.md). A contestant that fails, times out, sends no audio or a
    reply the screen flags (or that names a model: the arena's IdentityScreen) is replaced by another contestant
    not yet tried; when none is left or the deadline passes, the battle is void (503, nothing stored). Never a
    one-sided battle.
@@ -449,9 +450,14 @@ class LiveService:
             user_wav = encode_wav(samples, sr)
             (folder / "user.wav").write_bytes(user_wav)
             loop = asyncio.get_running_loop()
-            hearing = self._hear_pool.submit(self.hear, samples, sr)
+
+            def start_hearing() -> None:
+                nonlocal hearing
+                if hearing is None:
+                    hearing = self._hear_pool.submit(self.hear, samples, sr)
             t_asked = time.perf_counter()
-            replies, replaced = await self._answer(battle_id, folder / "user.wav", user_wav)
+            replies, replaced = await self._answer(battle_id, folder / "user.wav", user_wav, start_hearing)
+            start_hearing()
             t_replies = time.perf_counter()
             pending = not hearing.done()      # the battle does not wait for the voter's transcript
             heard = Heard(None, pending=True) if pending else hearing.result()
@@ -508,7 +514,9 @@ class LiveService:
         pair = choose_pair(pairs, current, counts, [], self.rng, set(), params)
         return pair if self.rng.random() < 0.5 else (pair[1], pair[0])
 
-    async def _answer(self, battle_id: str, user_wav: Path, wav: bytes) -> tuple[tuple[_Reply, _Reply], list]:
+    async def _answer(self, battle_id: str, user_wav: Path, wav: bytes,
+                      on_first: Callable[[], None] = lambda: None) -> tuple[tuple[_Reply, _Reply], list]:
+        """Both replies (replacing failed contestants); `on_first()` runs when the first good reply is in."""
         specs = {s.name: s for s in self.contestants()}
         if len(specs) < 2:
             raise LiveRefused(503, "no_contestants", "live mode needs two models that listen and speak; fewer "
@@ -555,6 +563,7 @@ class LiveService:
                         slot = tasks.pop(task)
                         try:
                             done_replies[slot] = task.result()
+                            on_first()
                             continue
                         except (CallFailure, TimeoutError) as exc:
                             cls = exc.error_class if isinstance(exc, CallFailure) else "timeout"
