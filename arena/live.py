@@ -388,6 +388,12 @@ class LiveService:
         """For synchronous callers (the Gradio tab's worker threads)."""
         return asyncio.run(self.battle(*args, **kwargs))
 
+    def warm_up(self) -> None:
+        """Load the transcriber on its low-priority thread now (one discarded pass over a second of a quiet tone),
+        not on the first voter's clip: loading Whisper on 2 busy cores takes seconds."""
+        tone = (0.01 * np.sin(np.arange(16000) * 2 * np.pi * 220 / 16000)).astype(np.float32)
+        self._hear_pool.submit(self.hear, tone, 16000)
+
     def hear(self, samples: np.ndarray, sr: int) -> Heard:
         """Transcribe and screen the voter's clip (on the low-priority thread). Never raises: no transcript is a
         smaller loss than no battle."""
