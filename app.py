@@ -25,6 +25,9 @@ from dataclasses import dataclass
 from typing import Callable
 
 os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
+from eval_backend.cpu_threads import passive_openmp  # noqa: E402
+
+passive_openmp()   # before Whisper / torch load: their idle OpenMP workers must not spin on the 2 shared cores
 
 import gradio as gr  # noqa: E402
 from fastapi import FastAPI  # noqa: E402

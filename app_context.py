@@ -146,6 +146,7 @@ class AppContext:
         self.bootstrap.start()
         if self.live is not None:
             self.live.start_sweeper()     # deletes live recordings on schedule (retention)
+            self.live.warm_up()           # the voter's transcriber loads now, not on the first recording
         if worker is None:
             worker = os.environ.get("EMPATHY_ARENA_WORKER", "1") != "0"
         if worker:

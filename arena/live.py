@@ -11,11 +11,16 @@ Steps, in order, so bad input costs nothing and a refusal stores nothing:
 2. limits: live battles per user (signed-in name, else client address) per hour, counted from the stored battles;
    the arena's open-battle and per-address limits (arena/abuse.py); a global cap on live battles in flight.
 3. both contestants are asked at once (eval_backend/clients/openai_chat.py, its caps and failure classes), while
-   the voter's clip is transcribed (the scorer's Whisper). A contestant that fails, times out, sends no audio or a
+   the voter's clip is transcribed (the scorer's Whisper; `hear`) on one thread of lower CPU priority, started once
+   the first good reply is in: on the Space's 2 cores the local baselines are CPU-bound, and a transcription
+   running beside them made their replies ~0.4 s later at the median (docs/benchmarks.md). A contestant that fails, times out, sends no audio or a
    reply the screen flags (or that names a model: the arena's IdentityScreen) is replaced by another contestant
    not yet tried; when none is left or the deadline passes, the battle is void (503, nothing stored). Never a
    one-sided battle.
-4. the transcript is screened: a crisis utterance gets the help notice (it does not block the battle).
+4. the transcript is screened: a crisis utterance gets the help notice (it does not block the battle). The
+   battle does not wait for it: when the transcript is not ready once both replies are, the battle is stored and
+   returned with `transcript_pending`, and the transcript, its screen verdict and the notice follow
+   (`heard(battle_id, session)`; the page asks right after the battle, and the reveal shows what was heard).
 5. the three clips are written under `<data dir>/live/<battle id>/` and the battle stored (arena_battles with
    source='live', arena_live: transcript, the replies' words, consent, deletion date). Votes go to the arena's
    ordinary vote path; the listen rule applies to the clips as to any battle's.
@@ -39,6 +44,8 @@ import secrets
 import shutil
 import threading
 import time
+from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable
@@ -46,7 +53,7 @@ from typing import Callable, Iterable
 import numpy as np
 import soundfile as sf
 
-from eval_backend.audio.io import encode_wav
+from eval_backend.audio.io import b64_wav, encode_wav
 from eval_backend.benchmark.model import AudioRef
 from eval_backend.clients import openai_chat
 from eval_backend.clients.failures import CallFailure
@@ -61,6 +68,7 @@ from .media import battle_clip_url
 from .ratings import Rating
 
 MiB = 2 ** 20
+HEAR_NICE = 10        # the voter's transcription yields the CPU to the contestants (niceness added to its thread)
 LIVE_PREFIX = "EMPATHY_ARENA_LIVE_"
 FALLBACK_CRISIS_NOTICE = (
     "**If you are in danger or thinking about harming yourself, please reach out now.** Call your local "
@@ -133,6 +141,20 @@ class LiveBattle:
     replaced: int                      # contestants replaced on the way (failed, late, flagged)
     timing: dict = field(default_factory=dict)
     listening: dict = field(default_factory=dict)   # the listening rule's numbers for the page (ListenRule.payload)
+    transcript_pending: bool = False   # the transcript and the crisis notice follow: LiveService.heard
+
+
+@dataclass(frozen=True)
+class Heard:
+    """What was heard in the voter's clip and what the screen made of it."""
+    transcript: str | None
+    crisis: bool = False
+    screen: str | None = None
+    pending: bool = False              # not ready yet (asked with a short wait)
+
+    @property
+    def crisis_notice(self) -> str | None:
+        return crisis_notice() if self.crisis else None
 
 
 @dataclass
@@ -175,6 +197,14 @@ def default_transcribe(samples: np.ndarray, sr: int) -> str:
     from eval_backend.scoring.audio_metrics import transcriber
     digest = hashlib.sha256(samples.tobytes() + str(sr).encode()).hexdigest()
     return transcriber().transcribe(digest, samples, sr)
+
+
+def _yield_cpu() -> None:
+    """Lower this thread's CPU priority (Linux nices threads one by one; elsewhere this does nothing)."""
+    try:
+        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), HEAR_NICE)
+    except (AttributeError, OSError):
+        pass
 
 
 def contestants_from_models(models_file: str | None = None, baseline_url: str | None = None) -> list[ModelSpec]:
@@ -274,6 +304,10 @@ class LiveService:
         self._slots = threading.BoundedSemaphore(self.settings.concurrency)
         self._reachable: tuple[float, list[str]] = (0.0, [])
         self._sweeper: threading.Thread | None = None
+        # one thread for the voter's transcripts (the Whisper runs one clip at a time anyway), at low priority
+        self._hear_pool = ThreadPoolExecutor(1, thread_name_prefix="live-hear", initializer=_yield_cpu)
+        self._pending: dict[str, tuple[str, Future]] = {}    # battle id -> (session, Heard future)
+        self._pending_lock = threading.Lock()
 
     # --------------------------------------------------------- status
     def contestants(self) -> list[ModelSpec]:
@@ -365,25 +399,85 @@ class LiveService:
         """For synchronous callers (the Gradio tab's worker threads)."""
         return asyncio.run(self.battle(*args, **kwargs))
 
+    def warm_up(self) -> None:
+        """Load the transcriber on its low-priority thread now (one discarded pass over a second of a quiet tone),
+        not on the first voter's clip: loading Whisper on 2 busy cores takes seconds."""
+        tone = (0.01 * np.sin(np.arange(16000) * 2 * np.pi * 220 / 16000)).astype(np.float32)
+        self._hear_pool.submit(self.hear, tone, 16000)
+
+    def hear(self, samples: np.ndarray, sr: int) -> Heard:
+        """Transcribe and screen the voter's clip (on the low-priority thread). Never raises: no transcript is a
+        smaller loss than no battle."""
+        try:
+            transcript = (self.transcribe(samples, sr) or "").strip() or None
+        except Exception:
+            return Heard(None)
+        if not transcript or self.screen is None:
+            return Heard(transcript)
+        try:
+            verdict = self.screen(transcript)
+        except Exception:
+            return Heard(transcript)
+        return Heard(transcript, bool(verdict.crisis), getattr(verdict, "screen", None))
+
+    def heard(self, battle_id: str, session: str, wait_s: float = 10.0) -> Heard | None:
+        """The voter's transcript and its screen verdict, waiting up to `wait_s` while it is being made; None
+        when the battle is unknown or not this session's (the same answer: no oracle)."""
+        with self._pending_lock:
+            entry = self._pending.get(battle_id)
+        if entry is not None:
+            owner, future = entry
+            if not secrets.compare_digest(owner.encode(), str(session).encode()):
+                return None
+            try:
+                return future.result(timeout=max(0.0, wait_s))
+            except FutureTimeout:
+                return Heard(None, pending=True)
+        owner = storage.battle_session(self.store, battle_id)
+        found = live_store.heard(self.store, battle_id)
+        if found is None or owner is None or not secrets.compare_digest(owner.encode(), str(session).encode()):
+            return None
+        return Heard(found["transcript"], bool(found["crisis"]), found["screen"])
+
+    def _heard_later(self, battle_id: str, session: str, future: Future) -> None:
+        """Store the transcript when it is ready (the battle row is already written), then forget the future."""
+        from .writer import WRITER
+        with self._pending_lock:
+            self._pending[battle_id] = (session, future)
+
+        def write(done: Future) -> None:
+            try:
+                h = done.result()
+                with self.store.transaction() as conn:
+                    live_store.set_heard(conn, battle_id, h.transcript, h.crisis, h.screen)
+            except Exception:
+                import logging
+                logging.getLogger(__name__).exception("storing the transcript of live battle %s failed", battle_id)
+            finally:
+                with self._pending_lock:
+                    self._pending.pop(battle_id, None)
+        future.add_done_callback(lambda done: WRITER.submit(write, done))
+
     async def _battle(self, samples, sr, session, ip, user, store_ok, release_ok, t0) -> LiveBattle:
         battle_id = secrets.token_urlsafe(24)
         folder = live_store.battle_dir(self.store.root, battle_id)
         folder.mkdir(parents=True)
+        hearing: Future | None = None
         try:
             user_wav = encode_wav(samples, sr)
             (folder / "user.wav").write_bytes(user_wav)
             loop = asyncio.get_running_loop()
-            heard = loop.run_in_executor(None, self.transcribe, samples, sr)
-            replies, replaced = await self._answer(battle_id, folder / "user.wav")
+
+            def start_hearing() -> None:
+                nonlocal hearing
+                if hearing is None:
+                    hearing = self._hear_pool.submit(self.hear, samples, sr)
+            t_asked = time.perf_counter()
+            replies, replaced = await self._answer(battle_id, folder / "user.wav", user_wav, start_hearing)
+            start_hearing()
             t_replies = time.perf_counter()
-            try:
-                transcript = (await heard or "").strip() or None
-            except Exception:            # no transcript is a smaller loss than no battle
-                transcript = None
-            crisis, screen_name = False, None
-            if transcript and self.screen is not None:
-                verdict = await loop.run_in_executor(None, self.screen, transcript)
-                crisis, screen_name = bool(verdict.crisis), getattr(verdict, "screen", None)
+            pending = not hearing.done()      # the battle does not wait for the voter's transcript
+            heard = Heard(None, pending=True) if pending else hearing.result()
             a, b = replies
             (folder / "A.wav").write_bytes(a.audio)
             (folder / "B.wav").write_bytes(b.audio)
@@ -404,39 +498,50 @@ class LiveService:
                         source="live")
                     battle_clips.add_clips(conn, battle_id, clips)
                     live_store.insert_live(
-                        conn, battle_id=battle_id, user=user, ip_hash=ip_hash, served_at=now, transcript=transcript,
-                        text_a=a.text, text_b=b.text, consent_store=store_ok, consent_release=release_ok,
-                        crisis=crisis, screen=screen_name, replaced=replaced, delete_after=now + keep)
+                        conn, battle_id=battle_id, user=user, ip_hash=ip_hash, served_at=now,
+                        transcript=heard.transcript, text_a=a.text, text_b=b.text, consent_store=store_ok,
+                        consent_release=release_ok, crisis=heard.crisis, screen=heard.screen, replaced=replaced,
+                        delete_after=now + keep)
+            t_write = time.perf_counter()
             await loop.run_in_executor(WRITER, write)
+            t_stored = time.perf_counter()
         except BaseException:
             shutil.rmtree(folder, ignore_errors=True)     # a battle not made leaves nothing behind
+            if hearing is not None:
+                hearing.cancel()                          # not started yet: no need to hear a void battle
             raise
+        if pending:
+            self._heard_later(battle_id, session, hearing)
         t_done = time.perf_counter()
         return LiveBattle(session, battle_id, {c: battle_clip_url(battle_id, c) for c in ("user", "A", "B")},
-                          listen, "A", expires, transcript, crisis_notice() if crisis else None, len(replaced),
+                          listen, "A", expires, heard.transcript, heard.crisis_notice, len(replaced),
                           {"replies_s": t_replies - t0, "total_s": t_done - t0,
-                           "slowest_model_s": max(a.latency_s, b.latency_s)}, rule.payload(clips))
+                           "slowest_model_s": max(a.latency_s, b.latency_s),
+                           "asked_s": t_asked - t0, "store_s": t_stored - t_write}, rule.payload(clips), pending)
 
     # --------------------------------------------------------- the contestants
     def _pair(self, specs: dict[str, ModelSpec]) -> tuple[str, str]:
         names = sorted(specs)
         pairs = [(names[i], names[j]) for i in range(len(names)) for j in range(i + 1, len(names))]
-        current = {m: Rating(r.mu, r.sigma) for m, r in self.arena.stored_ratings().items()}
-        counts = {m: r["votes"] for m, r in _stored_counts(self.arena).items()}
+        stored = storage.stored_ratings(self.arena.store)        # one read for both ratings and vote counts
+        current = {m: Rating(r["mu"], r["sigma"]) for m, r in stored.items()}
+        counts = {m: r["votes"] for m, r in stored.items()}
         params = MatchParams(self.arena.settings.new_model_boost, self.arena.settings.bridge_boost,
                              trueskill=self.arena.settings.trueskill)
         pair = choose_pair(pairs, current, counts, [], self.rng, set(), params)
         return pair if self.rng.random() < 0.5 else (pair[1], pair[0])
 
-    async def _answer(self, battle_id: str, user_wav: Path) -> tuple[tuple[_Reply, _Reply], list]:
+    async def _answer(self, battle_id: str, user_wav: Path, wav: bytes,
+                      on_first: Callable[[], None] = lambda: None) -> tuple[tuple[_Reply, _Reply], list]:
+        """Both replies (replacing failed contestants); `on_first()` runs when the first good reply is in."""
         specs = {s.name: s for s in self.contestants()}
         if len(specs) < 2:
             raise LiveRefused(503, "no_contestants", "live mode needs two models that listen and speak; fewer "
                                                      "than two are configured")
         deadline = time.monotonic() + self.settings.deadline_s
-        request = Request(f"live/{battle_id}", "live", battle_id, "-", SYSTEM_CONVERSATION, "",
+        request = Request(live_store.request_id(battle_id), "live", "-", "-", SYSTEM_CONVERSATION, "",
                           (AudioRef(str(user_wav)),), True)
-        audio_b64 = [openai_chat.input_audio_b64(request.audios[0])]
+        audio_b64 = [b64_wav(wav)]             # the bytes just written to `user_wav`, not read back
         limits = ReplyLimits(max_audio_s=self.settings.reply_audio_s, show_body=False)
         from .battles import IdentityScreen
         from .config import DEFAULT_IDENTITY_PATTERNS
@@ -478,6 +583,7 @@ class LiveService:
                         slot = tasks.pop(task)
                         try:
                             done_replies[slot] = task.result()
+                            on_first()
                             continue
                         except (CallFailure, TimeoutError) as exc:
                             cls = exc.error_class if isinstance(exc, CallFailure) else "timeout"
@@ -505,6 +611,3 @@ def _seconds(wav: bytes) -> float:
     info = sf.info(io.BytesIO(wav))
     return info.frames / info.samplerate if info.samplerate else 0.0
 
-
-def _stored_counts(arena) -> dict[str, dict]:
-    return storage.stored_ratings(arena.store)

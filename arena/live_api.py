@@ -5,10 +5,15 @@
         -> 200 the shape of POST /api/arena/battle (session, battle_id, audio URLs of user | A | B,
            min_listen_s, first_heard, expires_at) plus source "live", transcript (what was heard),
            crisis_notice (markdown or null) and replaced (contestants replaced on the way), once both replies
-           are ready; the vote goes to POST /api/arena/vote.
+           are ready; the vote goes to POST /api/arena/vote. The battle does not wait for the voter's
+           transcript: when it is not ready yet, transcript and crisis_notice are null and transcript_pending is
+           true; then ask GET /heard.
         -> 4xx/5xx {"error": code, "message"}: 400 bad_form, 401 sign_in, 403 bad_session, 413 too_large |
            too_long, 415 not_audio, 422 missing_consent | bad_consent | no_audio | too_short | silent,
            429 rate_limited | too_many_open (Retry-After), 503 busy | void | no_contestants. Nothing is stored.
+    GET  /api/arena/live/heard?battle_id=&session=&wait_s=  -> {"transcript", "crisis_notice", "pending"}: what
+           was heard in the voter's clip, waiting up to wait_s (at most 10) while it is being made; 404 when the
+           battle is not a live battle of this session
     GET  /api/arena/live/status   -> {"ready": bool, "contestants": n}: live mode is up once two contestants answer
 
 The body is capped in front of the app (eval_backend/body_limit.py, LIVE_BODY_BYTES) and the form parser is
@@ -29,6 +34,7 @@ from .live import LiveRefused
 
 LIVE_PREFIX = PREFIX + "/live"
 FORM_FIELDS = 8
+MAX_HEARD_WAIT_S = 10.0
 
 
 def _error(status: int, code: str, message: str, retry_after_s: float | None = None) -> JSONResponse:
@@ -56,6 +62,18 @@ def build_live_router(live) -> APIRouter:
         from starlette.concurrency import run_in_threadpool
         names = await run_in_threadpool(live.reachable)
         return {"ready": len(names) >= 2, "contestants": len(names)}
+
+    @router.get("/heard")
+    async def heard(battle_id: str = "", session: str = "", wait_s: float = 10.0):
+        from starlette.concurrency import run_in_threadpool
+        if not battle_id or len(battle_id) > MAX_SESSION_CHARS or len(session) > MAX_SESSION_CHARS:
+            return _error(404, "not_found", "no live battle of this session has that id")
+        wait = min(MAX_HEARD_WAIT_S, wait_s) if math.isfinite(wait_s) else 0.0
+        found = await run_in_threadpool(live.heard, battle_id, session, wait)
+        if found is None:
+            return _error(404, "not_found", "no live battle of this session has that id")
+        return {"battle_id": battle_id, "transcript": found.transcript, "crisis_notice": found.crisis_notice,
+                "pending": found.pending}
 
     @router.post("/battle")
     async def battle(request: Request):
@@ -90,7 +108,8 @@ def build_live_router(live) -> APIRouter:
             "audio": result.audio, "min_listen_s": result.min_listen_s, "first_heard": result.first_heard,
             "listening": result.listening,
             "expires_at": result.expires_at, "source": "live", "transcript": result.transcript,
-            "crisis_notice": result.crisis_notice, "replaced": result.replaced})
+            "crisis_notice": result.crisis_notice, "replaced": result.replaced,
+            "transcript_pending": result.transcript_pending})
         # read by benchmarks/bench_live.py: replies ready, whole handling, the slower contestant's own latency
         response.headers["Server-Timing"] = ", ".join(f"{k};dur={1000 * v:.1f}" for k, v in timing.items())
         return response

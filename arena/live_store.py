@@ -9,6 +9,7 @@ words), so the ratings replay unchanged.
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import shutil
 from pathlib import Path
@@ -49,11 +50,18 @@ def battle_dir(root: Path, battle_id: str) -> Path:
     return Path(root) / LIVE_DIR / battle_id
 
 
+def request_id(battle_id: str) -> str:
+    """A live battle's request id: named after the battle but not the battle id itself, which opens the
+    voter's clip (arena/media.py). It goes where a request id goes: the contestants' X-Client-Request-Id, the
+    vote's `request_id` in exports and public releases."""
+    return "live/" + hashlib.sha256(f"live-request:{battle_id}".encode()).hexdigest()[:24]
+
+
 def battle_values(*, battle_id: str, session_id: str, user: str | None, ip_hash: str, model_a: str, model_b: str,
                   min_listen_s: float, served_at: float, expires_at: float) -> tuple:
     """A live battle's arena_battles values, in arena/storage.py:insert_battle's column order (its request is
     the voter's own clip, so the benchmark fields name the battle)."""
-    return (battle_id, session_id, user, ip_hash, BENCHMARK_HASH, f"live/{battle_id}", "live", battle_id, "-",
+    return (battle_id, session_id, user, ip_hash, BENCHMARK_HASH, request_id(battle_id), "live", battle_id, "-",
             None, None, model_a, model_b, "A", min_listen_s, served_at, expires_at)
 
 
@@ -86,6 +94,27 @@ def reply_texts(store, battle_id: str) -> dict[str, str | None]:
     if not rows:
         return {}
     return {"user": rows[0]["transcript"], "A": rows[0]["text_a"], "B": rows[0]["text_b"]}
+
+
+def heard(store, battle_id: str):
+    """The voter's transcript and its screen verdict (transcript, crisis, screen) of a live battle, or None."""
+    rows = store.query("SELECT transcript, crisis, screen FROM arena_live WHERE battle_id=?", (battle_id,))
+    return rows[0] if rows else None
+
+
+def set_heard(conn, battle_id: str, transcript: str | None, crisis: bool, screen: str | None) -> None:
+    """The transcript made after the battle was stored (arena/live.py does not wait for it); a battle whose
+    words were already deleted (retention) stays deleted."""
+    conn.execute("UPDATE arena_live SET transcript=?, crisis=?, screen=? WHERE battle_id=? AND deleted_at IS NULL",
+                 (transcript, int(crisis), screen, battle_id))
+
+
+def releasable(store) -> list:
+    """Live battles whose voter agreed to the public release (and to storage, which it needs) and whose clips
+    and words are not deleted, oldest first: the only live data a public release may hold (arena/release.py)."""
+    return store.query("SELECT battle_id, transcript, text_a, text_b, audio_dir FROM arena_live "
+                       "WHERE consent_release=1 AND consent_store=1 AND deleted_at IS NULL "
+                       "ORDER BY created_at, battle_id")
 
 
 def recent_count(store, column: str, key: str, since: float) -> int:

@@ -136,17 +136,26 @@ def build_live_section(live, parts: dict) -> tuple[PageLoad, ...]:
         """Once the battle is voted on, show what was heard (the voter's own words, as inert text)."""
         if not st.get("live") or not st.get("voted"):
             return gr.update(visible=False, value="")
-        from . import live_store
-        words = live_store.reply_texts(live.store, st["battle_id"]).get("user")
+        found = live.heard(st["battle_id"], st.get("session") or "", wait_s=10.0)
+        words = found.transcript if found is not None else None
         return gr.update(visible=True, value="**What we heard you say:** " + (md(words) if words else "(nothing)"))
 
     battle_outputs = parts["battle_outputs"]
     agree.click(give_consent, [store_box, release_box], [consent_state, consent_box, recorder, progress],
                 api_visibility="private")
     change.click(reset_consent, None, [consent_state, consent_box, recorder, progress], api_visibility="private")
+    def crisis_after(st: dict):
+        """The battle does not wait for the voter's transcript; its crisis notice (if any) comes right after."""
+        if not st.get("live") or st.get("voted"):
+            return gr.update()
+        found = live.heard(st["battle_id"], st.get("session") or "", wait_s=10.0)
+        notice = found.crisis_notice if found is not None else None
+        return gr.update(visible=True, value=notice) if notice else gr.update()
+
     send.click(asking, None, [progress, crisis, heard], api_visibility="private", show_progress="hidden").then(
         start, [mic, consent_state, state], [*battle_outputs, progress, crisis],
-        concurrency_limit=s.concurrency, concurrency_id=SEND_QUEUE, api_visibility="private")
+        concurrency_limit=s.concurrency, concurrency_id=SEND_QUEUE, api_visibility="private").then(
+        crisis_after, [state], [crisis], api_visibility="private", show_progress="hidden")
     parts["reveal"].change(after_vote, [state], [heard], api_visibility="private", show_progress="hidden")
     section.expand(show_status, None, status, api_visibility="private", show_progress="hidden")
     return (PageLoad(show_status, None, status, dict(api_visibility="private", show_progress="hidden")),)

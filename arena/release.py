@@ -8,6 +8,10 @@ A release directory holds
                          (no session ids, IP hashes or user names; VoteRow has no such fields; a reason only
                          when the safety screen cleared it, eval_backend/moderation/texts.py)
     ratings/<axis>.json  `python -m arena ratings --json --axis <axis>` as it printed at release time
+    live.jsonl, live/<clip>/{user,A,B}.wav   the live battles (arena/live.py) whose voter ticked "include in the
+                         public data" (consent_release), and only those whose clips are not deleted: the voter's
+                         recording, its transcript, the two replies and the models' names; no battle id, user,
+                         address or time, so a clip is not tied to a vote
     manifest.json        format version, release id, vote-log hash, code version, TrueSkill and
                          Bradley-Terry parameters, sha256 of every file
 
@@ -27,13 +31,16 @@ import time
 from pathlib import Path
 
 from . import bradley_terry as bt
+from . import live_store, storage
 from .ratings import TrueSkillParams, replay
 from .service import ratings_rows
 from .storage import AXES, EXPORT_FIELDS, VoteRow
 from .votes_io import format_votes
 
 FORMAT = "empathy-arena-release"
-FORMAT_VERSION = 2   # 2: Bradley-Terry vote floor (provisional models), rows carry bt_rank, provisional
+FORMAT_VERSION = 3   # 2: Bradley-Terry vote floor (provisional models), rows carry bt_rank, provisional;
+#                      3: votes carry battle_source (benchmark | live); live/ holds the consented live clips
+READABLE_VERSIONS = (2, 3)   # a v2 release (votes without battle_source: all benchmark battles) still rebuilds
 BT_SEED = 0          # ArenaService.bradley_terry's default seed: the live table and the release agree
 BT_PRIOR = 1e-4      # bradley_terry.bootstrap's default prior
 
@@ -72,7 +79,7 @@ def parse_votes(text: str) -> list[VoteRow]:
             continue
         try:
             rec = json.loads(line)
-            if not isinstance(rec, dict) or set(rec) != set(EXPORT_FIELDS):
+            if not isinstance(rec, dict) or set(rec) not in (set(EXPORT_FIELDS), set(EXPORT_FIELDS) - {"battle_source"}):
                 raise ValueError(f"expected the fields {', '.join(EXPORT_FIELDS)}")
             out.append(VoteRow(**rec))
         except ValueError as exc:
@@ -91,6 +98,27 @@ def params_dict(params: TrueSkillParams, rounds: int, min_votes: int) -> dict:
                               "ties": "half a win each", "both_bad": "left out",
                               "interval": "95% percentile, widened to contain the full-data fit"},
             "order": "TrueSkill replayed in vote-id order"}
+
+
+def live_files(store) -> dict[str, bytes]:
+    """live.jsonl and the clips of the live battles released with the voter's consent (live_store.releasable);
+    empty when there are none. A battle whose clips went missing is left out whole."""
+    records, files = [], {}
+    for row in live_store.releasable(store):
+        battle = storage.battle_clip_row(store, row["battle_id"])
+        folder = store.abspath(row["audio_dir"]) if row["audio_dir"] else None
+        clips = {c: folder / f"{c}.wav" for c in live_store.CLIPS} if folder else {}
+        if battle is None or not clips or not all(path.is_file() for path in clips.values()):
+            continue
+        name = f"live-{len(records) + 1:05d}"
+        for clip, path in clips.items():
+            files[f"live/{name}/{clip}.wav"] = path.read_bytes()
+        records.append({"clip": name, "transcript": row["transcript"], "model_a": battle["model_a"],
+                        "model_b": battle["model_b"], "text_a": row["text_a"], "text_b": row["text_b"]})
+    if records:
+        files["live.jsonl"] = "".join(json.dumps(r, ensure_ascii=False, sort_keys=True) + "\n"
+                                      for r in records).encode()
+    return files
 
 
 def sha256(data: bytes) -> str:
@@ -127,6 +155,8 @@ def write_release(svc, out_dir: str | Path, rounds: int | None = None) -> dict:
     for axis in AXES:
         files[f"ratings/{axis}.json"] = table_json(leaderboard(votes, svc.settings.trueskill, rounds, axis,
                                                                min_votes=svc.settings.provisional_votes)).encode()
+    live = live_files(svc.store)
+    files.update(live)
     now = time.time()
     manifest = {
         "format": FORMAT, "format_version": FORMAT_VERSION,
@@ -138,6 +168,8 @@ def write_release(svc, out_dir: str | Path, rounds: int | None = None) -> dict:
         "axes": list(AXES),
         "files": {name: sha256(data) for name, data in sorted(files.items())},
         "private_fields_removed": ["session_id", "ip_hash", "user", "battle_id"],
+        "live_clips": {"battles": sum(1 for n in live if n.endswith("/user.wav")),
+                       "rule": "only live battles whose voter consented to the public release (consent_release)"},
     }
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
@@ -162,8 +194,8 @@ def load_release(release_dir: str | Path) -> tuple[dict, list[VoteRow]]:
         manifest = json.loads((d / "manifest.json").read_text())
     except (OSError, ValueError) as exc:
         raise ReleaseError(f"{d}: no readable manifest.json ({exc})") from None
-    if manifest.get("format") != FORMAT or manifest.get("format_version") != FORMAT_VERSION:
-        raise ReleaseError(f"{d}: not a {FORMAT} v{FORMAT_VERSION} release")
+    if manifest.get("format") != FORMAT or manifest.get("format_version") not in READABLE_VERSIONS:
+        raise ReleaseError(f"{d}: not a {FORMAT} release of version {' or '.join(map(str, READABLE_VERSIONS))}")
     for name, digest in manifest["files"].items():
         try:
             data = (d / name).read_bytes()

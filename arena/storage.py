@@ -168,6 +168,7 @@ class VoteRow:
     request_id: str | None
     created_at: float
     source: str
+    battle_source: str = "benchmark"     # the battle's kind: benchmark | live (arena_0005_live)
 
     def outcome(self, axis: str) -> str | None:
         """The slot outcome this vote gives on an axis, None when it does not bear on it."""
@@ -277,6 +278,12 @@ def battle_clip_row(store: Store, battle_id: str):
     return rows[0] if rows else None
 
 
+def battle_session(store: Store, battle_id: str) -> str | None:
+    """The session a battle was served to (None when unknown)."""
+    rows = store.query("SELECT session_id FROM arena_battles WHERE id=?", (battle_id,))
+    return rows[0]["session_id"] if rows else None
+
+
 def battle_row(conn, battle_id: str):
     """The whole battle row, read inside the vote's write transaction; None when unknown."""
     return conn.execute("SELECT * FROM arena_battles WHERE id=?", (battle_id,)).fetchone()
@@ -365,9 +372,11 @@ def bucket_counts(store: Store, since: float, until: float, bucket_s: float) -> 
 # ---------------------------------------------------------------- the Hub logs (eval_backend/hub_sync)
 # Private fields stay home: no session ids, IP hashes or user names.
 VOTE_FIELDS = ("id", "battle_id", "model_a", "model_b", "winner", "slot", "said", "sounded", "reason", "first_heard",
-               "attribute", "dimension", "benchmark_hash", "request_id", "created_at", "source")
+               "attribute", "dimension", "benchmark_hash", "request_id", "created_at", "source", "battle_source")
 BATTLE_FIELDS = ("id", "benchmark_hash", "request_id", "task", "item_id", "variant", "attribute", "dimension",
-                 "model_a", "model_b", "first_heard", "min_listen_s", "served_at", "expires_at")
+                 "model_a", "model_b", "first_heard", "min_listen_s", "served_at", "expires_at", "source")
+# Logged before live battles existed, a record has no battle_source / source: its battle was a benchmark one.
+SOURCE_DEFAULT = "benchmark"
 REFUSED_FIELDS = ("id", "battle_id", "reason", "message", "created_at")
 
 
@@ -384,7 +393,7 @@ def vote_key(rec: dict) -> str:
     """A vote's identity across writers: its battle (live votes), else its content (imports)."""
     if rec.get("battle_id"):
         return "b:" + rec["battle_id"]
-    body = {k: rec.get(k) for k in VOTE_FIELDS if k not in ("id", "battle_id")}
+    body = {k: rec.get(k) for k in VOTE_FIELDS if k not in ("id", "battle_id", "battle_source")}
     return "c:" + hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
 
 
@@ -406,6 +415,7 @@ def _restore_votes(ctx: RestoreContext, records: list[dict]) -> int:
     fresh = sorted(best.values(), key=lambda r: (r["id"], r["created_at"], vote_key(r)))
     keep_ids = not local and len({r["id"] for r in fresh}) == len(fresh)
     rows = [{**{k: rec.get(k) for k in VOTE_FIELDS if keep_ids or k != "id"},
+             "battle_source": rec.get("battle_source") or SOURCE_DEFAULT,
              "session_id": None, "user": None, "ip_hash": None} for rec in fresh]
     n = ctx.append_votes(rows, ctx.conn)
     if keep_ids and fresh:
@@ -423,7 +433,7 @@ def _restore_battles(ctx: RestoreContext, records: list[dict]) -> int:
             f"VALUES ({', '.join('?' * len(BATTLE_FIELDS))}, '', '', "
             "CASE WHEN EXISTS (SELECT 1 FROM arena_votes WHERE battle_id = ?) THEN 1 ELSE 0 END) "
             "ON CONFLICT (id) DO NOTHING",
-            (*[rec.get(k) for k in BATTLE_FIELDS], rec["id"]))
+            (*[rec.get(k) or SOURCE_DEFAULT if k == "source" else rec.get(k) for k in BATTLE_FIELDS], rec["id"]))
         n += cur.rowcount
     if empty and n:
         ctx.mark(conn.execute(f"SELECT MAX({battle_seq(ctx.store)}) FROM arena_battles").fetchone()[0])

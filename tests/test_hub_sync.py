@@ -39,17 +39,18 @@ class Node:
     def vote(self, k: int, prefix: str = "b"):
         a, b = ("warm", "flat") if k % 3 else ("kind", "warm")
         slot = ("A", "B", "tie", "both_bad")[k % 4]
+        kind = "live" if k % 7 == 3 else "benchmark"      # some battles are live ones (arena/live.py)
         with self.store.transaction() as conn:
             conn.execute("INSERT INTO arena_battles (id, session_id, ip_hash, benchmark_hash, request_id, task, "
-                         "item_id, variant, model_a, model_b, min_listen_s, served_at, expires_at, voted) "
+                         "item_id, variant, model_a, model_b, min_listen_s, served_at, expires_at, voted, source) "
                          "VALUES (?, 'sess-secret', 'iphash-secret', 'h', 'r', 'conversation', 'i', 'v', ?, ?, 3, "
-                         "?, ?, 1)", (f"{prefix}{k}", a, b, 1e9 + k, 1e9 + k + 1800))
+                         "?, ?, 1, ?)", (f"{prefix}{k}", a, b, 1e9 + k, 1e9 + k + 1800, kind))
             self.svc.append_votes([{
                 "battle_id": f"{prefix}{k}", "model_a": a, "model_b": b, "winner": {"A": a, "B": b}.get(slot, slot),
                 "slot": slot, "said": "A" if k % 2 else None, "sounded": None, "reason": None,
                 "session_id": "sess-secret", "user": "user-secret", "ip_hash": "iphash-secret", "first_heard": "A",
                 "attribute": None, "dimension": "speaker" if k % 5 == 0 else None, "benchmark_hash": "h",
-                "request_id": "r", "created_at": 1e9 + k + 10, "source": "live"}], conn)
+                "request_id": "r", "created_at": 1e9 + k + 10, "source": "live", "battle_source": kind}], conn)
 
     def reply(self, model: str, freq: float):
         buf = io.BytesIO()
@@ -120,6 +121,10 @@ def test_restart_on_a_fresh_disk_gives_back_every_vote(nodes, hub):
     assert b.sync.state == "synced" and "40 votes" in status
     assert b.snapshot() == before                    # same vote ids, same hash, same ratings on every axis
     assert b.store.query("SELECT COUNT(*) FROM arena_battles WHERE voted=1")[0][0] == 40
+    kinds = "SELECT source, COUNT(*) FROM arena_battles GROUP BY source ORDER BY source"
+    assert [tuple(r) for r in b.store.query(kinds)] == [tuple(r) for r in a.store.query(kinds)] == \
+        [("benchmark", 34), ("live", 6)]                  # live battles stay live after a restore
+    assert {v.battle_source for v in b.svc.votes() if v.id % 7 == 4} == {"live"}
     assert [asdict(r) for r in b.store.replies()] == [asdict(r) for r in a.store.replies()]
     assert (b.store.root / rel).read_bytes() == (a.store.root / rel).read_bytes()
     assert (b.store.root / "results/warm/demo.json").read_text() == '{"score": 0.5}'

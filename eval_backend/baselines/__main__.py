@@ -36,6 +36,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.parent_pid:
         watch_parent(args.parent_pid)
 
+    from ..cpu_threads import passive_openmp
+    passive_openmp()   # before Whisper loads (eval_backend/cpu_threads.py)
     import uvicorn
 
     from .engine import Engine
