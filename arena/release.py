@@ -168,6 +168,8 @@ def write_release(svc, out_dir: str | Path, rounds: int | None = None) -> dict:
         "axes": list(AXES),
         "files": {name: sha256(data) for name, data in sorted(files.items())},
         "private_fields_removed": ["session_id", "ip_hash", "user", "battle_id"],
+        # what screened the voters' reasons, and how many were left out (eval_backend/moderation/texts.py)
+        "reason_screening": svc.reason_screening(),
         "live_clips": {"battles": sum(1 for n in live if n.endswith("/user.wav")),
                        "rule": "only live battles whose voter consented to the public release (consent_release)"},
     }

@@ -70,6 +70,12 @@ class VoteLog:
         shown = public_reasons(self.store, (v.reason for v in votes if v.reason), screen_pending)
         return [v if v.reason is None or v.reason in shown else dataclasses.replace(v, reason=None) for v in votes]
 
+    def reason_screening(self) -> dict:
+        """How the log's reasons were screened (screen names and versions, published / withheld counts): a
+        release states it in its manifest."""
+        from eval_backend.moderation.texts import screening_summary
+        return screening_summary(self.store, (v.reason for v in self.votes() if v.reason))
+
     def export_votes(self, fmt: str = "jsonl", path: str | Path | None = None) -> str:
         """The public vote log (no session ids, IP hashes or user names; screened reasons only) as JSONL or CSV."""
         text = votes_io.format_votes(self.public_votes(), fmt)

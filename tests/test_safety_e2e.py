@@ -220,6 +220,9 @@ def test_a_spoken_abusive_reply_is_held_never_played_and_queued_for_the_operator
                     "--rounds", "20"], cwd=ROOT, env=env, check=True, capture_output=True, timeout=300)
     released = (rel / "votes.jsonl").read_text()
     assert released == out.read_text() and "idiot" not in released
+    manifest = json.loads((rel / "manifest.json").read_text())
+    from eval_backend.safety import screen_name
+    assert manifest["reason_screening"] == {"screens": {screen_name(): 2}, "published": 1, "withheld": 1}
     assert any(it.kind == "reason" and "idiot" in it.text for it in ledger.held(store, "reason"))
 
 

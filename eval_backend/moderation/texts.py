@@ -83,3 +83,19 @@ def check_name(store, name: str, organisation: str | None, screen: Callable | No
         return "The name could not be screened right now; please try again in a few minutes."
     return ("This model name or organisation was held by the safety screen for the operator's review; choose "
             "another name, or ask the operator to release it.")
+
+
+def screening_summary(store, texts: Iterable[str], kind: str = REASON) -> dict:
+    """How the distinct `texts` were screened, for a release's manifest: {"screens": {screen name+version: n},
+    "published": n, "withheld": n} (withheld: flagged, not screened, or not screened yet)."""
+    screens: dict[str, int] = {}
+    published = withheld = 0
+    for text in {t for t in texts if t}:
+        rec = ledger.latest(store, kind, text_subject(text))
+        if rec is not None:
+            screens[rec.result.screen] = screens.get(rec.result.screen, 0) + 1
+        if ledger.state_of(rec).cleared:
+            published += 1
+        else:
+            withheld += 1
+    return {"screens": dict(sorted(screens.items())), "published": published, "withheld": withheld}
