@@ -104,7 +104,9 @@ def build_live_section(live, parts: dict) -> tuple[PageLoad, ...]:
         keep = [gr.update()] * (len(battle_outputs))
 
         def refuse(text: str):
-            return (*keep, message_markdown(text), gr.update(visible=False))
+            # the state is kept (an open battle stays votable) but marked, so the crisis check that follows a
+            # send does not show an earlier battle's notice again
+            return ({**(st or {}), "refused": True}, *keep[1:], message_markdown(text), gr.update(visible=False))
         if not consent:
             return refuse("Answer the consent questions first.")
         if not path:
@@ -146,7 +148,7 @@ def build_live_section(live, parts: dict) -> tuple[PageLoad, ...]:
     change.click(reset_consent, None, [consent_state, consent_box, recorder, progress], api_visibility="private")
     def crisis_after(st: dict):
         """The battle does not wait for the voter's transcript; its crisis notice (if any) comes right after."""
-        if not st.get("live") or st.get("voted"):
+        if not st.get("live") or st.get("voted") or st.get("refused"):
             return gr.update()
         found = live.heard(st["battle_id"], st.get("session") or "", wait_s=10.0)
         notice = found.crisis_notice if found is not None else None
