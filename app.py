@@ -16,6 +16,7 @@ The services are assembled once in app_context.py (AppContext); the page's tabs 
 from __future__ import annotations
 
 import atexit
+import json
 import logging
 import os
 import signal
@@ -74,12 +75,34 @@ def build_blocks(ctx: AppContext, tabs: tuple[Tab, ...] = TABS) -> gr.Blocks:
         status = gr.Markdown(ctx.status_line())
         gr.Timer(2.0).tick(ctx.status_line, None, status)
         built = []
-        for tab in tabs:
-            with gr.Tab(tab.label, id=tab.id):
-                built.append(tab.build(ctx))
+        with gr.Tabs(elem_id="main-tabs") as tab_bar:
+            for tab in tabs:
+                with gr.Tab(tab.label, id=tab.id) as page:
+                    built.append(tab.build(ctx))
+                page.select(None, None, None, js=TAB_URL_JS % json.dumps(tab.id))
         for handles in built:        # each tab's own page-load hooks, in tab order
             handles.register_load(demo)
+        ids = {t.id for t in tabs}
+
+        def open_tab(request: gr.Request):
+            return opening_tab(request, ids)
+        demo.load(open_tab, None, tab_bar, api_visibility="private")
     return demo
+
+
+# A shared link opens the tab it was made on: choosing a tab writes ?tab=<id> into the address bar (the other
+# parameters, e.g. the benchmark filters, stay), and a page opened with ?tab=<id> selects that tab on load.
+TAB_URL_JS = """() => {
+  const p = new URLSearchParams(window.location.search);
+  p.set('tab', %s);
+  window.history.replaceState(null, '', window.location.pathname + '?' + p.toString() + window.location.hash);
+}"""
+
+
+def opening_tab(request: gr.Request | None, ids: set[str]):
+    """The tab a page load opens: the `tab` query parameter when it names a tab, else the default (Arena)."""
+    wanted = dict(request.query_params).get("tab") if request is not None else None
+    return gr.Tabs(selected=wanted) if wanted in ids else gr.update()
 
 
 def build_app(ctx: AppContext) -> BodyLimit:

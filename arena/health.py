@@ -125,7 +125,7 @@ def health_figure(rows: list[dict], alert_share: float | None = None):
     import plotly.graph_objects as go
 
     active = [i for i, r in enumerate(rows) if r["served"] or r["attempts"]]
-    rows = rows[active[0]:] if active else rows        # the window follows the data: an hour fills the chart
+    rows = rows[active[0]:] if active else rows[-1:]    # the window follows the data: an hour fills the chart
     x = [r["start_utc"] for r in rows]
     top = max([max(r["served"], r["attempts"]) for r in rows] or [0])
     fig = go.Figure()

@@ -157,11 +157,11 @@ def build_arena_leaderboard_tab(ctx) -> TabHandles:
                          wrap=True)
     bias = gr.Markdown(elem_id="arena-board-bias")
     health = gr.Markdown(elem_id="arena-board-health")
-    intervals = gr.Plot(label="Bradley–Terry intervals")
+    intervals = gr.Plot(label="Bradley–Terry intervals", show_label=False, elem_id="arena-board-intervals")
     with gr.Row():
-        win_map = gr.Plot(label="Pairwise win rate")
-        count_map = gr.Plot(label="Battle counts")
-    history = gr.Plot(label="Rating over time")
+        win_map = gr.Plot(label="Pairwise win rate", show_label=False, elem_id="arena-board-winrate")
+        count_map = gr.Plot(label="Battle counts", show_label=False, elem_id="arena-board-counts")
+    history = gr.Plot(label="Rating over time", show_label=False, elem_id="arena-board-history")
     with gr.Row():
         export_jsonl = gr.Button("Export public vote log (JSONL)", size="sm")
         export_csv = gr.Button("Export public vote log (CSV)", size="sm")

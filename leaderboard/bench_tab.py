@@ -130,7 +130,10 @@ def radar_figure(view: pd.DataFrame, n: int = RADAR_MODELS) -> go.Figure:
                 for b in axes]
         name = plot_text(r["model"] + (" (reported)" if r["type"] == "reported" else ""))
         fig.add_trace(go.Scatterpolar(r=vals + vals[:1], theta=axes + axes[:1], name=name, connectgaps=False))
-    fig.update_layout(title=title, height=520, polar=dict(radialaxis=dict(range=[0, 1])))
+    # side margins: the polar axis' labels (LB1 east, LB3 west) sit outside its circle, which plotly does not
+    # count when it sizes the circle
+    fig.update_layout(title=title, height=520, polar=dict(radialaxis=dict(range=[0, 1])),
+                      margin=dict(l=45, r=45, b=40))
     return plots.fit(fig)
 
 
@@ -275,8 +278,8 @@ def build_bench_tab(ctx) -> TabHandles:
                 f"Boards: {boards_text()}. Board intervals resample items "
                 "(LB1: understanding and reasoning questions apart).", elem_id="bench-units")
     with gr.Row():
-        radar = gr.Plot(label="Radar", elem_id="bench-radar")
-        scatter = gr.Plot(label="Arena vs benchmark", elem_id="bench-scatter")
+        radar = gr.Plot(label="Radar", elem_id="bench-radar", show_label=False)
+        scatter = gr.Plot(label="Arena vs benchmark", elem_id="bench-scatter", show_label=False)
     gr.Markdown(RADAR_NOTE, elem_id="bench-plot-notes")
     agree_md = gr.Markdown(elem_id="bench-agreement")
     # Which automatic measures agree with people: stored per-reply scores against arena votes, no judge asked.

@@ -34,7 +34,7 @@ def build_health_tab(ctx) -> TabHandles:
     gr.Markdown("Share of vote submissions that were counted, and why the others were refused. An anti-abuse "
                 "rule that voids honest votes shows up here as a drop in the counted share.")
     status = gr.Markdown()
-    plot = gr.Plot(elem_id="health-plot")
+    plot = gr.Plot(elem_id="health-plot", show_label=False)
     table = gr.Dataframe(pd.DataFrame([["loading…", 0, 0, 0, "—", "—"]], columns=COLUMNS), interactive=False,
                          max_height=300, elem_id="health-table")
     refresh = gr.Button("Refresh")

@@ -39,10 +39,10 @@ def fit(fig: go.Figure) -> go.Figure:
     title = fig.layout.title.text or ""
     text, n = wrap_title(title) if "<br>" not in title else (title, title.count("<br>") + 1)
     margin = fig.layout.margin
-    fig.update_layout(title=dict(text=text, x=0.02, xanchor="left", xref="container", y=0.98, yanchor="top",
-                                 yref="container", font=dict(size=15)),
+    fig.update_layout(title=dict(text=text, x=0.02, xanchor="left", xref="container", y=1, yanchor="top",
+                                 yref="container", pad=dict(t=12 + 8 * (n - 1)), font=dict(size=15)),
                       margin=dict(l=margin.l if margin.l is not None else 10, r=margin.r if margin.r is not None else 10,
-                                  t=30 + 20 * n, b=margin.b if margin.b is not None else 40),
+                                  t=40 + 24 * n, b=margin.b if margin.b is not None else 40),
                       legend=dict(orientation="h", yanchor="top", y=-0.18, x=0, xanchor="left"),
                       autosize=True)
     fig.update_xaxes(automargin=True)
