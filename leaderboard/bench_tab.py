@@ -79,8 +79,8 @@ if (!window.__benchTips) {
         const k = (th.innerText || '').trim();
         if (IDS[k] && th.title !== IDS[k]) th.title = IDS[k];
       }
-      for (const td of root.querySelectorAll('td')) {
-        const g = (td.innerText || '').trim().match(/^\u2014 \\[(\\d+)\\]$/);
+      for (const td of root.querySelectorAll('td, .body-cell')) {      // Gradio 6 draws rows as divs
+        const g = (td.textContent || '').trim().match(/^\u2014 \\[(\\d+)\\]$/);
         if (g && n[g[1]] && td.title !== n[g[1]]) td.title = n[g[1]];
       }
     }
