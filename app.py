@@ -102,7 +102,9 @@ TAB_URL_JS = """() => {
 def opening_tab(request: gr.Request | None, ids: set[str]):
     """The tab a page load opens: the `tab` query parameter when it names a tab, else the default (Arena)."""
     wanted = dict(request.query_params).get("tab") if request is not None else None
-    return gr.Tabs(selected=wanted) if wanted in ids else gr.update()
+    # gr.skip(): no update at all (an empty update to the tab bar would put it back on its first tab, even
+    # when the visitor has already chosen another)
+    return gr.Tabs(selected=wanted) if wanted in ids else gr.skip()
 
 
 def build_app(ctx: AppContext) -> BodyLimit:

@@ -306,7 +306,7 @@ def build_bench_tab(ctx) -> TabHandles:
         measured, paper = rt.sections(view)
         notes = rt.Notes()
         shown = rt.readable(measured, notes)
-        shown_paper = rt.readable(paper, notes, "no reported row matches these filters")
+        shown_paper = rt.readable(paper, notes, "no reported row matches these filters", hidden=())
         board = rt.SORT_PRESETS[st.sort]
         pairs = arena_pairs(_ratings(ctx), df, board)
         rho = agreement.rank_correlation(pairs)

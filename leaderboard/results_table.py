@@ -407,10 +407,11 @@ def short_cell(value, notes: Notes) -> str:
     return notes.mark(text)
 
 
-def readable(view: pd.DataFrame, notes: Notes, empty: str = NO_RESULTS) -> pd.DataFrame:
+def readable(view: pd.DataFrame, notes: Notes, empty: str = NO_RESULTS, hidden: tuple[str, ...] = HIDDEN) -> pd.DataFrame:
     """An `apply_filters` view as the page shows it: human headers, short cells, and one explicit row saying
-    so when nothing matches (a bare header row reads like a broken page)."""
-    cols = [c for c in view.columns if c not in HIDDEN]
+    so when nothing matches (a bare header row reads like a broken page). `hidden`: columns left out (the
+    paper's section keeps `source`, "reported, not reproduced here", on every row)."""
+    cols = [c for c in view.columns if c not in hidden]
     if not len(view):
         row = {c: "" for c in cols}
         row["model" if "model" in cols else cols[0]] = empty

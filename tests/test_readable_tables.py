@@ -206,5 +206,5 @@ def test_a_tab_parameter_selects_that_tab_on_load():
     req = types.SimpleNamespace(query_params={"tab": "bench-board", "q": "x"})
     picked = opening_tab(req, ids)
     assert isinstance(picked, gr.Tabs) and picked.selected == "bench-board"
-    assert opening_tab(types.SimpleNamespace(query_params={"tab": "nope"}), ids) == gr.update()
-    assert opening_tab(None, ids) == gr.update()
+    assert opening_tab(types.SimpleNamespace(query_params={"tab": "nope"}), ids) == gr.skip()
+    assert opening_tab(None, ids) == gr.skip()
