@@ -85,7 +85,7 @@ def build_blocks(ctx: AppContext, tabs: tuple[Tab, ...] = TABS) -> gr.Blocks:
         ids = {t.id for t in tabs}
 
         def open_tab(request: gr.Request):
-            return opening_tab(request, ids)
+            return opening_tab(dict(request.query_params).get("tab") if request is not None else None, ids)
         demo.load(open_tab, None, tab_bar, api_visibility="private")
     return demo
 
@@ -99,11 +99,9 @@ TAB_URL_JS = """() => {
 }"""
 
 
-def opening_tab(request: gr.Request | None, ids: set[str]):
-    """The tab a page load opens: the `tab` query parameter when it names a tab, else the default (Arena)."""
-    wanted = dict(request.query_params).get("tab") if request is not None else None
-    # gr.skip(): no update at all (an empty update to the tab bar would put it back on its first tab, even
-    # when the visitor has already chosen another)
+def opening_tab(wanted: str | None, ids: set[str]):
+    """The tab a page opens on: the `tab` query parameter when it names a tab, else no change (gr.skip(): a
+    visitor who already chose another tab stays there)."""
     return gr.Tabs(selected=wanted) if wanted in ids else gr.skip()
 
 
