@@ -264,7 +264,9 @@ def build_bench_tab(ctx) -> TabHandles:
     blank = rt.readable(rt.apply_filters(*_no_rows(), state0), rt.Notes(), "loading…")
     table = gr.Dataframe(blank, interactive=False, elem_id="bench-table", wrap=True, max_height=600)
     gr.Markdown(f"### {rt.REPORTED_HEADING}", elem_id="bench-reported-heading")
-    reported_table = gr.Dataframe(blank, interactive=False, elem_id="bench-reported", wrap=True, max_height=600)
+    blank_paper = rt.readable(rt.apply_filters(*_no_rows(), state0), rt.Notes(), "loading…", hidden=())
+    reported_table = gr.Dataframe(blank_paper, interactive=False, elem_id="bench-reported", wrap=True,
+                                  max_height=600)
     notes_md = gr.Markdown(elem_id="bench-notes")
     gr.HTML("", js_on_load=TIPS_JS, elem_id="bench-tips", padding=False)
     with gr.Accordion("Column names and their ids", open=False):
