@@ -75,18 +75,17 @@ def build_blocks(ctx: AppContext, tabs: tuple[Tab, ...] = TABS) -> gr.Blocks:
         status = gr.Markdown(ctx.status_line())
         gr.Timer(2.0).tick(ctx.status_line, None, status)
         built = []
-        with gr.Tabs(elem_id="main-tabs") as tab_bar:
+        with gr.Tabs(elem_id="main-tabs"):
             for tab in tabs:
                 with gr.Tab(tab.label, id=tab.id) as page:
                     built.append(tab.build(ctx))
                 page.select(None, None, None, js=TAB_URL_JS % json.dumps(tab.id))
         for handles in built:        # each tab's own page-load hooks, in tab order
             handles.register_load(demo)
-        ids = {t.id for t in tabs}
-
-        def open_tab(request: gr.Request):
-            return opening_tab(dict(request.query_params).get("tab") if request is not None else None, ids)
-        demo.load(open_tab, None, tab_bar, api_visibility="private")
+        # ?tab=<id> selects that tab in the page itself (a server-side load that outputs to the tab bar puts it
+        # back on its first tab under a visitor who has already chosen another)
+        labels = {t.id: t.label for t in tabs}
+        demo.load(None, None, None, js=TAB_OPEN_JS % json.dumps(labels))
     return demo
 
 
@@ -99,10 +98,18 @@ TAB_URL_JS = """() => {
 }"""
 
 
-def opening_tab(wanted: str | None, ids: set[str]):
-    """The tab a page opens on: the `tab` query parameter when it names a tab, else no change (gr.skip(): a
-    visitor who already chose another tab stays there)."""
-    return gr.Tabs(selected=wanted) if wanted in ids else gr.skip()
+TAB_OPEN_JS = """() => {
+  const labels = %s;
+  const label = labels[new URLSearchParams(window.location.search).get('tab') || ''];
+  if (!label) return [];
+  let tries = 0;
+  const pick = () => {          // the tab bar (and, on a phone, its overflow menu) may still be mounting
+    const button = [...document.querySelectorAll('button')].find(b => (b.textContent || '').trim() === label);
+    if (button) button.click(); else if (tries++ < 100) setTimeout(pick, 100);
+  };
+  setTimeout(pick, 300);
+  return [];
+}"""
 
 
 def build_app(ctx: AppContext) -> BodyLimit:

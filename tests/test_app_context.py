@@ -53,7 +53,8 @@ def test_one_alert_is_logged_once_by_the_loop_and_the_health_tab(tmp_path, quiet
     add_refusals(ctx.arena, [now - 90 + k for k in range(25)], "rate_limited")
     demo = app.build_blocks(ctx)
     health_loads = [f for f in demo.fns.values()
-                    if any(ev == "load" for _, ev in f.targets) and f.fn.__module__ == "leaderboard.health_tab"]
+                    if any(ev == "load" for _, ev in f.targets) and f.fn is not None
+                    and f.fn.__module__ == "leaderboard.health_tab"]
     assert len(health_loads) == 1
     with caplog.at_level(logging.WARNING, logger="arena.health"):
         ctx.start_health_checks(every_s=3600.0)      # the app's loop: its first check runs at once
