@@ -17,6 +17,7 @@ The services are assembled once in app_context.py (AppContext); the page's tabs 
 from __future__ import annotations
 
 import atexit
+import json
 import logging
 import os
 import signal
@@ -92,11 +93,37 @@ def build_blocks(ctx: AppContext, tabs: tuple[Tab, ...] = TABS) -> gr.Blocks:
         with gr.Tabs(overflow_behavior="wrap", elem_id="tabs"):    # every tab shown, wrapping on a phone
             for tab in tabs:
                 # an operator-only tab starts hidden; its own page-load hook shows it to the operator alone
-                with gr.Tab(tab.label, id=tab.id, visible=not tab.operator_only):
+                with gr.Tab(tab.label, id=tab.id, visible=not tab.operator_only) as page:
                     built.append(tab.build(ctx))
+                page.select(None, None, None, js=TAB_URL_JS % json.dumps(tab.id))
         for handles in built:        # each tab's own page-load hooks, in tab order
             handles.register_load(demo)
+        # ?tab=<id> selects that tab in the page itself (a server-side load that outputs to the tab bar puts it
+        # back on its first tab under a visitor who has already chosen another)
+        demo.load(None, None, None, js=TAB_OPEN_JS)
     return demo
+
+
+# A shared link opens the tab it was made on: choosing a tab writes ?tab=<id> into the address bar (the other
+# parameters, e.g. the benchmark filters, stay), and a page opened with ?tab=<id> selects that tab on load.
+TAB_URL_JS = """() => {
+  const p = new URLSearchParams(window.location.search);
+  p.set('tab', %s);
+  window.history.replaceState(null, '', window.location.pathname + '?' + p.toString() + window.location.hash);
+}"""
+
+
+TAB_OPEN_JS = """() => {
+  const id = new URLSearchParams(window.location.search).get('tab');
+  if (!id || !/^[a-z0-9-]{1,32}$/.test(id)) return [];
+  let tries = 0;
+  const pick = () => {          // the tab bar may still be mounting
+    const button = document.querySelector(`[role='tab'][data-tab-id='${id}']`);
+    if (button && button.offsetParent !== null) button.click(); else if (tries++ < 100) setTimeout(pick, 100);
+  };
+  setTimeout(pick, 100);
+  return [];
+}"""
 
 
 def build_app(ctx: AppContext) -> BodyLimit:

@@ -120,10 +120,14 @@ def health_report(store, cfg: HealthConfig = HealthConfig(), now: float | None =
 
 
 def health_figure(rows: list[dict], alert_share: float | None = None):
-    """Stacked bars (counted, refused by reason) per bucket and the counted share on a second axis."""
+    """Stacked bars (counted, refused by reason) per bucket and the counted share on a second axis, from the
+    first bucket with any battle or vote on (not the whole history: an hour of data would be a hairline)."""
     import plotly.graph_objects as go
 
+    active = [i for i, r in enumerate(rows) if r["served"] or r["attempts"]]
+    rows = rows[active[0]:] if active else rows[-1:]    # the window follows the data: an hour fills the chart
     x = [r["start_utc"] for r in rows]
+    top = max([max(r["served"], r["attempts"]) for r in rows] or [0])
     fig = go.Figure()
     fig.add_bar(x=x, y=[r["accepted"] for r in rows], name="counted", marker_color="#2ca02c")
     for reason in sorted({k for r in rows for k in r["refused_by_reason"]}):
@@ -134,7 +138,9 @@ def health_figure(rows: list[dict], alert_share: float | None = None):
         fig.add_hline(y=alert_share, yref="y2", line_dash="dash", line_color="red",
                       annotation_text=f"alert below {alert_share:.0%}")
     fig.update_layout(barmode="stack", title="Vote submissions: counted vs refused",
-                      yaxis={"title": "submissions"},
+                      yaxis={"title": "submissions", "tickformat": "d", "rangemode": "tozero",
+                             **({"tick0": 0, "dtick": 1} if top <= 10 else {})},     # whole votes only
+                      xaxis={"type": "category"},
                       yaxis2={"title": "counted share", "overlaying": "y", "side": "right", "range": [0, 1.05],
                               "tickformat": ".0%"},
                       legend={"orientation": "h"}, margin={"t": 50, "l": 50, "r": 50, "b": 40})

@@ -1,7 +1,7 @@
 """Vote files: parse imports (CSV / JSONL) and format exports. Pure text in, rows out.
 
 Import columns: model_a, model_b, winner (model_a's name, model_b's name, 'tie'
-or 'both_bad'); optional timestamp or created_at (epoch seconds or ISO 8601),
+or 'both_bad'); optional timestamp, created_at_unix or created_at (epoch seconds or ISO 8601, the first given),
 said, sounded (A | B | tie), first_heard (A | B), attribute, dimension, reason,
 request_id, benchmark_hash. Other columns (an export's id, slot, source) are
 ignored, so an export re-imports as is. Every bad row is reported with its line
@@ -30,6 +30,15 @@ from .storage import DIMENSION_AXES, EXPORT_FIELDS, SUB_SLOTS, VoteRow
 OPTIONAL_TEXT = ("attribute", "reason", "request_id", "benchmark_hash")
 MAX_REPORTED = 50
 MAX_LINE_BYTES = 64 * 1024     # one JSONL vote (a few hundred bytes); depth is safejson's limit
+# The CSV (read by people, in spreadsheets) has `created_at` as ISO-8601 UTC; the exact epoch seconds ride in
+# this column so an export re-imports to the very same times. The JSONL keeps epoch seconds (its sha256 stamps
+# releases and snapshots).
+UNIX_COLUMN = "created_at_unix"
+
+
+def iso_utc(ts: float) -> str:
+    """Epoch seconds as ISO-8601 UTC with milliseconds ("2026-01-01T10:00:00.000Z")."""
+    return datetime.fromtimestamp(float(ts), timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 class VoteImportError(ValueError):
@@ -102,7 +111,8 @@ def validate_row(raw: dict, default_time: float) -> dict:
     for key in OPTIONAL_TEXT:
         row[key] = text(key)
     try:
-        row["created_at"] = _timestamp(raw.get("timestamp", raw.get("created_at")), default_time)
+        given = [raw.get(k) for k in ("timestamp", UNIX_COLUMN, "created_at") if raw.get(k) not in (None, "")]
+        row["created_at"] = _timestamp(given[0] if given else None, default_time)
     except ValueError as exc:
         raise ValueError(f"bad timestamp: {exc}") from None
     return row
@@ -157,10 +167,13 @@ def format_votes(votes: Iterable[VoteRow], fmt: str) -> str:
         buf = io.StringIO()
         # Every text cell quoted: the csv module's minimal quoting leaves a field with a lone CR (a reason may
         # hold one) unquoted when the line terminator is "\n", and readers then split the row there
-        w = csv.DictWriter(buf, fieldnames=list(EXPORT_FIELDS), lineterminator="\n", quoting=csv.QUOTE_NONNUMERIC)
+        w = csv.DictWriter(buf, fieldnames=[*EXPORT_FIELDS, UNIX_COLUMN], lineterminator="\n",
+                           quoting=csv.QUOTE_NONNUMERIC)
         w.writeheader()
         for r in records:
-            w.writerow({k: ("" if val is None else csv_cell(val)) for k, val in r.items()})
+            out = {k: ("" if val is None else csv_cell(val)) for k, val in r.items()}
+            out["created_at"], out[UNIX_COLUMN] = iso_utc(r["created_at"]), r["created_at"]
+            w.writerow(out)
         return buf.getvalue()
     raise ValueError(f"format {fmt!r} is not jsonl or csv")
 

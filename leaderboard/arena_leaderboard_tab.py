@@ -152,19 +152,20 @@ def build_arena_leaderboard_tab(ctx) -> TabHandles:
                           value="all", label="Battles", elem_id="arena-board-source")
         all_cols = gr.Checkbox(value=False, label="All columns (TrueSkill μ, σ, μ − 3σ)", elem_id="arena-board-all")
         refresh = gr.Button("Refresh", size="sm", elem_id="arena-board-refresh")
-    table = gr.Dataframe(headers=COLUMNS, interactive=False, show_search="filter", elem_id="arena-board-table",
+    first = pd.DataFrame([{c: ("loading…" if c == "model" else "") for c in COLUMNS}], columns=COLUMNS)
+    table = gr.Dataframe(first, interactive=False, show_search="filter", elem_id="arena-board-table",
                          wrap=True)
     bias = gr.Markdown(elem_id="arena-board-bias")
     health = gr.Markdown(elem_id="arena-board-health")
-    intervals = gr.Plot(label="Bradley–Terry intervals")
+    intervals = gr.Plot(label="Bradley–Terry intervals", show_label=False, elem_id="arena-board-intervals")
     with gr.Row():
-        win_map = gr.Plot(label="Pairwise win rate")
-        count_map = gr.Plot(label="Battle counts")
-    history = gr.Plot(label="Rating over time")
+        win_map = gr.Plot(label="Pairwise win rate", show_label=False, elem_id="arena-board-winrate")
+        count_map = gr.Plot(label="Battle counts", show_label=False, elem_id="arena-board-counts")
+    history = gr.Plot(label="Rating over time", show_label=False, elem_id="arena-board-history")
     with gr.Row():
         export_jsonl = gr.Button("Export public vote log (JSONL)", size="sm")
         export_csv = gr.Button("Export public vote log (CSV)", size="sm")
-    export_file = gr.File(label="Vote log", interactive=False)
+    export_file = gr.File(label="Vote log", interactive=False, visible=False, elem_id="arena-board-vote-log")
 
     def compute(key: str):
         axis_name, _, kind = key.partition("|")
@@ -192,11 +193,12 @@ def build_arena_leaderboard_tab(ctx) -> TabHandles:
         rows, *rest = cache.get(f"{axis_name}|{kind or 'all'}")
         return (board_rows(rows, provisional, bool(all_columns)), *rest)
 
-    def export(fmt: str) -> str:
+    def export(fmt: str):
+        """The file box appears only with a file in it (an empty "Vote log" box reads as a broken download)."""
         folder = Path(tempfile.mkdtemp(prefix="arena_votes_"))
         path = folder / f"arena_votes.{fmt}"
         service.export_votes(fmt, path)
-        return str(path)
+        return gr.update(value=str(path), visible=True)
 
     outputs = [table, bias, health, intervals, win_map, count_map, history]
     refresh.click(load, [axis, all_cols, source], outputs, api_visibility="private")

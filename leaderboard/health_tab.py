@@ -8,6 +8,24 @@ from arena.health import health_figure
 from eval_backend.tab_contract import PageLoad, TabHandles
 
 from .operator_status import build_operator_status
+from . import plots
+
+COLUMNS = ["hour (UTC)", "served", "counted", "refused", "refused by reason", "counted share"]
+
+
+def share_text(share) -> str:
+    """A counted share as a percentage ("67%"), "—" when nothing was submitted (no share, not 0%)."""
+    return "—" if share is None else f"{100 * share:.0f}%"
+
+
+def health_frame(rows: list[dict]) -> pd.DataFrame:
+    """The hours with any activity, newest last; one row saying so when there is none (never a bare header)."""
+    rows = [r for r in rows if r["served"] or r["accepted"] or r["refused"]]
+    if not rows:
+        return pd.DataFrame([["no battle served in this period", 0, 0, 0, "—", "—"]], columns=COLUMNS)
+    return pd.DataFrame([[r["start_utc"], r["served"], r["accepted"], r["refused"],
+                          ", ".join(f"{k}: {v}" for k, v in r["refused_by_reason"].items()) or "—",
+                          share_text(r["counted_share"])] for r in rows], columns=COLUMNS)
 
 
 def build_health_tab(ctx) -> TabHandles:
@@ -17,18 +35,15 @@ def build_health_tab(ctx) -> TabHandles:
     gr.Markdown("Share of vote submissions that were counted, and why the others were refused. An anti-abuse "
                 "rule that voids honest votes shows up here as a drop in the counted share.")
     status = gr.Markdown()
-    plot = gr.Plot()
-    table = gr.Dataframe(interactive=False, max_height=300)
+    plot = gr.Plot(elem_id="health-plot", show_label=False)
+    table = gr.Dataframe(pd.DataFrame([["loading…", 0, 0, 0, "—", "—"]], columns=COLUMNS), interactive=False,
+                         max_height=300, elem_id="health-table")
     refresh = gr.Button("Refresh")
 
     def render():
         report = monitor.check()
-        rows = [r for r in report["rows"] if r["served"] or r["accepted"] or r["refused"]]
-        frame = pd.DataFrame([{"hour (UTC)": r["start_utc"], "served": r["served"], "counted": r["accepted"],
-                               "refused": r["refused"],
-                               "refused by reason": ", ".join(f"{k}: {v}" for k, v in r["refused_by_reason"].items()),
-                               "counted share": r["counted_share"]} for r in rows])
-        return f"**{monitor.status}**", health_figure(report["rows"], monitor.cfg.alert_share), frame
+        return (f"**{monitor.status}**", plots.fit(health_figure(report["rows"], monitor.cfg.alert_share)),
+                health_frame(report["rows"]))
 
     refresh.click(render, None, [status, plot, table])
     operator = build_operator_status(ctx)        # bootstrap and Hub detail, for the operator only

@@ -11,10 +11,13 @@ import pandas as pd
 
 from arena.media import audio_html
 from eval_backend.inert import md, md_inline as mi
+from eval_backend.scoring.labels import metric_label
 from eval_backend.tasks import SPOKEN_TASKS
 
 N_SAMPLES = 3
 OTHER_KEYS = ("dimension", "type", "kind")     # shown together in one table, one row per (key, label)
+CHOOSE = "choose a model above"
+NO_BREAKDOWN = "no metric of this result breaks down this way"
 
 
 def breakdown_frame(doc: dict, key: str) -> pd.DataFrame:
@@ -34,7 +37,12 @@ def breakdown_frame(doc: dict, key: str) -> pd.DataFrame:
     if not cols:
         return pd.DataFrame({key: [], "note": []})
     labels = sorted({lab for d in cols.values() for lab in d})
-    return pd.DataFrame([{key: lab, **{m: d.get(lab, "—") for m, d in cols.items()}} for lab in labels])
+    return pd.DataFrame([{key: lab, **{metric_label(m): d.get(lab, "—") for m, d in cols.items()}} for lab in labels])
+
+
+def placeholder(key: str, text: str) -> pd.DataFrame:
+    """What a breakdown table shows when it has no rows: its own headers and one row saying why."""
+    return pd.DataFrame({key: [text], "note": [""]})
 
 
 def other_breakdowns(doc: dict) -> pd.DataFrame:
@@ -93,16 +101,19 @@ def sample_markdown(sample: dict) -> str:
     return f"{mi(sample['request_id'])}\n\n> {md(sample['text'])}"
 
 
-def build_model_page(ctx, docs_fn):
-    """docs_fn() -> {model: results document}. Returns the model dropdown (the table's row click sets it)."""
-    gr.Markdown("### Model page")
+def build_model_page(ctx, docs_fn, scroll_js: str | None = None):
+    """docs_fn() -> {model: results document}. Returns the model dropdown (the table's row click sets it);
+    `scroll_js` runs in the browser once the page is filled (brings it into view)."""
+    gr.Markdown("### Model page", elem_id="model-page")
     model = gr.Dropdown(label="Model (measured here)", choices=[], interactive=True, elem_id="model-page-pick")
     head = gr.Markdown(elem_id="model-page-head")
     with gr.Row():
-        by_attr = gr.Dataframe(label="Per attribute", interactive=False, elem_id="model-page-attribute", wrap=True)
-        by_var = gr.Dataframe(label="Per variant", interactive=False, elem_id="model-page-variant", wrap=True)
-    by_other = gr.Dataframe(label="Per dimension, question type and item kind", interactive=False,
-                            elem_id="model-page-other", wrap=True)
+        by_attr = gr.Dataframe(placeholder("attribute", CHOOSE), label="Per attribute", interactive=False,
+                               elem_id="model-page-attribute", wrap=True)
+        by_var = gr.Dataframe(placeholder("variant", CHOOSE), label="Per variant", interactive=False,
+                              elem_id="model-page-variant", wrap=True)
+    by_other = gr.Dataframe(placeholder("breakdown", CHOOSE), label="Per dimension, question type and item kind",
+                            interactive=False, elem_id="model-page-other", wrap=True)
     gr.Markdown("#### Sample replies")
     sample_md, sample_audio = [], []
     with gr.Row():
@@ -116,9 +127,8 @@ def build_model_page(ctx, docs_fn):
     def show(name):
         doc = docs_fn().get(name) if name else None
         if doc is None:
-            empty = pd.DataFrame()
-            return ["_Choose a model._", empty, empty, empty, *[""] * N_SAMPLES,
-                    *[gr.update(visible=False)] * N_SAMPLES, None]
+            return ["_Choose a model._", placeholder("attribute", CHOOSE), placeholder("variant", CHOOSE),
+                    placeholder("breakdown", CHOOSE), *[""] * N_SAMPLES, *[gr.update(visible=False)] * N_SAMPLES, None]
         samples = sample_replies(ctx.store, name, doc["manifest"]["benchmark"]["hash"], media=ctx.media,
                                  shown=ctx.arena.reply_cleared)
         mds = [sample_markdown(s) for s in samples] + [""] * (N_SAMPLES - len(samples))
@@ -127,8 +137,12 @@ def build_model_page(ctx, docs_fn):
         audios += [gr.update(visible=False)] * (N_SAMPLES - len(samples))
         if not samples:
             mds[0] = "_No ok spoken reply stored for this model._"
-        return [headline_markdown(doc), breakdown_frame(doc, "attribute"), breakdown_frame(doc, "variant"),
-                other_breakdowns(doc), *mds, *audios, doc["manifest"]]
+        frames = [breakdown_frame(doc, "attribute"), breakdown_frame(doc, "variant"), other_breakdowns(doc)]
+        frames = [f if len(f) else placeholder(key, NO_BREAKDOWN)
+                  for f, key in zip(frames, ("attribute", "variant", "breakdown"))]
+        return [headline_markdown(doc), *frames, *mds, *audios, doc["manifest"]]
 
-    model.change(show, [model], [head, by_attr, by_var, by_other, *sample_md, *sample_audio, manifest])
+    ev = model.change(show, [model], [head, by_attr, by_var, by_other, *sample_md, *sample_audio, manifest])
+    if scroll_js:
+        ev.then(None, None, None, js=scroll_js)
     return model

@@ -15,13 +15,54 @@ import plotly.graph_objects as go
 from eval_backend.inert import plot_text
 
 _HEIGHT = 420
+TITLE_CHARS = 34          # a title line that fits a 390 px phone (the plot is ~340 px wide there)
+
+
+def wrap_title(text: str, width: int = TITLE_CHARS) -> tuple[str, int]:
+    """(the title broken into lines of at most `width` characters at spaces, its line count). Plotly never
+    wraps a title: a long one runs off the figure's edges on a phone."""
+    lines, line = [], ""
+    for word in str(text).split(" "):
+        if line and len(line) + 1 + len(word) > width:
+            lines.append(line)
+            line = word
+        else:
+            line = f"{line} {word}".strip()
+    lines.append(line)
+    return "<br>".join(lines), len(lines)
+
+
+def fit(fig: go.Figure) -> go.Figure:
+    """Make a figure fit any width: the title wrapped and left-aligned with room above the plot, axis margins
+    grown to their labels (automargin), the legend as rows under the plot. Every figure of the page goes
+    through here (tests/test_plot_fit.py measures the text boxes in a browser at 1440 and 390 px)."""
+    title = fig.layout.title.text or ""
+    text, n = wrap_title(title) if "<br>" not in title else (title, title.count("<br>") + 1)
+    margin = fig.layout.margin
+    fig.update_layout(title=dict(text=text, x=0.02, xanchor="left", xref="container", y=1, yanchor="top",
+                                 yref="container", pad=dict(t=12 + 8 * (n - 1)), font=dict(size=15)),
+                      margin=dict(l=margin.l if margin.l is not None else 10, r=margin.r if margin.r is not None else 10,
+                                  t=40 + 24 * n, b=margin.b if margin.b is not None else 40),
+                      legend=dict(orientation="h", yanchor="top", y=-0.18, x=0, xanchor="left"),
+                      autosize=True)
+    fig.update_xaxes(automargin=True)
+    fig.update_yaxes(automargin=True)
+    return fig
+
+
+def count_axis(max_count: float) -> dict:
+    """Axis settings for counts: whole-number ticks only (no 1.5 votes); step 1 up to 10, else plotly's own."""
+    out = {"tickformat": "d"}
+    if max_count <= 10:
+        out.update(tick0=0, dtick=1)
+    return out
 
 
 def _empty(title: str, why: str) -> go.Figure:
     fig = go.Figure()
     fig.update_layout(title=title, height=_HEIGHT, xaxis_visible=False, yaxis_visible=False,
                       annotations=[dict(text=why, showarrow=False, x=0.5, y=0.5, xref="paper", yref="paper")])
-    return fig
+    return fit(fig)
 
 
 def interval_chart(models: Sequence[str], scores: Sequence[float], lows: Sequence[float],
@@ -46,12 +87,12 @@ def interval_chart(models: Sequence[str], scores: Sequence[float], lows: Sequenc
     ))
     fig.update_layout(title=title, height=max(_HEIGHT, 60 + 40 * len(models)), xaxis_title="score",
                       margin=dict(l=10, r=10, t=50, b=40))
-    return fig
+    return fit(fig)
 
 
 def matrix_heatmap(models: Sequence[str], matrix: Sequence[Sequence[float | None]], title: str,
                    value_format: str = ".2f", colorscale: str = "RdBu", zmid: float | None = 0.5,
-                   zrange: tuple[float, float] | None = None) -> go.Figure:
+                   zrange: tuple[float, float] | None = None, colorbar: dict | None = None) -> go.Figure:
     """Row model vs column model. None (pair never met) and the diagonal stay empty cells."""
     if not models:
         return _empty(title, "no battles yet")
@@ -65,22 +106,24 @@ def matrix_heatmap(models: Sequence[str], matrix: Sequence[Sequence[float | None
         z=z, x=names, y=names, text=text, texttemplate="%{text}",
         colorscale=colorscale, zmid=zmid, hoverongaps=False,
         zmin=zrange[0] if zrange else None, zmax=zrange[1] if zrange else None,
-        hovertemplate="%{y} vs %{x}: %{text}<extra></extra>",
+        hovertemplate="%{y} vs %{x}: %{text}<extra></extra>", colorbar=colorbar or {},
     ))
     fig.update_layout(title=title, height=max(_HEIGHT, 80 + 45 * len(models)),
                       xaxis_title="opponent (column)", yaxis_title="model (row)",
                       yaxis_autorange="reversed", margin=dict(l=10, r=10, t=50, b=40))
-    return fig
+    return fit(fig)
 
 
 def win_rate_heatmap(models: Sequence[str], matrix: Sequence[Sequence[float | None]]) -> go.Figure:
-    return matrix_heatmap(models, matrix, "Share of battles the row model won against the column model (ties = ½)",
-                          zrange=(0.0, 1.0))
+    """Shares shown as percentages (cells and colour bar); the values stay shares (0-1)."""
+    return matrix_heatmap(models, matrix, "Battles the row model won against the column model (ties = ½)",
+                          value_format=".0%", zrange=(0.0, 1.0), colorbar=dict(tickformat=".0%"))
 
 
 def battle_count_heatmap(models: Sequence[str], matrix: Sequence[Sequence[float | None]]) -> go.Figure:
+    top = max([float(v) for row in matrix for v in row if v is not None] or [0.0])
     return matrix_heatmap(models, matrix, "Counted battles per pair", value_format=".0f",
-                          colorscale="Blues", zmid=None)
+                          colorscale="Blues", zmid=None, colorbar=count_axis(top))
 
 
 def rating_history_chart(series: dict[str, tuple[Sequence[float], Sequence[float], Sequence[float]]],
@@ -99,6 +142,7 @@ def rating_history_chart(series: dict[str, tuple[Sequence[float], Sequence[float
                                  legendgroup=model))
         fig.add_trace(go.Scatter(x=list(xs), y=list(mus), mode="lines", name=plot_text(model),
                                  legendgroup=model))
+    top = max([float(x) for xs, _, _ in series.values() for x in xs] or [0.0])
     fig.update_layout(title=title, height=_HEIGHT, xaxis_title="vote", yaxis_title="μ",
-                      margin=dict(l=10, r=10, t=50, b=40))
-    return fig
+                      margin=dict(l=10, r=10, t=50, b=40), xaxis=count_axis(top))
+    return fit(fig)

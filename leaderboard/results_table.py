@@ -12,7 +12,8 @@ figures that have no like-for-like counterpart here get their own "(paper)" colu
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, replace
+import re
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Iterable, Mapping
 
@@ -20,6 +21,7 @@ import pandas as pd
 
 from eval_backend.numbers import is_number
 from eval_backend.scoring.boards import tabled_boards
+from eval_backend.scoring.labels import CI_SUFFIX, METRIC_LABELS, metric_label, with_labels
 
 REPORTED_PATH = Path(__file__).parent / "data" / "echomind_reported.json"
 REPORTED_SOURCE = "reported, not reproduced here"
@@ -47,6 +49,7 @@ FAMILY_GROUP = {"level1": "Level 1: understanding", "reasoning": "Level 2: reaso
 GROUPS = ("Level 1: understanding", "Level 2: reasoning", "Level 3: conversation (text)",
           "Level 3: conversation (audio)", "AEQ-Bench", "Selection")
 INFO_COLUMNS = ("model", "type", "source", "audio output", "open weights", "organisation", "benchmark")
+HEADLINE_INFO = ("model", "type", "source")     # `source` splits the sections; the page does not show it
 RANK = "rank"
 KINDS = ("baseline", "endpoint", "predictions", "reported")
 
@@ -90,9 +93,10 @@ class FilterState:
     kinds: tuple[str, ...] = KINDS
     audio: str = "any"                     # any | yes | no
     open_weights: str = "any"              # any | yes | no
-    groups: tuple[str, ...] = ("Level 1: understanding", "Level 2: reasoning")
+    groups: tuple[str, ...] = ()           # default: the headline columns (boards and their intervals) only
     sort: str = "LB1"                      # a SORT_PRESETS key
     intervals: bool = False
+    all_columns: bool = False              # every info, metric and interval column
 
 
 # ---------------------------------------------------------------- loading (the only I/O)
@@ -155,7 +159,7 @@ def board_cell(board: str, entry: dict) -> float | str:
     if _num(value) and not all(part in source for part in BOARD_SOURCE.get(board, ())):
         if board == "LB2":
             return "not computed: no VES judge configured (DNSMOS OVRL is in its own column)"
-        return f"not computed: this result filled {board} from another metric ({source}); rescore"
+        return f"not computed: this result filled {board} from another metric ({source}), so it is not shown"
     return cell(value, entry.get("reason") or f"not computed: board {board} missing from the result")
 
 
@@ -182,7 +186,7 @@ def measured_row(doc: dict, info: ModelInfo) -> tuple[dict, dict[str, str]]:
             metric = str(e.get("source") or "").split(" ")[0]
             row[f"{b} 95% CI"] = row.get(f"{metric} 95% CI", "—")
         else:
-            row[f"{b} 95% CI"] = e.get("ci_note") or "no interval in this result (scored before board intervals: rescore)"
+            row[f"{b} 95% CI"] = e.get("ci_note") or "no interval: scored before intervals were added"
     return row, fams
 
 
@@ -232,7 +236,7 @@ def build_table(docs: Mapping[str, dict], infos: Mapping[str, ModelInfo] | None 
     for r in rows:
         for c in metric_cols:
             if c not in r:
-                r[c] = ("not computed: not in this result (metric added later: rescore)"
+                r[c] = ("not computed: not scored for this model yet"
                         if r["source"] == MEASURED_SOURCE else NOT_MEASURED)
         for c in ci_cols:
             r.setdefault(c, "—")
@@ -289,13 +293,14 @@ def apply_filters(df: pd.DataFrame, groups: Mapping[str, list[str]], state: Filt
         out = out.assign(**{RANK: _ranks(out, board)})
     else:
         out = out.assign(**{RANK: []})
-    cols = [RANK] + list(INFO_COLUMNS[:5])
+    cols = [RANK] + (list(INFO_COLUMNS) if state.all_columns else list(HEADLINE_INFO))
     for b in BOARDS:
         cols += [b, f"{b} 95% CI"]
-    for g in state.groups:
+    chosen = list(groups) if state.all_columns else list(state.groups)
+    for g in chosen:
         for c in groups.get(g, []):
             cols.append(c)
-            if state.intervals and f"{c} 95% CI" in out.columns:
+            if (state.intervals or state.all_columns) and f"{c} 95% CI" in out.columns:
                 cols.append(f"{c} 95% CI")
     return out[cols].reset_index(drop=True)
 
@@ -304,6 +309,121 @@ def sections(view: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(rows measured here, the paper's reported rows) of an `apply_filters` view, each in its own order."""
     reported = view["source"] == REPORTED_SOURCE
     return view[~reported].reset_index(drop=True), view[reported].reset_index(drop=True)
+
+
+# ---------------------------------------------------------------- what the page shows
+# Headers are human names (eval_backend/scoring/labels.py, boards.py); ids stay in the data, the CSV and the
+# headers' tooltips. A cell that is not a number shows "—", with its reason as a numbered note under the
+# table ("— [2]"), so no cell holds a sentence and no column grows past its header.
+INFO_LABELS = {RANK: "Rank", "model": "Model", "type": "Type", "source": "Source", "audio output": "Audio out",
+               "open weights": "Open weights", "organisation": "Organisation", "benchmark": "Benchmark"}
+BOARD_SHORT = {b.key: b.name for b in tabled_boards()}
+MAX_CELL = 60
+NO_RESULTS = "no model matches these filters"
+DASH = "—"
+HIDDEN = ("source",)
+REASON_STARTS = ("not computed", "no interval", "not reported", "not measured")                   # the page splits the sections by it; the CSV keeps it
+
+
+def column_label(col: str) -> str:
+    """A column's header on the page: boards by their registry label, metrics by their name, intervals after
+    the board's short name or the metric's name."""
+    if col in INFO_LABELS:
+        return INFO_LABELS[col]
+    if col in BOARD_LABELS:
+        return BOARD_LABELS[col]
+    if col.endswith(CI_SUFFIX):
+        base = col[: -len(CI_SUFFIX)]
+        return (BOARD_SHORT.get(base) or metric_label(base)) + CI_SUFFIX
+    return metric_label(col)
+
+
+def header_ids() -> dict[str, str]:
+    """Header -> internal id, for every board, metric and interval column the registries know: the page puts
+    the id in the header's tooltip and the legend."""
+    ids = {}
+    for col in [*BOARDS, *METRIC_LABELS]:
+        for c in (col, f"{col}{CI_SUFFIX}"):
+            ids[column_label(c)] = c
+    return ids
+
+
+# operator words -> what a visitor reads (the notes under the table)
+_PUBLIC = ((re.compile(r"^error: .*", re.S), "scoring failed for this metric"),
+           (re.compile(r"configured at \S+ but"), "configured but"),
+           (re.compile(r"\bnot registered\b"), "not available on this Space"),
+           (re.compile(r"\(metric added later: rescore\)"), "yet"),
+           (re.compile(r";?\s*rescore$"), ""))
+_PART = re.compile(r"^(?P<id>[a-z0-9]+\.[\w.]+) (?:not computed: )?(?P<why>.+)$", re.S)
+MAX_NOTE = 160
+
+
+def public_reason(reason: str) -> str:
+    """A cell's reason as a short note for the public: no repeated "not computed:", metric names instead of
+    ids, one clause per distinct reason ("no judge configured", not once per metric)."""
+    parts = [p.strip(" .") for p in re.split(r";\s*", re.sub(r"^not computed:\s*", "", str(reason or "").strip()))]
+    whys: list[tuple[str, str]] = []
+    for part in filter(None, parts):
+        m = _PART.match(part)
+        name, why = (m.group("id"), m.group("why")) if m else ("", part)
+        why = re.sub(r"^not computed:\s*", "", why)
+        for pat, repl in _PUBLIC:
+            why = pat.sub(repl, why)
+        whys.append((name, why.strip()))
+    distinct = list(dict.fromkeys(w for _, w in whys))
+    if len(distinct) == 1:
+        text = distinct[0]
+    else:
+        text = "; ".join(f"{metric_label(n)}: {w}" if n else w for n, w in dict.fromkeys(whys))
+    text = with_labels(text) or "not computed"
+    return text if len(text) <= MAX_NOTE else text[: MAX_NOTE - 1].rstrip() + "…"
+
+
+@dataclass
+class Notes:
+    """The numbered reasons of one page (both sections share the numbering)."""
+    numbers: dict[str, int] = field(default_factory=dict)
+
+    def mark(self, reason: str) -> str:
+        n = self.numbers.setdefault(public_reason(reason), len(self.numbers) + 1)
+        return f"{DASH} [{n}]"
+
+    def markdown(self) -> str:
+        if not self.numbers:
+            return ""
+        return "**Notes** (why a cell shows —)\n\n" + "\n".join(
+            f"[{n}] {text.replace('*', '∗').replace('_', ' ')}  " for text, n in self.numbers.items())
+
+
+def short_cell(value, notes: Notes) -> str:
+    """A number with 3 decimals, a short text as is, "—" for a missing value, and "— [n]" for a reason."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return str(value)                   # a rank
+    if _num(value):
+        return f"{value:.3f}"
+    text = "" if value is None else str(value).strip()
+    if not text.startswith(REASON_STARTS) and len(text) <= MAX_CELL:
+        return text or DASH
+    return notes.mark(text)
+
+
+def readable(view: pd.DataFrame, notes: Notes, empty: str = NO_RESULTS, hidden: tuple[str, ...] = HIDDEN) -> pd.DataFrame:
+    """An `apply_filters` view as the page shows it: human headers, short cells, and one explicit row saying
+    so when nothing matches (a bare header row reads like a broken page). `hidden`: columns left out (the
+    paper's section keeps `source`, "reported, not reproduced here", on every row)."""
+    cols = [c for c in view.columns if c not in hidden]
+    if not len(view):
+        row = {c: "" for c in cols}
+        row["model" if "model" in cols else cols[0]] = empty
+        view = pd.DataFrame([row], columns=cols)
+    out = pd.DataFrame({column_label(c): [short_cell(v, notes) if c != "model" else _short_name(v)
+                                          for v in view[c]] for c in cols}, columns=[column_label(c) for c in cols])
+    return out
+
+
+def _short_name(name) -> str:
+    name = "" if name is None else str(name)
+    return name if len(name) <= MAX_CELL else name[: MAX_CELL - 1] + "…"
 
 
 def display_frame(df: pd.DataFrame) -> pd.DataFrame:
@@ -329,6 +449,8 @@ def state_to_query(state: FilterState) -> dict[str, str]:
         q["sort"] = state.sort
     if state.intervals:
         q["ci"] = "1"
+    if state.all_columns:
+        q["all"] = "1"
     return q
 
 
@@ -352,4 +474,6 @@ def state_from_query(params: Mapping[str, str]) -> FilterState:
         kw["sort"] = params["sort"]
     if "ci" in params:
         kw["intervals"] = params["ci"] in ("1", "true", "yes")
+    if "all" in params:
+        kw["all_columns"] = params["all"] in ("1", "true", "yes")
     return replace(d, **kw)

@@ -53,7 +53,8 @@ def test_one_alert_is_logged_once_by_the_loop_and_the_health_tab(tmp_path, quiet
     add_refusals(ctx.arena, [now - 90 + k for k in range(25)], "rate_limited")
     demo = app.build_blocks(ctx)
     health_loads = [f for f in demo.fns.values()
-                    if any(ev == "load" for _, ev in f.targets) and f.fn.__module__ == "leaderboard.health_tab"]
+                    if any(ev == "load" for _, ev in f.targets) and f.fn is not None
+                    and f.fn.__module__ == "leaderboard.health_tab"]
     assert len(health_loads) == 1
     with caplog.at_level(logging.WARNING, logger="arena.health"):
         ctx.start_health_checks(every_s=3600.0)      # the app's loop: its first check runs at once
@@ -107,9 +108,10 @@ def test_every_tab_follows_the_contract(tmp_path, quiet_env):
     assert len({t.id for t in app.TABS}) == len(app.TABS)
     page = app.build_blocks(ctx)
     loads = [f for f in page.fns.values() if any(ev == "load" for _, ev in f.targets)]
-    # app.py registers exactly the tabs' hooks, plus its own header's status line (rendered on each page load)
-    assert hooks >= 5 and len(loads) == hooks + 1
-    assert sum(f.fn.__name__ == "header" for f in page.fns.values() if any(ev == "load" for _, ev in f.targets)) == 1
+    # app.py registers exactly the tabs' hooks, plus its own two: the header's status line (rendered on each page
+    # load) and the ?tab= tab picker
+    assert hooks >= 5 and len(loads) == hooks + 2
+    assert sum(f.fn is not None and f.fn.__name__ == "header" for f in loads) == 1
 
 
 def test_a_non_demo_benchmark_is_handed_to_the_arena(tmp_path, quiet_env):

@@ -99,7 +99,9 @@ def test_filters_sort_presets_and_columns(scored):
         lb1 = [v for v in part["LB1"] if isinstance(v, float)]
         assert lb1 == sorted(lb1, reverse=True)
     assert out.iloc[0]["model"] == "good"
-    assert "l1.understanding_acc" in out.columns and "sel.final" not in out.columns
+    # default: the headline columns (boards and their intervals); a group adds its metrics
+    assert "l1.understanding_acc" not in out.columns and "sel.final" not in out.columns and "LB1 95% CI" in out.columns
+    assert "l1.understanding_acc" in rt.apply_filters(df, groups, rt.FilterState(groups=("Level 1: understanding",)))
     out = rt.apply_filters(df, groups, rt.FilterState(kinds=("baseline", "endpoint"), sort="LB3"))
     assert list(out["model"]) == ["good", "half"]           # both LB3 not computed: last, by name
     out = rt.apply_filters(df, groups, rt.FilterState(kinds=("reported",), sort="LB3"))
@@ -191,7 +193,7 @@ def test_model_page_frames_and_board_figures(scored):
     doc = docs["half"]
     types = other_breakdowns(doc)
     row = types[(types["breakdown"] == "type") & (types["label"] == "speech emotion")].iloc[0]
-    assert row["l1.understanding_acc"] == "0.500 (n=2)"
+    assert row["Understanding accuracy"] == "0.500 (n=2)"        # metric names, not ids, head the columns
     assert len(breakdown_frame(doc, "attribute")) == 0          # nothing breaks down by attribute here
     df, groups = rt.build_table(docs, {}, rt.load_reported())
     view = rt.apply_filters(df, groups, rt.FilterState())

@@ -270,7 +270,7 @@ def test_submit_cascade_cue_then_leaderboard_manifest_and_arena(env, page):
     reported = _text(page, "bench-reported")
     assert "reported, not reproduced here" in reported and "GPT-4o-Audio" in reported
     assert "GPT-4o-Audio" not in table and "on its own benchmark" in _text(page, "bench-reported-heading")
-    assert "not computed" in table                            # LB3 without a judge says why
+    assert "— [" in table and "judge" in _text(page, "bench-notes")   # LB3 without a judge: a note says why
     # its model page: manifest with the benchmark hash and scorer version, sample replies
     # (now the first row of its table, the name also matches a hidden cell: click the visible one)
     page.locator("#bench-table").get_by_text("Cue Submitted", exact=True).filter(visible=True).first.click()
