@@ -58,6 +58,13 @@ def seed_tables(root, n_votes: int = 90) -> str:
     return str(store.root)
 
 
+def _ready():
+    import threading
+    done = threading.Event()
+    done.set()                      # nothing is being prepared: the header's timer stays off
+    return done
+
+
 def build(data_dir):
     import types
 
@@ -76,7 +83,7 @@ def build(data_dir):
         return TabHandles()
     ctx = types.SimpleNamespace(store=store, arena=service, benchmark=None, submission_service=None, media=None,
                                 health=HealthMonitor(store, HealthConfig.from_settings(service.settings)),
-                                status_line=lambda: "")
+                                status_line=lambda: "", bootstrap=types.SimpleNamespace(ready=_ready()))
     keep = {"arena-board", "bench-board", "health"}
     tabs = (Tab("Arena", "arena", placeholder_arena), *[t for t in TABS if t.id in keep])
     return gr.mount_gradio_app(__import__("fastapi").FastAPI(), build_blocks(ctx, tabs), path="/",
