@@ -110,9 +110,12 @@ COUNTER_JS = ("(v) => { const n = [...(v || '')].length; "
               "return n.toLocaleString('en-US') + ' / %d characters' + (n > %d ? ' (too long)' : ''); }")
 
 
-def cancel_visible(job: Job | None, person) -> bool:
-    """Cancel only beside a request that can still be cancelled, for a signed-in viewer."""
-    return person is not None and job is not None and job.state in CANCELLABLE
+def cancel_visible(job: Job | None, person, operator: bool = False) -> bool:
+    """Cancel only where this viewer can cancel: the operator beside any PENDING or RUNNING request, a submitter
+    beside their own PENDING one (the rule of SubmissionQueue.cancel, which still decides)."""
+    if person is None or job is None or job.state not in CANCELLABLE:
+        return False
+    return operator or (job.submitter == getattr(person, "name", None) and job.state == "PENDING")
 
 
 def outcome_message(errors: dict[str, str], notes: list[str]) -> str:
@@ -266,7 +269,7 @@ def build_submit_tab(ctx) -> TabHandles:
         pick = gr.update(choices=ids) if keep == picked else gr.update(choices=ids, value=keep)
         return (jobs_frame(jobs), pick, ident.describe(person),
                 gr.update(visible=operator), gr.update(visible=operator),
-                gr.update(visible=cancel_visible(picked_job, person)))
+                gr.update(visible=cancel_visible(picked_job, person, operator)))
 
     def listing(picked, request: gr.Request, profile: gr.OAuthProfile | None):
         return listing_for(ident.who(request, profile), picked)
@@ -279,7 +282,7 @@ def build_submit_tab(ctx) -> TabHandles:
         try:
             job = svc.job_for(int(job_id), person)
             return job_markdown(job, svc.events_for(int(job_id), person)), gr.update(
-                visible=cancel_visible(job, person))
+                visible=cancel_visible(job, person, person is not None and person.is_operator))
         except JobError as exc:
             return f"⚠️ {md(exc)}", gr.update(visible=False)
 

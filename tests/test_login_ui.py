@@ -165,8 +165,8 @@ def test_operator_and_others_see_different_things(site, browser):
     assert hidden in detail and url not in detail and "alice-secret-model" not in detail
     assert "alice" not in _text(carol, "jobs-table") and url not in carol.content()
     assert not carol.locator("#jobs-retry").is_visible()
-    carol.click("#jobs-cancel")
-    _wait_text(carol, "jobs-action", "only the operator can cancel")
+    # Cancel only where the viewer may cancel (the service refuses anyway: tests/test_queue_worker.py)
+    assert not carol.locator("#jobs-cancel").is_visible()
     carol.context.close()
     # signed out: the same public view, and no action at all
     anon = _page(browser, site["spaces"])
@@ -263,8 +263,7 @@ def test_off_spaces_guests_and_the_operator_token(site, browser):
     assert me not in _text(other, "submit-identity")                   # another browser, another guest
     detail = _pick(other, job, "Guest Model")
     assert "guest-secret-model" not in detail and url not in other.content() and me not in other.content()
-    other.click("#jobs-cancel")
-    _wait_text(other, "jobs-action", "only the operator can cancel")
+    assert not other.locator("#jobs-cancel").is_visible()       # not theirs: nothing they can cancel
     # a made-up operator cookie changes nothing
     other.context.add_cookies([{"name": "ea_operator", "value": f"{int(time.time()) + 3600}~0~0.{'0' * 32}",
                                 "url": site["local"]}])
