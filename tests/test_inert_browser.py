@@ -132,14 +132,29 @@ def _settle_and_count(page, env) -> list[str]:
 
 
 def _wait_ready(page) -> None:
-    """The benchmark loads in the background after the server answers; the status line says when."""
-    page.wait_for_function("() => /\\bready\\b/.test(document.body.innerText)", timeout=180_000)
+    """tests/support/space_app.py serves only once the bootstrap is ready (the public header then says nothing of
+    it, issue 15): wait for the page's tabs and for no "Preparing the arena" line."""
+    page.wait_for_function("() => document.querySelector(\"[role='tab']\") !== null"
+                           " && !/Preparing the arena/.test(document.body.innerText)", timeout=180_000)
+
+
+def _open_tab(page, name: str, shows) -> None:
+    """Click a tab until `shows` (a locator inside it) is visible: a click that lands while the page is still
+    hydrating on a loaded machine can be lost."""
+    for _ in range(5):
+        page.get_by_role("tab", name=name).click()
+        try:
+            shows.wait_for(state="visible", timeout=15_000)
+            return
+        except Exception:          # playwright's TimeoutError: click again
+            continue
+    shows.wait_for(state="visible", timeout=15_000)
 
 
 def test_browse_shows_a_hostile_reply_as_text(env, page):
     page.goto(env["url"] + "/")
     _wait_ready(page)
-    page.get_by_role("tab", name="Browse benchmark").click()
+    _open_tab(page, "Browse benchmark", page.locator("button:visible", has_text="Refresh").first)
     # Refresh lists the first collection's items first (switching collection straight away can race the item
     # dropdown: "s0 is not in the list of choices"), then the context groups, whose first request has replies
     page.locator("button:visible", has_text="Refresh").first.click()
