@@ -226,6 +226,19 @@ def test_a_spoken_abusive_reply_is_held_never_played_and_queued_for_the_operator
     assert any(it.kind == "reason" and "idiot" in it.text for it in ledger.held(store, "reason"))
 
 
+def heard_notice(client, body: dict):
+    """The battle's crisis notice: in its response, or (the battle does not wait for the voter's transcript,
+    issue 13) from GET /api/arena/live/heard once the transcript is made."""
+    if not body.get("transcript_pending"):
+        return body["crisis_notice"]
+    for _ in range(12):
+        heard = client.get("/api/arena/live/heard", params={"battle_id": body["battle_id"], "session": body["session"],
+                                                          "wait_s": 10}).json()
+        if not heard["pending"]:
+            return heard["crisis_notice"]
+    raise AssertionError("the voter's transcript was never made")
+
+
 def test_a_live_utterance_saying_the_user_wants_to_die_shows_the_crisis_notice(tmp_path):
     """Real Whisper, the real offline screen; the contestants are loopback models that speak kindly."""
     from eval_backend.safety import crisis_notice_markdown
@@ -235,10 +248,10 @@ def test_a_live_utterance_saying_the_user_wants_to_die_shows_the_crisis_notice(t
         with LiveApp(tmp_path / "live", specs) as app, httpx.Client(base_url=app.url, timeout=120) as c:
             r = post_live(c, utterance(text="I just want to die."))
             assert r.status_code == 200, r.text
-            assert r.json()["crisis_notice"] == crisis_notice_markdown()
+            assert heard_notice(c, r.json()) == crisis_notice_markdown()
             calm = post_live(c, utterance(), session=r.json()["session"])
             assert calm.status_code == 200, calm.text
-            assert calm.json()["crisis_notice"] is None
+            assert heard_notice(c, calm.json()) is None
 
 
 @pytest.mark.parametrize("reason", ["You are a worthless idiot, shut up."])
