@@ -403,7 +403,14 @@ class LiveService:
         """Load the transcriber on its low-priority thread now (one discarded pass over a second of a quiet tone),
         not on the first voter's clip: loading Whisper on 2 busy cores takes seconds."""
         tone = (0.01 * np.sin(np.arange(16000) * 2 * np.pi * 220 / 16000)).astype(np.float32)
-        self._hear_pool.submit(self.hear, tone, 16000)
+
+        def warm() -> None:
+            _yield_cpu()
+            self.hear(tone, 16000)
+        # a daemon thread, not the hearing pool: the interpreter joins a pool's threads at exit, so a SIGTERM
+        # right after start would wait for Whisper to finish loading (the model's loader is locked: a voter's
+        # first clip meanwhile waits for the same load, it does not start a second one)
+        threading.Thread(target=warm, name="live-hear-warm", daemon=True).start()
 
     def hear(self, samples: np.ndarray, sr: int) -> Heard:
         """Transcribe and screen the voter's clip (on the low-priority thread). Never raises: no transcript is a
