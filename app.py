@@ -21,7 +21,6 @@ import json
 import logging
 import os
 import signal
-import sys
 from dataclasses import dataclass
 from typing import Callable
 
@@ -145,13 +144,24 @@ def build_app(ctx: AppContext) -> BodyLimit:
     return BodyLimit(app, app_caps(ctx.submissions.max_upload_bytes))
 
 
+def _terminate(*_) -> None:
+    """SIGTERM: run the exit handlers (they stop the baseline server and the Hub sync, flush the log), then end.
+    Not `sys.exit`: a SystemExit raised while the main thread happens to run a garbage-collector callback (a
+    weakref's) is printed as "Exception ignored" and swallowed, and the app would keep running — seen when the
+    signal arrived during start-up on a loaded machine. Nor the interpreter's own shutdown, which would wait for
+    worker pools' threads."""
+    import atexit
+    atexit._run_exitfuncs()        # CPython's: the registered handlers, once, newest first
+    os._exit(0)
+
+
 def main() -> None:
     import uvicorn
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
     # SIGTERM ends the process like a normal exit, so atexit handlers run (the baseline server is stopped):
     # uvicorn re-raises the signal after its graceful shutdown, which under the default handler kills at once
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    signal.signal(signal.SIGTERM, _terminate)
     ctx = AppContext.from_env()
     ctx.start()              # Hub restore, bootstrap, live sweeper, worker, health checks (app_context.py)
     atexit.register(ctx.hub.stop)
