@@ -353,13 +353,7 @@ class Battles:
         if not isinstance(battle_id, str) or not isinstance(session_id, str):
             raise SkipRefused("bad_value", "battle id and session id must be text")
         with self.store.transaction() as conn:
-            battle = storage.battle_row(conn, battle_id)
-            if battle is None:
-                raise SkipRefused("unknown_battle", "this battle does not exist")
-            if battle["session_id"] != session_id:
-                raise SkipRefused("wrong_session", "this battle was served to another session")
-            if battle["voted"]:
-                raise SkipRefused("already_voted", "this battle already has a vote")
+            _unvoted_battle_of(conn, battle_id, session_id, SkipRefused, "")
             storage.mark_skipped(conn, battle_id, self.clock())
         self.gate.closed(session_id, battle_id)
 
@@ -404,13 +398,7 @@ class Battles:
         s = self.settings
         with self.store.transaction() as conn:
             now = self.clock()
-            battle = storage.battle_row(conn, battle_id)
-            if battle is None:
-                raise VoteRefused("unknown_battle", "this battle does not exist; load a new battle")
-            if battle["session_id"] != session_id:
-                raise VoteRefused("wrong_session", "this battle was served to another session")
-            if battle["voted"]:
-                raise VoteRefused("already_voted", "this battle already has a vote; load a new battle")
+            battle = _unvoted_battle_of(conn, battle_id, session_id, VoteRefused, "; load a new battle")
             if battle["skipped_at"] is not None:
                 raise VoteRefused("skipped", "this battle was skipped; load a new battle")
             if now > battle["expires_at"]:
@@ -495,3 +483,16 @@ class Battles:
 
     def paused(self) -> set[str]:
         return storage.paused_models(self.store)
+
+
+def _unvoted_battle_of(conn, battle_id: str, session_id: str, refused: type, hint: str):
+    """The battle row, when it exists, was served to `session_id` and has no vote; else `refused(code, message)`
+    (the same checks for a vote and a skip; `hint` ends the messages that invite loading a new battle)."""
+    battle = storage.battle_row(conn, battle_id)
+    if battle is None:
+        raise refused("unknown_battle", "this battle does not exist" + hint)
+    if battle["session_id"] != session_id:
+        raise refused("wrong_session", "this battle was served to another session")
+    if battle["voted"]:
+        raise refused("already_voted", "this battle already has a vote" + hint)
+    return battle
