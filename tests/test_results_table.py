@@ -2,50 +2,21 @@
 store) and the paper's reported rows: values, reasons, units, filters, sort presets, URL state, agreement."""
 from __future__ import annotations
 
-from pathlib import Path
 
-import numpy as np
 import pytest
-import soundfile as sf
 
-from eval_backend.benchmark.dataset import audio_ref_from_file
-from eval_backend.benchmark.model import MCQ, Benchmark, SelectionItem
-from eval_backend.scoring.results import score, write_results
 from eval_backend.store import Reply, Store
 from leaderboard import agreement
+from tests.support.results_fixtures import METRICS, scored_results  # noqa: F401
 from leaderboard import results_table as rt
 
-METRICS = ["l1.understanding_acc", "l2.*", "sel.*", "l3.judge.c1", "l3.judge.c4"]
-
-
-def _tone(path: Path, hz: float):
-    sf.write(path, 0.3 * np.sin(2 * np.pi * hz * np.arange(4000) / 16000), 16000)
-    return audio_ref_from_file(path)
 
 
 @pytest.fixture(scope="module")
 def scored(tmp_path_factory):
-    root = tmp_path_factory.mktemp("table")
-    a = [_tone(root / f"a{i}.wav", 200 + 60 * i) for i in range(3)]
-    mcqs = [MCQ("u1", "understanding", "speech emotion", a[0], "Feel?", ["Sad", "Happy"], "B"),
-            MCQ("u2", "understanding", "speech emotion", a[1], "Feel?", ["Sad", "Happy"], "A"),
-            MCQ("r1", "reasoning", "speaker-intent recognition", a[2], "Why?", ["x", "y"], "A"),
-            MCQ("r2", "reasoning", "speaker-intent recognition", a[2], "Why?", ["x", "y"], "B")]
-    sel = [SelectionItem("g1_1", "g1", "context", "ctx", None, a[0], {"A": a[1], "B": a[2]}, "A"),
-           SelectionItem("g1_2", "g1", "context", "ctx", None, a[0], {"A": a[1], "B": a[2]}, "B")]
-    b = Benchmark("mini", "1", mcqs=mcqs, selection=sel, hash="mini-hash")
-    store = Store(root / "data")
-    answers = {"good": {"u1": "B", "u2": "A", "r1": "A", "r2": "B", "g1_1": "A", "g1_2": "B"},
-               "half": {"u1": "B", "u2": "B", "r1": "A", "r2": "A", "g1_1": "A", "g1_2": "A"}}
-    docs = {}
-    for model, ans in answers.items():
-        for item, letter in ans.items():
-            task = "selection" if item.startswith("g") else ("mcq_understanding" if item[0] == "u" else "mcq_reasoning")
-            store.put_reply(Reply(model, b.hash, f"{task}/{item}/-", task, item, "-", "ok", text=letter))
-        doc = score(b, store.replies(model=model), model, store, metrics=METRICS).doc
-        write_results(store.root, doc)
-        docs[model] = doc
-    return store, docs
+    """The mini benchmark scored for "good" and "half" (tests/support/results_fixtures.py, shared with the
+    readable-tables tests)."""
+    return scored_results(tmp_path_factory.mktemp("table"))
 
 
 def test_measured_rows_carry_values_reasons_and_intervals(scored):
