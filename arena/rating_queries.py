@@ -9,7 +9,7 @@ import math
 
 from . import bradley_terry as bt
 from . import by_source
-from . import storage
+from . import storage, vote_flags
 from .ratings import Rating, replay
 from .storage import AXES, VoteRow
 
@@ -55,16 +55,33 @@ class RatingQueries:
     def stored_ratings(self, axis: str = "overall") -> dict[str, Rating]:
         return {m: Rating(r["mu"], r["sigma"]) for m, r in storage.stored_ratings(self.store, axis).items()}
 
+    # ------------------------------------------------------------------ which votes the public fit counts
+    def vote_weights(self) -> dict[int, float]:
+        """{vote id: weight < 1} of the votes the integrity flags in force hold down (arena/vote_flags.py: gold
+        checks, agreement, sweeps); read again only when the flags change."""
+        key = vote_flags.version(self.store)
+        if self._weights_cache is None or self._weights_cache[0] != key:
+            self._weights_cache = (key, vote_flags.weights(self.store))
+        return self._weights_cache[1]
+
+    def counted(self, votes: list[VoteRow]) -> list[VoteRow]:
+        """The votes the public fit (Bradley-Terry, the replayed table, pairwise, releases) counts: every vote but
+        the excluded ones (weight 0). The one place the fit reads the flags: down-weighted votes (0 < weight < 1)
+        count in full here until the raters apply per-vote weights (issue 23's Rater), which take
+        `vote_weights()` as they are."""
+        w = self.vote_weights()
+        return [v for v in votes if w.get(v.id, 1.0) > 0] if w else votes
+
     def pair_counts(self, axis: str = "overall", votes: list[VoteRow] | None = None) -> bt.PairCounts:
-        votes = self.votes() if votes is None else votes
+        votes = self.counted(self.votes() if votes is None else votes)
         return bt.counts_from_votes((v.model_a, v.model_b, v.winner) for v in
                                     (row.as_vote(axis) for row in votes) if v is not None)
 
     def bradley_terry(self, axis: str = "overall", rounds: int | None = None, seed: int = 0,
                       votes: list[VoteRow] | None = None) -> bt.BTResult:
         rounds = self.settings.bootstrap_rounds if rounds is None else rounds
-        votes = self.votes() if votes is None else votes
-        key = (axis, rounds, seed, votes[-1].id if votes else 0, len(votes))
+        votes = self.counted(self.votes() if votes is None else votes)
+        key = (axis, rounds, seed, votes[-1].id if votes else 0, len(votes), self._weights_cache[0])
         cached = self._bt_cache.get(axis)
         if cached is None or cached[0] != key:       # refit only when the log has grown
             cached = self._bt_cache[axis] = (key, bt.bootstrap(self.pair_counts(axis, votes), rounds, seed,
@@ -97,7 +114,7 @@ class RatingQueries:
                        ) -> list[dict]:
         """The CLI's `ratings --json`: replayed TrueSkill, BT with interval, votes on the axis (incl. both-bad).
         `source` benchmark | live: over that kind of battle only."""
-        votes = self.votes() if by_source.check(source) == "all" else by_source.votes_of(self, source)
+        votes = self.counted(self.votes() if by_source.check(source) == "all" else by_source.votes_of(self, source))
         ts = self.replay_ratings(axis, votes)
         fit = self.bradley_terry(axis, rounds, votes=votes).as_dict()
         n = {m: 0 for m in ts}
@@ -110,6 +127,7 @@ class RatingQueries:
     def _board_over(self, axis: str, rounds: int | None, votes: list[VoteRow]) -> list[dict]:
         """The board's rows (ratings_table's columns) over a subset of the votes (one battle source): TrueSkill
         replayed and tallied over that subset, since the stored ratings cover every vote."""
+        votes = self.counted(votes)
         ts = self.replay_ratings(axis, votes)
         fit = self.bradley_terry(axis, rounds, votes=votes).as_dict()
         tally = {m: {"votes": 0, "wins": 0, "losses": 0, "ties": 0, "both_bad": 0} for m in ts}

@@ -49,6 +49,9 @@ from .abuse import BattleGate
 from .battles import (MAX_REASON_CHARS, Battles, BattleView, IdentityScreen, NoBattleAvailable, Revealed,
                       SkipRefused, VoteRefused, VoteResult, _Candidate, NotYet)
 from .config import ArenaSettings
+from .gold import GoldBattles
+from .pow import PowGate
+from .ratings import Rating
 from .rating_queries import RatingQueries, _num, board_order, ratings_rows
 from .storage import VoteRow
 from .vote_log import VoteLog
@@ -84,3 +87,7 @@ class ArenaService(Battles, VoteLog, RatingQueries):
                                s.battle_ttl_s, clock)
         self._signer = None
         self.fetches = battle_clips.FetchLog(store, clock)
+        # integrity (issue 23): gold battles, proof of work, and the flags' weights the public fit applies
+        self.gold = GoldBattles(store, s.gold_share, s.gold_constructions, Rating(s.trueskill.mu, s.trueskill.sigma))
+        self.pow = PowGate(lambda: self.signer, s, clock)
+        self._weights_cache: tuple | None = None

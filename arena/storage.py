@@ -317,6 +317,19 @@ def recent_votes(conn, col: str, key: str, now: float) -> tuple[int | None, int]
         (now - 60, key, now - 86400)).fetchone()
 
 
+def session_votes_since(conn, session_id: str, since: float) -> int:
+    """Votes of one session cast at or after `since` (arena/pow.py: votes covered by its last proof of work)."""
+    return conn.execute("SELECT COUNT(*) FROM arena_votes WHERE session_id=? AND created_at >= ?",
+                        (session_id, since)).fetchone()[0]
+
+
+def vote_facts(store: Store) -> list:
+    """Every vote cast live in a served battle, with who cast it and from where (arena/vote_flags.py's sweep;
+    imported and restored votes have no session and are not swept)."""
+    return store.query('SELECT id, session_id, "user", ip_hash, created_at, model_a, model_b, slot FROM arena_votes '
+                       "WHERE source='live' AND session_id IS NOT NULL ORDER BY id")
+
+
 def overall_vote_counts(conn, model_a: str, model_b: str) -> dict[str, int]:
     return {r["model"]: r["votes"] for r in conn.execute(
         "SELECT model, votes FROM arena_ratings WHERE axis='overall' AND model IN (?, ?)", (model_a, model_b))}

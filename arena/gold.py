@@ -1,0 +1,198 @@
+"""Gold battles: a small share of battles pairs a real reply with a known-bad clip made from it, to learn which
+voters listen. Their votes are recorded here, never in the vote log, so they never enter any rating.
+
+    plan = gold.plan(rng, candidate, model_a, model_b, paths, candidates)   # in serve_battle; None: a normal one
+    gold.record(conn, battle_id, plan, now)                                  # in the battle's transaction
+    gold.clip(battle_id)                                                     # the file behind the bad clip
+    outcome = gold.record_vote(conn, battle, slot, ...)                      # in the vote's transaction
+    records(store, voter_subject) -> {voter: GoldRecord(passes, fails)}      # arena/sweeps.py: reliability
+
+A gold battle is served exactly like any other: its row in arena_battles names the real model and, on the bad
+side, `gold:<construction>` (a name no submitted model can have: submitted names hold no ':'); its clips go
+through the same route (arena/media.py: battle id + clip, the same headers), the bad clip is a fresh file in
+the real reply's own wav format and length class (arena/gold_clips.py), and the battle JSON has the same fields.
+Only after the vote does the reveal say which clip was the check and what it was.
+
+Outcome: the real reply chosen = passed; the bad clip chosen, or a tie = failed; "both bad" = neutral (the real
+reply may be bad too). Clips are written to <data dir>/gold/ when the battle is served (a fresh random clip per
+battle, so a hash learned from one reveal never recognises the next) and deleted once the battle has expired.
+"""
+from __future__ import annotations
+
+import os
+import secrets
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from eval_backend.store import Store, register_migration
+
+from . import storage            # arena_battles first (migrations apply in registration order); ratings
+from .gold_clips import CONSTRUCTIONS, read_like, wav_like
+from .ratings import Rating
+from .sweeps import GoldRecord
+from .vote_types import Revealed, VoteResult
+
+register_migration("arena_0008_gold", """
+CREATE TABLE IF NOT EXISTS arena_gold_battles (
+    battle_id       TEXT PRIMARY KEY,
+    model           TEXT NOT NULL,
+    good_slot       TEXT NOT NULL CHECK (good_slot IN ('A', 'B')),
+    construction    TEXT NOT NULL,
+    clip_path       TEXT NOT NULL,
+    created_at      REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS arena_gold_votes (
+    id              INTEGER PRIMARY KEY AUTOINCREMENT,
+    battle_id       TEXT NOT NULL UNIQUE,
+    session_id      TEXT,
+    "user"          TEXT,
+    ip_hash         TEXT,
+    slot            TEXT NOT NULL CHECK (slot IN ('A', 'B', 'tie', 'both_bad')),
+    result          TEXT NOT NULL CHECK (result IN ('pass', 'fail', 'neutral')),
+    created_at      REAL NOT NULL
+);
+CREATE INDEX IF NOT EXISTS arena_gold_votes_time ON arena_gold_votes (created_at)
+""")
+
+PREFIX = "gold:"
+GOLD_DIR = "gold"
+LABEL = "check clip"           # the bad side's name in the reveal
+
+
+def is_gold(model: str | None) -> bool:
+    return isinstance(model, str) and model.startswith(PREFIX)
+
+
+def is_gold_battle(battle) -> bool:
+    return is_gold(battle["model_a"]) or is_gold(battle["model_b"])
+
+
+def outcome(slot: str, good_slot: str) -> str:
+    """pass | fail | neutral for a vote `slot` in a gold battle whose real reply is in `good_slot`."""
+    if slot == good_slot:
+        return "pass"
+    return "neutral" if slot == "both_bad" else "fail"
+
+
+@dataclass(frozen=True)
+class GoldPlan:
+    model_a: str
+    model_b: str
+    paths: dict                 # {model name or gold name: absolute path}
+    model: str                  # the real reply's model
+    good_slot: str
+    construction: str
+    clip_rel: str               # the bad clip, relative to the data dir
+
+
+class GoldBattles:
+    """Plans, records and answers gold battles (one per ArenaService)."""
+
+    def __init__(self, store: Store, share: float, constructions: tuple[str, ...], fresh: Rating):
+        unknown = [c for c in constructions if c not in CONSTRUCTIONS]
+        if unknown or not 0 <= share <= 1:
+            raise ValueError(f"gold battles: share must be in [0, 1] and constructions among "
+                             f"{', '.join(CONSTRUCTIONS)} (got {share!r}, {unknown})")
+        self.store, self.share, self.constructions = store, share, tuple(constructions)
+        self.fresh = fresh         # a model's rating before its first vote (the reveal of an unrated model)
+
+    # ------------------------------------------------------------------ serving
+    def plan(self, rng, cand, model_a: str, model_b: str, paths: dict, candidates: list) -> GoldPlan | None:
+        """With probability `share`, turn the battle chosen by matchmaking into a gold one: one of its two models
+        keeps its real reply, the other side becomes a known-bad clip built from that reply."""
+        if not self.share or not self.constructions or rng.random() >= self.share:
+            return None
+        model = model_a if rng.random() < 0.5 else model_b
+        name = rng.choice(self.constructions)
+        try:
+            rel = self._build(name, paths[model], model, cand, candidates, rng)
+        except (OSError, ValueError, RuntimeError):   # an unreadable reply: serve the normal battle instead
+            return None
+        if rel is None:
+            return None
+        bad = PREFIX + name
+        good_slot = "A" if rng.random() < 0.5 else "B"
+        a, b = (model, bad) if good_slot == "A" else (bad, model)
+        return GoldPlan(a, b, {model: paths[model], bad: str(self.store.abspath(rel))}, model, good_slot, name, rel)
+
+    def _build(self, name: str, source: str, model: str, cand, candidates: list, rng) -> str | None:
+        if name == "other_reply":       # the same model's stored reply to another request, as it is
+            others = [c for c in candidates if model in c.replies and c.request_id != cand.request_id]
+            return rng.choice(others).replies[model].audio_path if others else None
+        samples, sr = read_like(source)
+        bad = CONSTRUCTIONS[name].build(samples, sr, np.random.default_rng(rng.getrandbits(64)))
+        rel = f"{GOLD_DIR}/{secrets.token_hex(16)}.wav"
+        dest = self.store.abspath(rel)
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        tmp = dest.with_suffix(".tmp")
+        tmp.write_bytes(wav_like(source, bad))
+        tmp.replace(dest)
+        return rel
+
+    def record(self, conn, battle_id: str, plan: GoldPlan, now: float) -> None:
+        conn.execute("INSERT INTO arena_gold_battles (battle_id, model, good_slot, construction, clip_path, "
+                     "created_at) VALUES (?, ?, ?, ?, ?, ?)",
+                     (battle_id, plan.model, plan.good_slot, plan.construction, plan.clip_rel, now))
+
+    def clip(self, battle_id: str) -> Path | None:
+        rows = self.store.query("SELECT clip_path FROM arena_gold_battles WHERE battle_id=?", (battle_id,))
+        return self.store.abspath(rows[0]["clip_path"]) if rows else None
+
+    # ------------------------------------------------------------------ votes
+    def record_vote(self, conn, battle, slot: str, session_id: str, user: str | None, ip_hash: str,
+                    now: float) -> VoteResult:
+        """Record the check's outcome (inside the vote's transaction) and reveal: the real reply's model and its
+        rating (unchanged: a check rates nobody), and what the check clip was. `vote_id` is 0 (no vote-log row)."""
+        row = conn.execute("SELECT model, good_slot, construction FROM arena_gold_battles WHERE battle_id=?",
+                           (battle["id"],)).fetchone()
+        if row is None:
+            raise RuntimeError(f"gold battle {battle['id']} has no gold record")
+        result = outcome(slot, row["good_slot"])
+        conn.execute('INSERT INTO arena_gold_votes (battle_id, session_id, "user", ip_hash, slot, result, created_at) '
+                     "VALUES (?, ?, ?, ?, ?, ?, ?)", (battle["id"], session_id, user, ip_hash, slot, result, now))
+        model = row["model"]
+        said = self.store.reply_texts(battle["benchmark_hash"], battle["request_id"], (model, model)).get(model)
+        real = Revealed(model, said, storage.read_rating(conn, "overall", model, self.fresh),
+                        storage.overall_vote_counts(conn, model, model).get(model, 0))
+        check = Revealed(LABEL, CONSTRUCTIONS[row["construction"]].describe, None, 0)
+        a, b = (real, check) if row["good_slot"] == "A" else (check, real)
+        return VoteResult(0, battle["id"], slot, {"A": a.model, "B": b.model}.get(slot, slot), a, b, result)
+
+    # ------------------------------------------------------------------ upkeep
+    def delete_expired_clips(self, older_than_s: float, now: float | None = None) -> int:
+        """Delete the bad clips written more than `older_than_s` ago (their battles have expired: the route serves
+        nothing then); the rows stay. Returns how many files went."""
+        folder = self.store.abspath(GOLD_DIR)
+        cutoff = (time.time() if now is None else now) - older_than_s
+        n = 0
+        for path in folder.glob("*.wav") if folder.is_dir() else ():
+            try:
+                if path.stat().st_mtime < cutoff:
+                    os.unlink(path)
+                    n += 1
+            except FileNotFoundError:
+                pass
+        return n
+
+
+def records(store: Store, voter_subject) -> dict:
+    """{voter subject: GoldRecord(passes, fails)} over every gold vote (arena/sweeps.py's reliability)."""
+    tally: dict[str, list[int]] = {}
+    for r in store.query('SELECT "user", session_id, result, COUNT(*) AS n FROM arena_gold_votes '
+                         'GROUP BY "user", session_id, result'):
+        t = tally.setdefault(voter_subject(r["user"], r["session_id"]), [0, 0])
+        if r["result"] in ("pass", "fail"):
+            t[r["result"] == "fail"] += r["n"]
+    return {k: GoldRecord(p, f) for k, (p, f) in tally.items()}
+
+
+def gold_counts(store: Store, since: float, until: float, bucket_s: float) -> dict[int, dict[str, int]]:
+    """{bucket: {result: gold votes}} (arena/health.py)."""
+    out: dict[int, dict[str, int]] = {}
+    for r in store.query(f"SELECT {store.int_floor('created_at / ?')} AS b, result, COUNT(*) FROM arena_gold_votes "
+                         "WHERE created_at >= ? AND created_at < ? GROUP BY b, result", (bucket_s, since, until)):
+        out.setdefault(r[0], {})[r[1]] = r[2]
+    return out
