@@ -45,6 +45,7 @@ import gradio as gr
 
 from eval_backend import safejson
 
+from . import pow_ui
 from .media import audio_html
 from eval_backend.inert import md, md_inline
 from eval_backend import client_address
@@ -202,7 +203,8 @@ def revealed_clip_html(slot: str, side, url: str, won: bool) -> str:
     """A reply's player after the vote: the model's name (inert: escaped) and its rating after this vote, short.
     A new <audio> element, so nothing keeps playing from before the vote."""
     votes = f"{side.votes} vote{'' if side.votes == 1 else 's'}"
-    rating = f"TrueSkill {side.rating.mu:.1f} ± {side.rating.sigma:.1f} · {votes}"
+    rating = (f"TrueSkill {side.rating.mu:.1f} ± {side.rating.sigma:.1f} · {votes}" if side.rating is not None
+              else "a check clip, not a model")     # a gold battle (arena/gold.py)
     return (f'<div class="media-clip arena-revealed"><div class="media-clip-label"><strong>{slot}: '
             f'{html.escape(side.model)}</strong>{" 🏆" if won else ""} <span class="arena-rating">{rating}</span></div>'
             f'<audio controls preload="auto" src="{html.escape(url)}"></audio></div>')
@@ -236,8 +238,10 @@ def _identity(st: dict, request: gr.Request | None, profile: gr.OAuthProfile | N
     return session, ip, user
 
 
-# The vote sends the page's listen report through this hidden box (filled by the click's js, LISTEN_JS).
-LISTEN_JS = "(...args) => [...args.slice(0, -1), window.__arenaListenReport ? window.__arenaListenReport() : '']"
+# The vote sends the page's listen report and the proof-of-work payload (arena/pow_ui.py) through two hidden
+# boxes, filled by the click's js (LISTEN_JS).
+LISTEN_JS = ("(...args) => [...args.slice(0, -2), window.__arenaListenReport ? window.__arenaListenReport() : '', "
+             f"{pow_ui.PAYLOAD_JS}]")
 MAX_LISTEN_REPORT_BYTES = 2048
 
 
@@ -251,6 +255,14 @@ def listen_report(text: str | None, battle_id: str | None) -> dict | None:
     if not isinstance(report, dict) or report.get("battle_id") != battle_id:
         return None
     return report
+
+
+# After a gold battle (arena/gold.py): no rating changed; the voter learns it was a check and how it went
+GOLD_THANKS = {"pass": "✅ Thank you! This one was a check: one clip was made unlistenable on purpose, and you "
+                       "picked the real reply. Checks like this keep the votes honest.",
+               "fail": "This one was a check: one clip was made unlistenable on purpose (see below). Please listen "
+                       "to both replies before voting: votes that miss these checks count for less.",
+               "neutral": "This one was a check: one clip was made unlistenable on purpose (see below). Thank you!"}
 
 
 def reveal_markdown(result) -> str:
@@ -310,6 +322,7 @@ def build_arena_tab(ctx) -> ArenaTabHandles:
             audio_a, audio_b = player("a"), player("b")
     meter = gr.HTML(_meter_html(None, None, ""), js_on_load=METER_JS, elem_id="arena-meter")
     play_all = gr.Button("▶ Play all in order", elem_id="arena-play-all", size="sm")
+    pow_box = pow_ui.build_pow_box()               # the anonymous voter's proof of work, while one is due
     with gr.Row(elem_id="arena-vote-row"):         # fixed at the bottom of a phone's screen during a battle
         vote_buttons = {slot: gr.Button(label, interactive=False, elem_id=VOTE_IDS[slot],
                                         variant="primary" if slot in ("A", "B") else "secondary")
@@ -321,6 +334,7 @@ def build_arena_tab(ctx) -> ArenaTabHandles:
             sounded = gr.Radio(SUB_CHOICES, label="How it sounded (the voice)", elem_id="arena-sounded")
         reason = gr.Textbox(label="Reason (optional)", max_lines=3, max_length=500, elem_id="arena-reason")
     listen_box = gr.Textbox(visible=False, elem_id="arena-listen")    # the page's listen report (LISTEN_JS)
+    pow_input = gr.Textbox(visible=False, elem_id="arena-pow-payload")  # the solved proof of work (LISTEN_JS)
     gr.Markdown(HELP.replace("up to 2×", f"up to {service.settings.max_playback_rate:g}×"), elem_id="arena-help")
     gr.Markdown(KEYS_HELP, elem_classes=["arena-keys"], elem_id="arena-keys")   # keyboards only (layout_css)
 
@@ -351,7 +365,8 @@ def build_arena_tab(ctx) -> ArenaTabHandles:
                     gr.update(visible=True, value="Try again"), gr.update(visible=False))
         ctx = context_markdown(view.context_text)
         return (
-            {"session": session, "battle_id": view.battle_id, "voted": False, "notice": view.notice},
+            {"session": session, "battle_id": view.battle_id, "voted": False, "notice": view.notice,
+             "pow": view.pow_required},
             gr.update(visible=bool(ctx), value=ctx),
             clip_html(AUDIO_LABELS["user"], view.user_audio), clip_html(AUDIO_LABELS["a"], view.audio_a),
             clip_html(AUDIO_LABELS["b"], view.audio_b),
@@ -368,9 +383,9 @@ def build_arena_tab(ctx) -> ArenaTabHandles:
         return [gr.update(interactive=open_)] * len(buttons) + ["" if st.get("not_yet") else gr.update()]
 
     def make_vote(slot: str):
-        def vote(st: dict, said_v, sounded_v, reason_v, listen_v, request: gr.Request,
+        def vote(st: dict, said_v, sounded_v, reason_v, listen_v, pow_v, request: gr.Request,
                  profile: gr.OAuthProfile | None):
-            keep3 = [gr.update()] * 3                  # the players, unchanged unless the vote counts
+            keep3 = [gr.update()] * 4                  # the players (and the proof-of-work box), unchanged
             if not st.get("battle_id") or st.get("voted"):
                 return (st, *locked, gr.update(), gr.update(), gr.update(), "Start a new battle first.",
                         gr.update(), gr.update(visible=True), gr.update(visible=False), *keep3)
@@ -379,13 +394,16 @@ def build_arena_tab(ctx) -> ArenaTabHandles:
                 service.admit_vote(ip)
                 result = run_write(service.submit_vote, st["battle_id"], session, ip, slot, said=said_v or None,
                                    sounded=sounded_v or None, reason=(reason_v or "").strip() or None, user=user,
-                                   listen=listen_report(listen_v, st["battle_id"]))
+                                   listen=listen_report(listen_v, st["battle_id"]), pow=pow_v or None)
             except NotYet as exc:
                 keep = [gr.update()] * len(buttons)
                 return ({**st, "not_yet": True}, *keep, gr.update(), gr.update(), gr.update(), f"⏳ {md(exc.message)}",
                         gr.update(), gr.update(), gr.update(), *keep3)
             except (VoteRefused, Refused) as exc:
                 keep = [gr.update()] * len(buttons)
+                if exc.reason_code.startswith("pow_"):     # a fresh check (a new challenge), then vote again
+                    st = {**st, "pow": True, "pow_round": st.get("pow_round", 0) + 1}
+                    keep3 = keep3[:3] + [pow_ui.widget_html(True, service.settings.pow_every_votes, st["pow_round"])]
                 return (st, *keep, gr.update(), gr.update(), gr.update(), message_markdown(exc.message), gr.update(),
                         gr.update(), gr.update(), *keep3)
             done = {**st, "voted": True}
@@ -394,9 +412,9 @@ def build_arena_tab(ctx) -> ArenaTabHandles:
                        revealed_clip_html("A", result.a, battle_clip_url(bid, "A"), result.winner == result.a.model),
                        revealed_clip_html("B", result.b, battle_clip_url(bid, "B"), result.winner == result.b.model))
             return (done, *locked, gr.update(interactive=False), gr.update(interactive=False),
-                    gr.update(interactive=False), "✅ Vote recorded. Thank you!",
+                    gr.update(interactive=False), GOLD_THANKS.get(result.gold, "✅ Vote recorded. Thank you!"),
                     gr.update(visible=True, value=reveal_markdown(result)),
-                    gr.update(visible=True, value="Next battle"), gr.update(visible=False), *players)
+                    gr.update(visible=True, value="Next battle"), gr.update(visible=False), *players, gr.update())
         return vote
 
     battle_outputs = [state, context_md, audio_user, audio_a, audio_b, meter, *buttons, said, sounded, reason,
@@ -412,14 +430,17 @@ def build_arena_tab(ctx) -> ArenaTabHandles:
     for btn in (next_btn, skip_btn):                 # Skip = close this battle unvoted, then the next one
         btn.click(new_battle, [state], battle_outputs, concurrency_limit=1, concurrency_id=WRITE_QUEUE,
                   api_visibility="private").then(show_notice, [state], [notice_md], api_visibility="private",
-                                                 show_progress="hidden")
+                                                 show_progress="hidden").then(
+            pow_ui.show(service.settings.pow_every_votes), [state], [pow_box], api_visibility="private",
+            show_progress="hidden")
     meter.submit(unlock, [state], [*buttons, message], concurrency_limit=None, api_visibility="private",
                  show_progress="hidden")
     play_all.click(None, None, None, js=PLAY_ALL_JS)
     vote_outputs = [state, *buttons, said, sounded, reason, message, reveal, next_btn, skip_btn,
-                    audio_user, audio_a, audio_b]
+                    audio_user, audio_a, audio_b, pow_box]
     for slot, btn in vote_buttons.items():
-        btn.click(make_vote(slot), [state, said, sounded, reason, listen_box], vote_outputs, concurrency_limit=1,
+        btn.click(make_vote(slot), [state, said, sounded, reason, listen_box, pow_input], vote_outputs,
+                  concurrency_limit=1,
                   concurrency_id=WRITE_QUEUE, api_visibility="private", js=LISTEN_JS).then(
             None, None, None, js=PAUSE_AFTER_VOTE_JS)
     # the live section (arena/live_ui.py) fills these same components, so a live battle is voted on here

@@ -22,7 +22,7 @@ one file the server chose, so there is no path for a stranger to spell.
   a client cannot make one up. Replicas must share the signing key (see signing.py).
 - Every resolved file is also checked on its own: an audio suffix, a regular file, and inside the data dir
   only under replies/ (replies) or benchmarks/ and cache/hub/ (benchmark clips), or live/ (a live battle's clips,
-  battle route only): a tampered row or
+  battle route only), or gold/ (a gold battle's check clip, battle route only): a tampered row or
   benchmark.json pointing at ../store.sqlite3 gets a 404, not the database.
 """
 from __future__ import annotations
@@ -30,6 +30,7 @@ from __future__ import annotations
 import base64
 import html
 import json
+import os
 import time
 from pathlib import Path
 from typing import Callable
@@ -49,6 +50,7 @@ AUDIO_TYPES = {".wav": "audio/wav", ".flac": "audio/flac", ".mp3": "audio/mpeg",
 REPLY_DIRS = ("replies",)
 CLIP_DIRS = ("benchmarks", "cache/hub")
 LIVE_DIRS = ("live",)          # live battles' clips (arena/live_store.py), served by the battle route only
+GOLD_DIRS = ("gold",)          # gold battles' check clips (arena/gold.py), served by the battle route only
 MAX_TOKEN_CHARS = 512
 # A held reply's audio for the operator's Moderation tab (leaderboard/moderation_tab.py): a signed token that
 # names the screening subject and expires; minted only on the operator's page, never served by path.
@@ -164,11 +166,17 @@ def held_reply_file(store, subject: str) -> Path | None:
     return reply_file(store, model, benchmark_hash, request_id)
 
 
-def _audio(path: Path, name: str, cache: str) -> FileResponse:
+def _audio(path: Path, name: str, cache: str, dated: bool = True) -> FileResponse:
     # A generic file name: the stored one may contain a model name. Range requests are served by FileResponse.
-    return FileResponse(path, media_type=AUDIO_TYPES[path.suffix.lower()], filename=name,
-                        content_disposition_type="inline",
-                        headers={"Cache-Control": cache, "X-Content-Type-Options": "nosniff"})
+    # `dated` False: no Last-Modified and no ETag (made from the file's mtime): a battle clip's date would tell a
+    # clip written when the battle was served (a gold check, arena/gold.py) from a reply stored days before.
+    response = FileResponse(path, media_type=AUDIO_TYPES[path.suffix.lower()], filename=name,
+                            content_disposition_type="inline", stat_result=os.stat(path),
+                            headers={"Cache-Control": cache, "X-Content-Type-Options": "nosniff"})
+    if not dated:
+        del response.headers["last-modified"]
+        del response.headers["etag"]
+    return response
 
 
 def _not_found(what: str) -> JSONResponse:
@@ -179,7 +187,7 @@ def _battle_file(service, battle_id: str, clip: str) -> Path | None:
     """The servable file behind a battle clip; serving it records the clip's first fetch (the listening rule,
     arena/listening.py: a vote needs the audio to have left the server)."""
     path = service.battle_clip(battle_id, clip)
-    path = servable(path, service.store.root, REPLY_DIRS + CLIP_DIRS + LIVE_DIRS) if path else None
+    path = servable(path, service.store.root, REPLY_DIRS + CLIP_DIRS + LIVE_DIRS + GOLD_DIRS) if path else None
     if path is not None:
         service.clip_fetched(battle_id, clip)
     return path
@@ -202,7 +210,7 @@ def build_media_router(service, tokens: MediaTokens | None = None,
         if path is None:
             return _not_found("clip: serve a battle first (clips are user, A, B); expired battles have none")
         return _audio(path, f"{clip}.wav" if path.suffix.lower() == ".wav" else f"{clip}{path.suffix}",
-                      "private, no-store")
+                      "private, no-store", dated=False)
 
     if tokens is None:
         return router

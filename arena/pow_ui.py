@@ -1,0 +1,62 @@
+"""The proof-of-work check on the arena page (arena/pow.py): the self-hosted ALTCHA widget, shown only while the
+session owes a proof, solving its challenge in the background as soon as it appears (while the voter listens).
+
+Self-contained, so the tab (arena/arena_tab.py) adds one component and reads one value:
+- `build_pow_box()`: a gr.HTML whose load script loads the widget from the app itself (`/api/arena/pow/altcha.js`,
+  vendored from npm: arena/static/altcha/), empty until `show(state)` renders the widget for a battle that
+  needs a proof (state["pow"] set by the tab from BattleView.pow_required);
+- `PAYLOAD_JS`: the expression a vote's js reads the solved payload with (the widget's hidden `altcha` input),
+  '' while it is still solving: the server then answers `pow_required`, said on the page, never dropped.
+A refusal for a missing, expired, replayed or invalid solution re-renders the widget: a fresh challenge.
+"""
+from __future__ import annotations
+
+import html
+import json
+
+import gradio as gr
+
+from .pow import CHALLENGE_PATH, WIDGET_PATH
+
+BOX_ID = "arena-pow"
+WHY = ("Anonymous voting: your browser solves a small puzzle (a second or two, in the background) before your "
+       "first vote and every {every} votes after. Nothing leaves your device but the answer; signed-in voters skip it.")
+CONFIG = {"hideFooter": True, "hideLogo": False}
+# the payload: the widget's hidden form input, else what its "verified" event left on the widget element itself
+# (a widget version may keep its input in its shadow root); a re-rendered widget starts empty either way
+PAYLOAD_JS = (f"(() => {{ const w = document.querySelector('#{BOX_ID} altcha-widget'); if (!w) return ''; "
+              f"const i = document.querySelector('#{BOX_ID} input[name=\"altcha\"]'); "
+              "return (i && i.value) || w.dataset.payload || ''; })()")
+# loads the widget once (an ES module: Gradio's `head` drops a script's type) and keeps what it verifies
+LOAD_JS = r"""
+if (!document.querySelector("script[data-altcha-widget]")) {
+  const s = document.createElement("script");
+  s.type = "module"; s.src = "%s"; s.dataset.altchaWidget = "1";
+  document.head.appendChild(s);
+}
+document.addEventListener("verified", (e) => {
+  if (e.target && e.target.tagName === "ALTCHA-WIDGET") e.target.dataset.payload = (e.detail && e.detail.payload) || "";
+}, true);
+""" % WIDGET_PATH
+
+
+def widget_html(required: bool, every: int, nonce: int = 0) -> str:
+    """The widget (a new element each time: `nonce` makes re-renders differ, so a refusal gets a new challenge)."""
+    if not required:
+        return ""
+    config = html.escape(json.dumps(CONFIG))
+    return (f'<div class="arena-pow" data-round="{int(nonce)}"><altcha-widget challenge="{CHALLENGE_PATH}" '
+            f'auto="onload" name="altcha" configuration="{config}"></altcha-widget>'
+            f'<p class="arena-pow-why">{html.escape(WHY.format(every=every))}</p></div>')
+
+
+def build_pow_box() -> gr.HTML:
+    return gr.HTML("", elem_id=BOX_ID, js_on_load=LOAD_JS, container=False, padding=False)
+
+
+def show(every: int):
+    """The box's content for the tab's state: the widget while a proof is due, else nothing."""
+    def render(st: dict):
+        st = st or {}
+        return gr.update(value=widget_html(bool(st.get("pow")), every, st.get("pow_round", 0)))
+    return render
