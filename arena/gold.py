@@ -30,7 +30,7 @@ import numpy as np
 from eval_backend.store import Store, register_migration
 
 from . import storage            # arena_battles first (migrations apply in registration order); ratings
-from .gold_clips import CONSTRUCTIONS, read_like, wav_like
+from .gold_clips import CONSTRUCTIONS, dithered, read_like, wav_like
 from .ratings import Rating
 from .sweeps import GoldRecord
 from .vote_types import Revealed, VoteResult
@@ -123,7 +123,8 @@ class GoldBattles:
             others = [c for c in candidates if model in c.replies and c.request_id != cand.request_id]
             return rng.choice(others).replies[model].audio_path if others else None
         samples, sr = read_like(source)
-        bad = CONSTRUCTIONS[name].build(samples, sr, np.random.default_rng(rng.getrandbits(64)))
+        gen = np.random.default_rng(rng.getrandbits(64))
+        bad = dithered(CONSTRUCTIONS[name].build(samples, sr, gen), gen)
         rel = f"{GOLD_DIR}/{secrets.token_hex(16)}.wav"
         dest = self.store.abspath(rel)
         dest.parent.mkdir(parents=True, exist_ok=True)

@@ -3,9 +3,9 @@ could prefer, and the writer that makes the result look like the reply it came f
 
 A construction takes the reply's samples (float32 in [-1, 1], shape (frames, channels)), its sample rate and a
 random generator, and returns as many frames (same length class: the battle's listening rule and the page's
-players see a clip as long as the real one). Each call draws its own randomness, so no two gold clips are the
-same bytes: a voter (or a script) who learns after one gold battle what its clip sounded like cannot recognise
-the next one by a hash.
+players see a clip as long as the real one). arena/gold.py adds one 16-bit step of random dither (`dithered`)
+to every result, so no two gold clips are the same bytes: a voter (or a script) who learns after one gold
+battle what its clip was cannot recognise the next one by a hash.
 
     CONSTRUCTIONS["reversed"].build(samples, sr, rng)  -> samples
     wav_like(source_path, samples)                       -> bytes (the source's own header, new samples)
@@ -80,6 +80,12 @@ CONSTRUCTIONS: dict[str, Construction] = {c.name: c for c in (
     Construction("other_reply", "the same model's reply to a different request", None),
 )}
 DEFAULT_CONSTRUCTIONS = ("reversed", "scrambled", "noise_buried", "silence_padded")
+
+
+def dithered(x: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """Random noise of one 16-bit step added to every sample: inaudible, but no two gold clips are the same bytes,
+    even from a deterministic construction (reversed) of the same reply."""
+    return (x + rng.uniform(-1.0, 1.0, x.shape).astype(np.float32) / 32768.0).astype(np.float32)
 
 
 # ---------------------------------------------------------------- writing: the source's own format

@@ -9,7 +9,7 @@ import math
 
 from . import bradley_terry as bt
 from . import by_source
-from . import storage, vote_flags
+from . import health, storage, vote_flags
 from .ratings import Rating, replay
 from .storage import AXES, VoteRow
 
@@ -186,12 +186,15 @@ class RatingQueries:
         return out
 
     def integrity_health(self, window_s: float = 86400.0) -> dict:
-        """Accepted vs refused submissions in the window; alert when the counted share is low."""
+        """Accepted vs refused submissions in the window; of the accepted votes, those counted in full,
+        down-weighted and excluded by the integrity flags (and why), and the gold checks; alert when the
+        counted share (counted in full / submissions) is low."""
         since = self.clock() - window_s
         accepted, refused = storage.integrity_counts(self.store, since)
+        split = health.vote_totals(health.load_counts(self.store, since, self.clock() + 1, window_s + 1))
         total = accepted + sum(refused.values())
-        share = accepted / total if total else None   # nothing submitted: no share
-        return {"window_s": window_s, "accepted": accepted, "refused": refused, "counted_share": share,
+        share = min(accepted, split["counted"]) / total if total else None   # nothing submitted: no share
+        return {"window_s": window_s, "accepted": accepted, "refused": refused, **split, "counted_share": share,
                 "alert": share is not None and share < self.settings.counted_share_alert}
 
 

@@ -8,6 +8,10 @@ A release directory holds
                          (no session ids, IP hashes or user names; VoteRow has no such fields; a reason only
                          when the safety screen cleared it, eval_backend/moderation/texts.py)
     ratings/<axis>.json  `python -m arena ratings --json --axis <axis>` as it printed at release time
+    integrity.jsonl      (when any) the votes the integrity checks held down (arena/vote_flags.py), one line each:
+                         {"vote_id", "weight" (0: excluded from every table; 0 < w < 1: down-weighted), "flags"
+                         (kinds: gold, consensus, cadence, one_model, ring)}; the tables leave weight-0 votes
+                         out, and `rebuild` does the same from this file. The votes stay in votes.jsonl.
     live.jsonl, live/<clip>/{user,A,B}.wav   the live battles (arena/live.py) whose voter ticked "include in the
                          public data" (consent_release), and only those whose clips are not deleted: the voter's
                          recording, its transcript, the two replies and the models' names; no battle id, user,
@@ -31,16 +35,17 @@ import time
 from pathlib import Path
 
 from . import bradley_terry as bt
-from . import live_store, storage
+from . import live_store, storage, vote_flags
 from .ratings import TrueSkillParams, replay
 from .service import ratings_rows
 from .storage import AXES, EXPORT_FIELDS, VoteRow
 from .votes_io import format_votes
 
 FORMAT = "empathy-arena-release"
-FORMAT_VERSION = 3   # 2: Bradley-Terry vote floor (provisional models), rows carry bt_rank, provisional;
-#                      3: votes carry battle_source (benchmark | live); live/ holds the consented live clips
-READABLE_VERSIONS = (2, 3)   # a v2 release (votes without battle_source: all benchmark battles) still rebuilds
+FORMAT_VERSION = 4   # 2: Bradley-Terry vote floor (provisional models), rows carry bt_rank, provisional;
+#                      3: votes carry battle_source (benchmark | live); live/ holds the consented live clips;
+#                      4: integrity.jsonl marks the flagged votes (issue 23); the tables leave excluded ones out
+READABLE_VERSIONS = (2, 3, 4)   # a v2 release (votes without battle_source: all benchmark battles) still rebuilds
 BT_SEED = 0          # ArenaService.bradley_terry's default seed: the live table and the release agree
 BT_PRIOR = 1e-4      # bradley_terry.bootstrap's default prior
 
@@ -88,6 +93,32 @@ def parse_votes(text: str) -> list[VoteRow]:
     if ids != sorted(set(ids)):
         raise ReleaseError("votes.jsonl: vote ids are not strictly increasing")
     return out
+
+
+def integrity_lines(votes: list[VoteRow], weights: dict[int, float], flags: dict[int, list[str]]) -> str:
+    """integrity.jsonl: the released votes the flags in force hold down, in vote-id order."""
+    return "".join(json.dumps({"vote_id": v.id, "weight": weights[v.id], "flags": sorted(flags.get(v.id, []))},
+                              sort_keys=True) + "\n" for v in votes if v.id in weights)
+
+
+def parse_integrity(text: str) -> dict[int, float]:
+    """integrity.jsonl -> {vote id: weight}; ReleaseError naming the line on anything unexpected."""
+    out = {}
+    for n, line in enumerate(text.splitlines(), start=1):
+        try:
+            rec = json.loads(line)
+            weight = rec["weight"]
+            if not isinstance(rec["vote_id"], int) or not isinstance(weight, (int, float)) or not 0 <= weight < 1:
+                raise ValueError("expected an integer vote_id and a weight in [0, 1)")
+            out[rec["vote_id"]] = float(weight)
+        except (ValueError, KeyError, TypeError) as exc:
+            raise ReleaseError(f"integrity.jsonl line {n}: {exc}") from None
+    return out
+
+
+def counted(votes: list[VoteRow], weights: dict[int, float]) -> list[VoteRow]:
+    """The votes the tables count: all but the excluded (weight 0), as ArenaService.counted does live."""
+    return [v for v in votes if weights.get(v.id, 1.0) > 0]
 
 
 def params_dict(params: TrueSkillParams, rounds: int, min_votes: int) -> dict:
@@ -148,13 +179,17 @@ def write_release(svc, out_dir: str | Path, rounds: int | None = None) -> dict:
     rounds = svc.settings.bootstrap_rounds if rounds is None else rounds
     votes = svc.public_votes()        # reasons the safety screen did not clear are left out (the votes count)
     votes_text = format_votes(votes, "jsonl")
+    weights = svc.vote_weights()      # the integrity flags in force (arena/vote_flags.py)
     files = {"votes.jsonl": votes_text.encode()}
+    marks = integrity_lines(votes, weights, vote_flags.reasons(svc.store))
+    if marks:                         # no file when no released vote is held down
+        files["integrity.jsonl"] = marks.encode()
     # the same stamp as ArenaService.vote_log_hash(), of this very list (votes may arrive meanwhile)
     log_hash = {"sha256": sha256(files["votes.jsonl"]), "votes": len(votes),
                 "last_vote_id": votes[-1].id if votes else None}
     for axis in AXES:
-        files[f"ratings/{axis}.json"] = table_json(leaderboard(votes, svc.settings.trueskill, rounds, axis,
-                                                               min_votes=svc.settings.provisional_votes)).encode()
+        files[f"ratings/{axis}.json"] = table_json(leaderboard(counted(votes, weights), svc.settings.trueskill, rounds,
+                                                               axis, min_votes=svc.settings.provisional_votes)).encode()
     live = live_files(svc.store)
     files.update(live)
     now = time.time()
@@ -168,6 +203,12 @@ def write_release(svc, out_dir: str | Path, rounds: int | None = None) -> dict:
         "axes": list(AXES),
         "files": {name: sha256(data) for name, data in sorted(files.items())},
         "private_fields_removed": ["session_id", "ip_hash", "user", "battle_id"],
+        # the integrity checks (issue 23): which votes the tables leave out or count less, and why
+        "integrity": {"file": "integrity.jsonl" if marks else None, "excluded": sum(1 for v in votes if weights.get(v.id, 1.0) == 0),
+                      "down_weighted": sum(1 for v in votes if 0 < weights.get(v.id, 1.0) < 1),
+                      "rule": "votes of weight 0 are left out of every table (gold checks failed, votes against "
+                              "the consensus, cadence, one-model bias, rings: arena/sweeps.py); down-weighted "
+                              "votes count in full in this version's tables"},
         # what screened the voters' reasons, and how many were left out (eval_backend/moderation/texts.py)
         "reason_screening": svc.reason_screening(),
         "live_clips": {"battles": sum(1 for n in live if n.endswith("/user.wav")),
@@ -215,6 +256,11 @@ def rebuild(release_dir: str | Path, axis: str = "overall") -> tuple[list[dict],
     """Recompute the table of one axis from a release; returns (rows, report) where report says whether
     the JSON is byte-identical to the released ratings/<axis>.json."""
     manifest, votes = load_release(release_dir)
+    marks = manifest.get("integrity", {}).get("file")
+    if marks:                          # v4: the tables leave the excluded votes out
+        if marks not in manifest["files"]:
+            raise ReleaseError(f"{release_dir}: {marks} is not among the files the manifest checks")
+        votes = counted(votes, parse_integrity((Path(release_dir) / marks).read_text(encoding="utf-8")))
     p = manifest["parameters"]
     params = TrueSkillParams(**p["trueskill"])
     b = p["bradley_terry"]

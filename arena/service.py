@@ -49,8 +49,9 @@ from .abuse import BattleGate
 from .battles import (MAX_REASON_CHARS, Battles, BattleView, IdentityScreen, NoBattleAvailable, Revealed,
                       SkipRefused, VoteRefused, VoteResult, _Candidate, NotYet)
 from .config import ArenaSettings
+from . import vote_flags
 from .gold import GoldBattles
-from .pow import PowGate
+from .pow import PowGate, purge_spent
 from .ratings import Rating
 from .rating_queries import RatingQueries, _num, board_order, ratings_rows
 from .storage import VoteRow
@@ -91,3 +92,13 @@ class ArenaService(Battles, VoteLog, RatingQueries):
         self.gold = GoldBattles(store, s.gold_share, s.gold_constructions, Rating(s.trueskill.mu, s.trueskill.sigma))
         self.pow = PowGate(lambda: self.signer, s, clock)
         self._weights_cache: tuple | None = None
+
+    def integrity_upkeep(self) -> vote_flags.SweepReport:
+        """The periodic integrity job (app_context.py's health loop, every 5 minutes; `python -m arena sweep`):
+        flag the votes the rules catch now (arena/sweeps.py, arena/vote_flags.py), forget spent proof-of-work
+        challenges that have expired, delete the check clips of expired gold battles."""
+        now = self.clock()
+        report = vote_flags.run_sweep(self.store, now=now)
+        purge_spent(self.store, now)
+        self.gold.delete_expired_clips(self.settings.battle_ttl_s + 3600.0, now)
+        return report
