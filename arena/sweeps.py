@@ -26,7 +26,8 @@ The rules and the sources of their thresholds (docs in arena/README.md, "Votes t
   0.004%; a coin-flipper is under half 41% of the time. Pairs that are not clear carry no weight at all: honest
   people disagree about close pairs.
 * **Cadence** (TTS Arena V2's sweep): more than 30 votes in an hour or more than 100 in three hours from one
-  voter (every vote in such a stretch), or a vote less than 2 s after the same voter's previous one (TTS Arena
+  voter (every vote in such a stretch; over sliding windows the hourly rule already caps three hours at 90, so
+  the second one only matters with a raised hourly limit), or a vote less than 2 s after the same voter's previous one (TTS Arena
   V2 flags 1-3 s; our listening rule already needs >= 1.5 s of each clip at the fastest playback, so 2 s is at
   the floor of what a person can do). Excluded.
 * **One-model bias** (TTS Arena V2: 80% or more for one model): a voter with at least 10 decisive votes in

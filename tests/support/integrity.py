@@ -1,0 +1,69 @@
+"""What the integrity tests share (issue 23: gold battles, proof of work, sweeps): a service on a copy of a seeded
+data dir with a controllable clock, a voter who listens as the rule asks, and an ALTCHA solver (the PyPI package,
+as a script voting over the JSON API would use it)."""
+from __future__ import annotations
+
+import random
+import shutil
+from pathlib import Path
+
+from altcha import Challenge, Payload, solve_challenge
+
+from arena.config import ArenaSettings
+from arena.service import ArenaService
+from eval_backend.store import Store
+
+
+class Clock:
+    def __init__(self, t: float = 1_700_000_000.0):
+        self.t = t
+
+    def __call__(self) -> float:
+        return self.t
+
+
+def service_on_copy(seeded: Path, dest: Path, database_url: str | None, seed: int = 5,
+                    **overrides) -> tuple[ArenaService, Clock]:
+    """A fresh copy of a seeded data dir (and its database, `database_url` from conftest's copy_database) and an
+    ArenaService on it with a fake clock and a seeded rng."""
+    shutil.copytree(seeded, dest)
+    clock = Clock()
+    svc = ArenaService(Store(dest, database_url=database_url), ArenaSettings(**overrides), clock=clock,
+                       rng=random.Random(seed))
+    return svc, clock
+
+
+def fetch_all(svc, view) -> None:
+    """What a player does first: fetch every clip of the battle (the audio route records it)."""
+    for clip in view.min_listen_s:
+        svc.clip_fetched(view.battle_id, clip)
+
+
+def heard(view) -> dict:
+    """The listen report of a voter who played every clip as far as the rule asks, user, A, then B."""
+    return {"played_s": dict(view.min_listen_s), "order": ["user", "A", "B"]}
+
+
+def vote_after_listening(svc, clock, view, session, ip, overall, **kw):
+    fetch_all(svc, view)
+    clock.t += view.total_min_listen_s + 0.5
+    return svc.submit_vote(view.battle_id, session, ip, overall, listen=heard(view), **kw)
+
+
+def solve(challenge: dict) -> str:
+    """The `altcha` field of a vote: an ALTCHA v2 challenge (as the API sends it) solved, base64 payload."""
+    ch = Challenge.from_dict(challenge)
+    solution = solve_challenge(ch)
+    if solution is None:
+        raise RuntimeError("the challenge could not be solved in time")
+    return Payload(ch, solution).to_base64()
+
+
+def battle_row(svc, battle_id: str):
+    return svc.store.query("SELECT * FROM arena_battles WHERE id=?", (battle_id,))[0]
+
+
+def good_slot(svc, battle_id: str) -> str | None:
+    """The slot of a gold battle's real reply (None for a normal battle): what a listener hears."""
+    rows = svc.store.query("SELECT good_slot FROM arena_gold_battles WHERE battle_id=?", (battle_id,))
+    return rows[0]["good_slot"] if rows else None
