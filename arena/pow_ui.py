@@ -27,16 +27,32 @@ CONFIG = {"hideFooter": True, "hideLogo": False}
 PAYLOAD_JS = (f"(() => {{ const w = document.querySelector('#{BOX_ID} altcha-widget'); if (!w) return ''; "
               f"const i = document.querySelector('#{BOX_ID} input[name=\"altcha\"]'); "
               "return (i && i.value) || w.dataset.payload || ''; })()")
-# loads the widget once (an ES module: Gradio's `head` drops a script's type) and keeps what it verifies
+# Loads the widget once (an ES module: Gradio's `head` drops a script's type), keeps what it verifies, and restarts
+# it when the tab re-renders it for a new round (a refusal): Gradio patches the HTML in place, so the same element
+# stays, with its old state and payload, unless told to start over.
 LOAD_JS = r"""
 if (!document.querySelector("script[data-altcha-widget]")) {
   const s = document.createElement("script");
   s.type = "module"; s.src = "%s"; s.dataset.altchaWidget = "1";
   document.head.appendChild(s);
 }
-document.addEventListener("verified", (e) => {
-  if (e.target && e.target.tagName === "ALTCHA-WIDGET") e.target.dataset.payload = (e.detail && e.detail.payload) || "";
+const mine = (e) => e.target && e.target.tagName === "ALTCHA-WIDGET" && element.contains(e.target);
+document.addEventListener("statechange", (e) => {
+  if (mine(e) && e.target.__round === undefined) e.target.__round = e.target.getAttribute("data-round");
 }, true);
+document.addEventListener("verified", (e) => {
+  if (mine(e)) e.target.dataset.payload = (e.detail && e.detail.payload) || "";
+}, true);
+watch("value", () => {
+  const w = element.querySelector("altcha-widget");
+  if (!w || typeof w.verify !== "function" || w.__round === undefined) return;   // new: auto="onload" starts it
+  const round = w.getAttribute("data-round");
+  if (w.__round === round) return;
+  w.__round = round;
+  delete w.dataset.payload;
+  w.reset();
+  w.verify();
+});
 """ % WIDGET_PATH
 
 
@@ -45,7 +61,7 @@ def widget_html(required: bool, every: int, nonce: int = 0) -> str:
     if not required:
         return ""
     config = html.escape(json.dumps(CONFIG))
-    return (f'<div class="arena-pow" data-round="{int(nonce)}"><altcha-widget challenge="{CHALLENGE_PATH}" '
+    return (f'<div class="arena-pow"><altcha-widget challenge="{CHALLENGE_PATH}" data-round="{int(nonce)}" '
             f'auto="onload" name="altcha" configuration="{config}"></altcha-widget>'
             f'<p class="arena-pow-why">{html.escape(WHY.format(every=every))}</p></div>')
 
