@@ -63,7 +63,7 @@ class ArenaSettings:
     # every pow_every_votes votes; 0 = off (a bare ArenaService; the app sets it from EMPATHY_ARENA_POW_EVERY, 50)
     pow_every_votes: int = 0
     pow_cost: int = 1000                    # PBKDF2-SHA256 iterations per attempt
-    pow_counter_max: int = 2000             # the solution is uniform in [max / 2, max]: 1.5M iterations on average
+    pow_counter_max: int = 5000             # the solution is uniform in [max / 2, max]: 3.75M iterations on average
     pow_ttl_s: float = 600.0                # a challenge expires after this long
     # leaderboard
     # Vote floor, per axis: a model with fewer rated votes (wins, losses, ties) than this is "provisional":
@@ -116,7 +116,7 @@ def load_salt(data_dir: Path) -> str:
 GOLD_SHARE_ENV = "EMPATHY_ARENA_GOLD_SHARE"        # gold_share (default 0.05 in the app)
 POW_ENV = "EMPATHY_ARENA_POW"                      # 1 (default) / 0: proof of work for anonymous voters
 POW_EVERY_ENV = "EMPATHY_ARENA_POW_EVERY"          # pow_every_votes (default 50)
-POW_COUNTER_ENV = "EMPATHY_ARENA_POW_COUNTER"      # pow_counter_max: the work asked (default 2000)
+POW_COUNTER_ENV = "EMPATHY_ARENA_POW_COUNTER"      # pow_counter_max: the work asked (default 5000)
 LISTEN_ENV = "EMPATHY_ARENA_LISTEN_S"              # min_listen_s: seconds of each clip to hear, or "all"
 PLAYBACK_RATE_ENV = "EMPATHY_ARENA_MAX_PLAYBACK_RATE"  # max_playback_rate
 
@@ -155,7 +155,7 @@ def integrity_from_env(env=os.environ) -> dict:
     every = int(_number(env, POW_EVERY_ENV, 50, 1))
     return {"gold_share": _number(env, GOLD_SHARE_ENV, 0.05, 0, 1),
             "pow_every_votes": every if (env.get(POW_ENV) or "1").strip() != "0" else 0,
-            "pow_counter_max": int(_number(env, POW_COUNTER_ENV, 2000, 1, 10**7))}
+            "pow_counter_max": int(_number(env, POW_COUNTER_ENV, 5000, 1, 10**7))}
 
 
 def settings_from_env(data_dir: Path, **overrides) -> ArenaSettings:

@@ -8,9 +8,10 @@ while the clips play; a script pays for every 50 votes it casts, on top of the s
 Signed-in users skip it: their account is the identity the per-account limits hold (leaderboard/identity.py).
 
 The challenge (ALTCHA's "deterministic" mode): PBKDF2-HMAC-SHA256 with `pow_cost` (1,000) iterations per
-attempt, and the solution is a counter drawn uniformly from [pow_counter_max / 2, pow_counter_max] (2,000), so
-a solver runs on average 1,500 x 1,000 = 1.5 million PBKDF2 iterations (about a second of one core; the figures
-are in docs/benchmarks.md). The server derives the key once when it makes the challenge (one attempt's cost)
+attempt, and the solution is a counter drawn uniformly from [pow_counter_max / 2, pow_counter_max] (5,000), so
+a solver runs on average 3,750 x 1,000 = 3.75 million PBKDF2 iterations: about a second of one core for a script
+with the `altcha` package, a second or two in a desktop browser's widget (several workers), a few seconds on a
+phone, spent while the voter listens to the clips (figures: docs/benchmarks.md, "Integrity checks"). The server derives the key once when it makes the challenge (one attempt's cost)
 and signs it, so checking a solution is one HMAC comparison. A challenge expires after `pow_ttl_s` (10 min)
 and is spent by its first accepted use (its nonce is kept until it expires): a replayed or expired solution is
 refused, and the voter's page fetches a fresh challenge.

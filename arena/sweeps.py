@@ -44,6 +44,7 @@ when more than `max_excluded_share` of the accepted votes are excluded (an attac
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 from collections import defaultdict
 from dataclasses import dataclass
@@ -91,9 +92,9 @@ class VoteFacts:
     model_b: str
     slot: str               # A | B | tie | both_bad
 
-    @property
+    @functools.cached_property
     def winner(self) -> str | None:
-        return {"A": self.model_a, "B": self.model_b}.get(self.slot)
+        return self.model_a if self.slot == "A" else self.model_b if self.slot == "B" else None
 
 
 @dataclass(frozen=True)
@@ -245,8 +246,8 @@ def _model_counts(votes: list[VoteFacts]) -> dict[str, list[int]]:
     return counts
 
 
-def one_model_flags(votes: list[VoteFacts], rules: Rules = Rules()) -> list[Flag]:
-    counts = _model_counts(votes)
+def one_model_flags(votes: list[VoteFacts], rules: Rules = Rules(), counts: dict | None = None) -> list[Flag]:
+    counts = _model_counts(votes) if counts is None else counts
     by_voter: dict[str, list[VoteFacts]] = defaultdict(list)
     for v in votes:
         by_voter[v.voter].append(v)
@@ -258,20 +259,21 @@ def one_model_flags(votes: list[VoteFacts], rules: Rules = Rules()) -> list[Flag
     return out
 
 
-def utc_day(t: float) -> str:
-    return datetime.fromtimestamp(t, timezone.utc).strftime("%Y-%m-%d")
+def utc_day(day: int) -> str:
+    return datetime.fromtimestamp(day * 86400, timezone.utc).strftime("%Y-%m-%d")
 
 
-def ring_flags(votes: list[VoteFacts], rules: Rules = Rules()) -> list[Flag]:
-    counts = _model_counts(votes)
-    groups: dict[tuple[str, str], list[VoteFacts]] = defaultdict(list)
+def ring_flags(votes: list[VoteFacts], rules: Rules = Rules(), counts: dict | None = None) -> list[Flag]:
+    counts = _model_counts(votes) if counts is None else counts
+    groups: dict[tuple[str, int], list[VoteFacts]] = defaultdict(list)
     for v in votes:
-        groups[(v.address, utc_day(v.created_at))].append(v)
+        groups[(v.address, int(v.created_at // 86400))].append(v)      # per UTC day
     out = []
-    for (address, day), vs in groups.items():
+    for (address, day_index), vs in groups.items():
         voters = {v.voter for v in vs}
         if len(voters) < rules.ring_min_voters:
             continue
+        day = utc_day(day_index)
         for model, (k, n, rate) in _biased(vs, counts, rules).items():
             why = (f"{len(voters)} voters behind one address on {day} picked {model} in {k} of {n} decisive votes "
                    f"(others: {rate:.0%})")
@@ -281,8 +283,9 @@ def ring_flags(votes: list[VoteFacts], rules: Rules = Rules()) -> list[Flag]:
 
 def flag_votes(votes: list[VoteFacts], gold: dict[str, GoldRecord], rules: Rules = Rules()) -> list[Flag]:
     """Every flag the rules raise on these votes (a vote may carry several, one per kind)."""
-    return (reliability_flags(votes, gold, rules) + cadence_flags(votes, rules) + one_model_flags(votes, rules)
-            + ring_flags(votes, rules))
+    counts = _model_counts(votes)
+    return (reliability_flags(votes, gold, rules) + cadence_flags(votes, rules)
+            + one_model_flags(votes, rules, counts) + ring_flags(votes, rules, counts))
 
 
 def weights(flags: Iterable[Flag]) -> dict[int, float]:

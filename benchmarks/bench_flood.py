@@ -10,6 +10,8 @@ that honest voters are never refused for voting quickly. Then two phases of `--d
           battle -> pause uniform(--pause) s -> vote -> next battle -> ...
   flood   the same, while one client (its own process, from 127.0.0.2, `--flood-connections` connections)
           asks for battles back to back as fast as the server answers.
+--integrity on (default: as deployed) also runs proof of work for anonymous voters and 5% gold battles: a voter
+solves its challenge (the `altcha` package) before its first vote, outside the timed step.
 Measured per honest step: the client-side time from sending a vote to holding the next battle (over
 loopback: includes any wait on the server's event loop, which a flood would lengthen), and the server-side
 handling time of the two requests (Server-Timing). Prints one JSON summary (p50/p99 per phase, the flood's
@@ -35,7 +37,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from tests.support.arena_fixtures import NO_LIMITS, AppProcess, _timings, seed  # noqa: E402
+from tests.support.arena_fixtures import INTEGRITY_ENV, NO_LIMITS, AppProcess, _timings, seed, solve_pow  # noqa: E402
 
 MODELS = ("warm-model", "flat-model", "chirpy-model", "calm-model")
 FLOOD_SOURCE = "127.0.0.2"
@@ -87,9 +89,12 @@ async def honest_voters(url: str, voters: int, duration_s: float, pause: tuple[f
                     await asyncio.sleep(rng.uniform(*pause))
                     if time.monotonic() >= stop_at:
                         return
+                    body = {"battle_id": view["battle_id"], "session": session, "overall": rng.choice("AB")}
+                    if view.get("pow"):       # a proof of work is due (arena/pow.py): solved before the timed part
+                        body["altcha"] = await asyncio.get_running_loop().run_in_executor(
+                            None, solve_pow, view["pow"]["challenge"])
                     t0 = time.perf_counter()
-                    status, reply, vt = await post(http, "/api/arena/vote", {
-                        "battle_id": view["battle_id"], "session": session, "overall": rng.choice("AB")})
+                    status, reply, vt = await post(http, "/api/arena/vote", body)
                     statuses[status] += 1
                     if status != 200:
                         errors[reply.get("error", str(status))] += 1
@@ -168,13 +173,15 @@ def flooder_battles(data_dir, since: float) -> int:
 
 
 def measure(voters: int, duration_s: float, pause: tuple[float, float], connections: int, quiet: bool = True,
-            data_dir: str | None = None) -> dict:
-    """Seed (unless `data_dir` is already seeded), start the app, run the phases; the summary dict."""
+            data_dir: str | None = None, integrity: str | None = None) -> dict:
+    """Seed (unless `data_dir` is already seeded), start the app, run the phases; the summary dict. `integrity`
+    on | off: the app's proof of work and gold battles (tests/support/arena_fixtures.py: INTEGRITY_ENV); None:
+    as the environment says."""
     with tempfile.TemporaryDirectory(prefix="arena_flood_") as tmp:
         data = data_dir or tmp
         if data_dir is None:
             seed(data, MODELS, n_scripts=3)
-        app = AppProcess(data, SETTINGS).start()
+        app = AppProcess(data, SETTINGS, env=INTEGRITY_ENV.get(integrity or "", {})).start()
         try:
             asyncio.run(honest_voters(app.url, min(voters, 10), 3.0, (0.2, 0.5), seed_=99))     # warm-up
             out = {}
@@ -196,11 +203,15 @@ def main() -> int:
     p.add_argument("--pause", type=float, nargs=2, default=(3.0, 9.0), help="a voter's pause range (s)")
     p.add_argument("--flood-connections", type=int, default=8)
     p.add_argument("--no-quiet", action="store_true", help="skip the phase without the flood")
+    p.add_argument("--integrity", choices=("on", "off"), default="on",
+                   help="proof of work for anonymous voters and 5%% gold battles (the app's defaults), or neither")
     p.add_argument("--out", default=str(ROOT / "benchmarks" / "out" / "flood.json"))
     args = p.parse_args()
     load_before = os.getloadavg()
-    phases = measure(args.voters, args.duration, tuple(args.pause), args.flood_connections, not args.no_quiet)
-    report = {"command": " ".join([Path(sys.argv[0]).name, *sys.argv[1:]]), "voters": args.voters,
+    phases = measure(args.voters, args.duration, tuple(args.pause), args.flood_connections, not args.no_quiet,
+                     integrity=args.integrity)
+    report = {"command": " ".join([Path(sys.argv[0]).name, *sys.argv[1:]]), "integrity": args.integrity,
+              "voters": args.voters,
               "duration_s": args.duration, "pause_s": list(args.pause), "flood_connections": args.flood_connections,
               "target_flood_client_p99_ms": 50.0,
               "machine": {"cpus": os.cpu_count(), "platform": platform.platform(),

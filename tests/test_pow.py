@@ -118,7 +118,7 @@ def test_a_foreign_servers_solution_is_invalid(make):
 def app(tmp_path_factory):
     data = tmp_path_factory.mktemp("pow_app")
     seed(data, MODELS, n_scripts=2)
-    # default challenge cost (pow_counter_max 2000); a proof every 2 votes, so one test sees it due twice
+    # default challenge cost (pow_counter_max 5000); a proof every 2 votes, so one test sees it due twice
     proc = AppProcess(data, settings={"min_listen_s": 0, "pow_every_votes": 2},
                       env={"EMPATHY_ARENA_POW": "1"}).start()
     yield proc

@@ -24,7 +24,7 @@ SOLVED = f"() => !!({PAYLOAD_JS})"        # what a vote would send now (arena/po
 def app(tmp_path_factory):
     data = tmp_path_factory.mktemp("pow_ui")
     seed(data, MODELS, n_scripts=1)
-    proc = AppProcess(data, env={"EMPATHY_ARENA_POW": "1"}).start()   # the app's defaults: every 50 votes, cost 2000
+    proc = AppProcess(data, env={"EMPATHY_ARENA_POW": "1"}).start()   # the app's defaults: every 50 votes, counter up to 5000
     yield proc
     proc.stop()
 

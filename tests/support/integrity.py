@@ -7,11 +7,10 @@ import random
 import shutil
 from pathlib import Path
 
-from altcha import Challenge, Payload, solve_challenge
-
 from arena.config import ArenaSettings
 from arena.service import ArenaService
 from eval_backend.store import Store
+from tests.support.arena_fixtures import solve_pow as solve  # noqa: F401  (the tests' name for it)
 
 
 class Clock:
@@ -48,15 +47,6 @@ def vote_after_listening(svc, clock, view, session, ip, overall, **kw):
     fetch_all(svc, view)
     clock.t += view.total_min_listen_s + 0.5
     return svc.submit_vote(view.battle_id, session, ip, overall, listen=heard(view), **kw)
-
-
-def solve(challenge: dict) -> str:
-    """The `altcha` field of a vote: an ALTCHA v2 challenge (as the API sends it) solved, base64 payload."""
-    ch = Challenge.from_dict(challenge)
-    solution = solve_challenge(ch)
-    if solution is None:
-        raise RuntimeError("the challenge could not be solved in time")
-    return Payload(ch, solution).to_base64()
 
 
 def battle_row(svc, battle_id: str):
