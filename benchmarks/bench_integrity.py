@@ -8,6 +8,8 @@
 - solve: a script solving one challenge at the default cost with the `altcha` package (one core), per challenge;
 - browser (--browser): Debian's chromium running the vendored widget on the arena page, from the widget being
   on the page to its solution being there (the app's defaults; includes the widget's 0.5 s minimum duration);
+- gold serve: `serve_battle` in-process on a seeded SQLite data dir, every battle gold vs none (the check clip's
+  read, construction and write on the battle's path: the timing a client could compare);
 - sweep: `sweeps.flag_votes` (the rules, pure) and `vote_flags.run_sweep` (load the votes from SQLite, run the
   rules, write the flags) on a log of N synthetic votes from 2% shills, 1% bots and honest voters.
 Medians of `--runs` (the solve: of `--solves`), with the machine's load average; writes
@@ -64,6 +66,20 @@ def pow_costs(runs: int, solves: int) -> dict:
     return {"challenge_ms": 1000 * challenge_s, "verify_ms": 1000 * verify_s,
             "solve_cpu_s_median": statistics.median(solve_cpu), "solve_cpu_s_max": max(solve_cpu),
             "cost_iterations": gate.settings.pow_cost, "counter_max": gate.settings.pow_counter_max}
+
+
+def gold_serve(runs: int) -> dict:
+    from arena.service import ArenaService
+    from tests.support.arena_fixtures import seed
+    out = {}
+    with tempfile.TemporaryDirectory(prefix="bench_gold_") as tmp:
+        seed(tmp, MODELS[:2], n_scripts=3)
+        for name, share in (("plain", 0.0), ("gold", 1.0)):
+            svc = ArenaService(Store(tmp), ArenaSettings(gold_share=share, session_open_battles=10**6),
+                               rng=random.Random(1))
+            svc.serve_battle("warm", "10.0.0.1")                       # the index and caches, once
+            out[f"{name}_serve_ms"] = 1000 * timed(lambda: svc.serve_battle("s", "10.0.0.1"), 40 * runs)
+    return out
 
 
 def synthetic_votes(n: int, rng: random.Random, t0: float = 1_767_225_600.0) -> list[sweeps.VoteFacts]:
@@ -138,6 +154,7 @@ def main() -> int:
     args = p.parse_args()
     load_before = os.getloadavg()
     report = {"command": " ".join([Path(sys.argv[0]).name, *sys.argv[1:]]), "pow": pow_costs(args.runs, args.solves),
+              "gold": gold_serve(args.runs),
               "sweep": [sweep_costs(n, args.runs) for n in args.votes]}
     if args.browser:
         report["browser"] = browser_solve(args.runs)

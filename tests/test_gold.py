@@ -2,15 +2,13 @@
 apart from the vote log, and a voter who fails them loses their votes' weight.
 
 Real parts: espeak-ng replies in a seeded data dir, a real Store (SQLite or PostgreSQL), the service's own battle
-and vote paths; the HTTP checks run the real app on loopback (tests/support/arena_app.py).
+and vote paths; tests/test_gold_http.py runs the real app on loopback (tests/support/arena_app.py).
 """
 from __future__ import annotations
 
 import io
-import json
 import struct
 
-import httpx
 import numpy as np
 import pytest
 import soundfile as sf
@@ -18,12 +16,10 @@ import soundfile as sf
 from arena import gold, gold_clips, sweeps, vote_flags
 from arena.gold import is_gold
 from arena.sweeps import GoldRecord
-from eval_backend.store import Store
-from tests.support.arena_fixtures import AppProcess, seed
+from tests.support.arena_fixtures import seed
 from tests.support.integrity import battle_row, good_slot, service_on_copy, vote_after_listening
 
 MODELS = ("warm-model", "flat-model", "third-model")
-MODULE_DATABASE_FIXTURES = ("app",)
 
 
 @pytest.fixture(scope="module")
@@ -159,59 +155,6 @@ def test_a_careless_voter_fails_gold_checks_and_their_votes_leave_the_fit(make):
     counted = 24 if sweeps.gold_weight(hasty)[0] > 0 else 12
     assert svc.pair_counts().battles == counted                   # the lazy voter's 12 votes are out of the fit
     assert sum(r["votes"] for r in svc.replayed_table(rounds=10)) == 2 * counted
-
-
-# ---------------------------------------------------------------- over HTTP: nothing tells a gold battle apart
-@pytest.fixture(scope="module")
-def app(tmp_path_factory):
-    data = tmp_path_factory.mktemp("gold_app")
-    seed(data, MODELS[:2], n_scripts=2)
-    proc = AppProcess(data, settings={"gold_share": 0.5, "min_listen_s": 0},
-                      env={"EMPATHY_ARENA_GOLD_SHARE": "0.5"}).start()
-    yield proc
-    proc.stop()
-
-
-def shape(value):
-    """A JSON value's shape: its keys, all the way down (a value may be null in any battle: context_text)."""
-    if isinstance(value, dict):
-        return {k: shape(v) for k, v in value.items()}
-    return "number" if isinstance(value, (int, float)) and not isinstance(value, bool) else "value"
-
-
-@pytest.mark.timeout(300)
-def test_over_http_a_gold_battle_looks_like_any_other(app):
-    gold_seen, normal_seen = [], []
-    with httpx.Client(base_url=app.url, timeout=30) as http:
-        session = None
-        for _ in range(40):
-            b = http.post("/api/arena/battle", json={"session": session} if session else {}).json()
-            session = b["session"]
-            clips = {}
-            for clip, url in b["audio"].items():
-                r = http.get(url)
-                assert r.status_code == 200
-                clips[clip] = (r.content, {k.lower() for k in r.headers} - {"date"}, r.headers["content-type"],
-                               r.headers.get("cache-control"))
-            good = Store(app.data_dir).query("SELECT good_slot FROM arena_gold_battles WHERE battle_id=?",
-                                             (b["battle_id"],))
-            (gold_seen if good else normal_seen).append((b, clips, good[0]["good_slot"] if good else None))
-            http.post("/api/arena/skip", json={"battle_id": b["battle_id"], "session": session})
-            if len(gold_seen) >= 3 and len(normal_seen) >= 3:
-                break
-    assert len(gold_seen) >= 3 and len(normal_seen) >= 3
-    reference = normal_seen[0]
-    for b, clips, good in gold_seen + normal_seen:
-        assert shape(b) == shape(reference[0]) and json.dumps(b).count("gold") == 0
-        for clip in ("user", "A", "B"):
-            assert clips[clip][1:] == reference[1][clip][1:]          # same header names, type, caching
-            assert not {"last-modified", "etag"} & clips[clip][1]     # no file date to compare
-    for b, clips, good in gold_seen:
-        bad = "B" if good == "A" else "A"
-        real_bytes, bad_bytes = clips[good][0], clips[bad][0]
-        assert bad_bytes[:data_chunk(real_bytes)] == real_bytes[:data_chunk(real_bytes)]
-        assert len(bad_bytes) == len(real_bytes) and bad_bytes != real_bytes
-        assert b["listening"]["clips"][bad]["seconds"] == b["listening"]["clips"][good]["seconds"]
 
 
 def test_other_reply_is_the_same_models_reply_to_another_request(make):
