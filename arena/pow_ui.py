@@ -27,15 +27,17 @@ CONFIG = {"hideFooter": True, "hideLogo": False}
 PAYLOAD_JS = (f"(() => {{ const w = document.querySelector('#{BOX_ID} altcha-widget'); if (!w) return ''; "
               f"const i = document.querySelector('#{BOX_ID} input[name=\"altcha\"]'); "
               "return (i && i.value) || w.dataset.payload || ''; })()")
-# Loads the widget once (an ES module: Gradio's `head` drops a script's type), keeps what it verifies, and restarts
+# Loads the widget once it is needed (an ES module: Gradio's `head` drops a script's type), keeps what it verifies, and restarts
 # it when the tab re-renders it for a new round (a refusal): Gradio patches the HTML in place, so the same element
 # stays, with its old state and payload, unless told to start over.
 LOAD_JS = r"""
-if (!document.querySelector("script[data-altcha-widget]")) {
+const load = () => {           // only once a widget is on the page: a voter who owes no proof never loads it
+  if (!element.querySelector("altcha-widget") || document.querySelector("script[data-altcha-widget]")) return;
   const s = document.createElement("script");
   s.type = "module"; s.src = "%s"; s.dataset.altchaWidget = "1";
   document.head.appendChild(s);
-}
+};
+load();
 const mine = (e) => e.target && e.target.tagName === "ALTCHA-WIDGET" && element.contains(e.target);
 document.addEventListener("statechange", (e) => {
   if (mine(e) && e.target.__round === undefined) e.target.__round = e.target.getAttribute("data-round");
@@ -44,6 +46,7 @@ document.addEventListener("verified", (e) => {
   if (mine(e)) e.target.dataset.payload = (e.detail && e.detail.payload) || "";
 }, true);
 watch("value", () => {
+  load();
   const w = element.querySelector("altcha-widget");
   if (!w || typeof w.verify !== "function" || w.__round === undefined) return;   // new: auto="onload" starts it
   const round = w.getAttribute("data-round");
