@@ -242,9 +242,9 @@ class Battles:
         cand = self.rng.choice(shared)
         model_a, model_b = pair if self.rng.random() < 0.5 else (pair[1], pair[0])
         paths = {m: str(self.store.abspath(cand.replies[m].audio_path)) for m in (model_a, model_b)}
-        plan = self.gold.plan(self.rng, cand, model_a, model_b, paths, candidates)   # a gold battle, or None
+        plan = self.gold.plan(self.rng, candidates, paused, self._durations)   # a gold battle (arena/gold.py)?
         if plan is not None:
-            model_a, model_b, paths = plan.model_a, plan.model_b, plan.paths
+            cand, model_a, model_b, paths = plan.cand, plan.model_a, plan.model_b, plan.paths
         audio_a, audio_b = paths[model_a], paths[model_b]
         rule = self.settings.listen_rule
         clips = {"user": self._duration(cand.user_audio), "A": self._duration(audio_a), "B": self._duration(audio_b)}

@@ -1,7 +1,7 @@
 """Gold battles: a small share of battles pairs a real reply with a known-bad clip made from it, to learn which
 voters listen. Their votes are recorded here, never in the vote log, so they never enter any rating.
 
-    plan = gold.plan(rng, candidate, model_a, model_b, paths, candidates)   # in serve_battle; None: a normal one
+    plan = gold.plan(rng, candidates, paused, durations)    # in serve_battle; None: an ordinary battle
     gold.record(conn, battle_id, plan, now)                                  # in the battle's transaction
     gold.clip(battle_id)                                                     # the file behind the bad clip
     outcome = gold.record_vote(conn, battle, slot, ...)                      # in the vote's transaction
@@ -14,18 +14,22 @@ the real reply's own wav format and length class (arena/gold_clips.py), and the 
 Only after the vote does the reveal say which clip was the check and what it was.
 
 Outcome: the real reply chosen = passed; the bad clip chosen, or a tie = failed; "both bad" = neutral (the real
-reply may be bad too). Clips are written to <data dir>/gold/ when the battle is served (a fresh random clip per
-battle, so a hash learned from one reveal never recognises the next) and deleted once the battle has expired.
+reply may be bad too). Clips are built ahead on a background thread into <data dir>/gold/ (a fresh random clip
+per battle, so a hash learned from one reveal never recognises the next) and deleted once their battle expired.
 """
 from __future__ import annotations
 
+import logging
 import os
+import random
 import secrets
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+import soundfile as sf
 
 from eval_backend.store import Store, register_migration
 
@@ -60,6 +64,7 @@ CREATE INDEX IF NOT EXISTS arena_gold_votes_time ON arena_gold_votes (created_at
 PREFIX = "gold:"
 GOLD_DIR = "gold"
 LABEL = "check clip"           # the bad side's name in the reveal
+log = logging.getLogger("arena.gold")
 
 
 def is_gold(model: str | None) -> bool:
@@ -86,44 +91,133 @@ class GoldPlan:
     good_slot: str
     construction: str
     clip_rel: str               # the bad clip, relative to the data dir
+    cand: object                # the request the battle is about (the ready clip's, not matchmaking's)
+
+
+@dataclass(frozen=True)
+class ReadyClip:
+    """A check clip built ahead, waiting for a gold battle: which reply it came from, where it is, how long."""
+    key: tuple                  # (benchmark hash, request id) of the reply it was made from
+    model: str
+    construction: str
+    rel: str                    # relative to the data dir
+    seconds: float
+    made_at: float
 
 
 class GoldBattles:
-    """Plans, records and answers gold battles (one per ArenaService)."""
+    """Plans, records and answers gold battles (one per ArenaService).
 
-    def __init__(self, store: Store, share: float, constructions: tuple[str, ...], fresh: Rating):
+    Check clips are built ahead, on a background thread, into a small pool (`POOL`): a gold battle takes one, so
+    serving it costs what serving any battle costs (a clip written on the battle's path would make its answer
+    measurably slower: ~11 ms more in-process under load, docs/benchmarks.md); with none ready, the battle is an
+    ordinary one and the pool refills. Each clip serves one battle (a fresh file every time); one waiting longer
+    than `MAX_AGE_S` is dropped and deleted."""
+
+    POOL = 4
+    MAX_AGE_S = 1800.0
+
+    def __init__(self, store: Store, share: float, constructions: tuple[str, ...], fresh: Rating,
+                 clock=time.time):
         unknown = [c for c in constructions if c not in CONSTRUCTIONS]
         if unknown or not 0 <= share <= 1:
             raise ValueError(f"gold battles: share must be in [0, 1] and constructions among "
                              f"{', '.join(CONSTRUCTIONS)} (got {share!r}, {unknown})")
         self.store, self.share, self.constructions = store, share, tuple(constructions)
         self.fresh = fresh         # a model's rating before its first vote (the reveal of an unrated model)
+        self.clock = clock
+        self._ready: list[ReadyClip] = []
+        self._lock = threading.Lock()
+        self._idle = threading.Event()          # set while no refill runs
+        self._idle.set()
+        self._rng = random.SystemRandom()
 
     # ------------------------------------------------------------------ serving
-    def plan(self, rng, cand, model_a: str, model_b: str, paths: dict, candidates: list) -> GoldPlan | None:
-        """With probability `share`, turn the battle chosen by matchmaking into a gold one: one of its two models
-        keeps its real reply, the other side becomes a known-bad clip built from that reply."""
-        if not self.share or not self.constructions or rng.random() >= self.share:
+    def plan(self, rng, candidates: list, paused: set, durations: dict) -> GoldPlan | None:
+        """With probability `share`, a gold battle from a ready clip: its request, its model's real reply on one
+        side, the clip on the other. `durations` (the service's clip-length cache) learns the clip's length, so
+        the battle reads no file the ordinary path would not. None: an ordinary battle."""
+        if not self.share or not self.constructions:
             return None
-        model = model_a if rng.random() < 0.5 else model_b
-        name = rng.choice(self.constructions)
-        try:
-            rel = self._build(name, paths[model], model, cand, candidates, rng)
-        except (OSError, ValueError, RuntimeError):   # an unreadable reply: serve the normal battle instead
+        self._refill_soon(candidates, paused)
+        if rng.random() >= self.share:
             return None
-        if rel is None:
+        clip = self._take({(c.benchmark_hash, c.request_id): c for c in candidates}, paused)
+        if clip is None:
             return None
-        bad = PREFIX + name
+        cand = next(c for c in candidates if (c.benchmark_hash, c.request_id) == clip.key)
+        real, bad = str(self.store.abspath(cand.replies[clip.model].audio_path)), PREFIX + clip.construction
+        bad_path = str(self.store.abspath(clip.rel))
+        durations[bad_path] = clip.seconds
         good_slot = "A" if rng.random() < 0.5 else "B"
-        a, b = (model, bad) if good_slot == "A" else (bad, model)
-        return GoldPlan(a, b, {model: paths[model], bad: str(self.store.abspath(rel))}, model, good_slot, name, rel)
+        a, b = (clip.model, bad) if good_slot == "A" else (bad, clip.model)
+        return GoldPlan(a, b, {clip.model: real, bad: bad_path}, clip.model, good_slot, clip.construction,
+                        clip.rel, cand)
 
-    def _build(self, name: str, source: str, model: str, cand, candidates: list, rng) -> str | None:
+    def _take(self, by_key: dict, paused: set) -> ReadyClip | None:
+        """The oldest ready clip still servable (its model unpaused, its reply still in the index)."""
+        now = self.clock()
+        with self._lock:
+            while self._ready:
+                clip = self._ready.pop(0)
+                cand = by_key.get(clip.key)
+                if now - clip.made_at <= self.MAX_AGE_S and cand is not None and clip.model in cand.replies \
+                        and clip.model not in paused:
+                    return clip
+                if clip.rel.startswith(GOLD_DIR + "/"):
+                    self.store.abspath(clip.rel).unlink(missing_ok=True)
+        return None
+
+    def _refill_soon(self, candidates: list, paused: set) -> None:
+        with self._lock:
+            if len(self._ready) >= self.POOL or not self._idle.is_set():
+                return
+            self._idle.clear()
+        threading.Thread(target=self._refill, args=(list(candidates), set(paused)), name="gold-clips",
+                         daemon=True).start()
+
+    def _refill(self, candidates: list, paused: set) -> None:
+        try:
+            usable = [(c, m) for c in candidates for m in c.replies if m not in paused]
+            while usable and len(self._ready) < self.POOL:
+                cand, model = self._rng.choice(usable)
+                clip = self._build(self._rng.choice(self.constructions), cand, model, candidates)
+                if clip is not None:
+                    with self._lock:
+                        self._ready.append(clip)
+        except Exception:                 # an unreadable reply: no clip this round; battles stay ordinary
+            log.exception("building gold clips failed")
+        finally:
+            self._idle.set()
+
+    def fill(self, candidates: list, paused: set) -> None:
+        """Fill the pool now, on the caller's thread (tests and benchmarks; the app fills it in the background)."""
+        self._idle.wait()
+        with self._lock:
+            self._idle.clear()
+        self._refill(list(candidates), set(paused))
+
+    def wait_ready(self, timeout: float = 60.0) -> bool:
+        """Wait until no refill is running (tests, benchmarks); True when the pool is full."""
+        self._idle.wait(timeout)
+        with self._lock:
+            return len(self._ready) >= self.POOL
+
+    def pooled(self) -> set[str]:
+        with self._lock:
+            return {c.rel for c in self._ready}
+
+    def _build(self, name: str, cand, model: str, candidates: list) -> ReadyClip | None:
+        key, now = (cand.benchmark_hash, cand.request_id), self.clock()
         if name == "other_reply":       # the same model's stored reply to another request, as it is
             others = [c for c in candidates if model in c.replies and c.request_id != cand.request_id]
-            return rng.choice(others).replies[model].audio_path if others else None
+            if not others:
+                return None
+            rel = self._rng.choice(others).replies[model].audio_path
+            return ReadyClip(key, model, name, rel, float(sf.info(str(self.store.abspath(rel))).duration), now)
+        source = self.store.abspath(cand.replies[model].audio_path)
         samples, sr = read_like(source)
-        gen = np.random.default_rng(rng.getrandbits(64))
+        gen = np.random.default_rng(self._rng.getrandbits(64))
         bad = dithered(CONSTRUCTIONS[name].build(samples, sr, gen), gen)
         rel = f"{GOLD_DIR}/{secrets.token_hex(16)}.wav"
         dest = self.store.abspath(rel)
@@ -131,7 +225,7 @@ class GoldBattles:
         tmp = dest.with_suffix(".tmp")
         tmp.write_bytes(wav_like(source, bad))
         tmp.replace(dest)
-        return rel
+        return ReadyClip(key, model, name, rel, len(bad) / sr, now)
 
     def record(self, conn, battle_id: str, plan: GoldPlan, now: float) -> None:
         conn.execute("INSERT INTO arena_gold_battles (battle_id, model, good_slot, construction, clip_path, "
@@ -169,9 +263,10 @@ class GoldBattles:
         folder = self.store.abspath(GOLD_DIR)
         cutoff = (time.time() if now is None else now) - older_than_s
         n = 0
+        keep = {self.store.abspath(rel) for rel in self.pooled()}
         for path in folder.glob("*.wav") if folder.is_dir() else ():
             try:
-                if path.stat().st_mtime < cutoff:
+                if path.stat().st_mtime < cutoff and path not in keep:
                     os.unlink(path)
                     n += 1
             except FileNotFoundError:

@@ -89,7 +89,8 @@ class ArenaService(Battles, VoteLog, RatingQueries):
         self._signer = None
         self.fetches = battle_clips.FetchLog(store, clock)
         # integrity (issue 23): gold battles, proof of work, and the flags' weights the public fit applies
-        self.gold = GoldBattles(store, s.gold_share, s.gold_constructions, Rating(s.trueskill.mu, s.trueskill.sigma))
+        self.gold = GoldBattles(store, s.gold_share, s.gold_constructions, Rating(s.trueskill.mu, s.trueskill.sigma),
+                                clock)
         self.pow = PowGate(lambda: self.signer, s, clock)
         self._weights_cache: tuple | None = None
 

@@ -32,6 +32,14 @@ def service_on_copy(seeded: Path, dest: Path, database_url: str | None, seed: in
     return svc, clock
 
 
+def serve(svc, session: str, ip: str, **kw):
+    """serve_battle with the gold pool full (check clips are built ahead, arena/gold.py; the app refills the pool in
+    the background, here it is filled first so that a share of 1 means every battle is a gold one)."""
+    if svc.gold.share:
+        svc.gold.fill(svc._candidates()[0], svc.paused())
+    return svc.serve_battle(session, ip, **kw)
+
+
 def fetch_all(svc, view) -> None:
     """What a player does first: fetch every clip of the battle (the audio route records it)."""
     for clip in view.min_listen_s:
