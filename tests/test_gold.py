@@ -17,7 +17,7 @@ from arena import gold, gold_clips, sweeps, vote_flags
 from arena.gold import is_gold
 from arena.sweeps import GoldRecord
 from tests.support.arena_fixtures import seed
-from tests.support.integrity import battle_row, good_slot, serve, service_on_copy, vote_after_listening
+from tests.support.integrity import battle_row, good_slot, maker, serve, vote_after_listening
 
 MODELS = ("warm-model", "flat-model", "third-model")
 
@@ -31,10 +31,7 @@ def seeded(tmp_path_factory):
 
 @pytest.fixture
 def make(seeded, tmp_path, copy_database, module_database_url):
-    def _make(**overrides):
-        dest = tmp_path / f"data{len(list(tmp_path.iterdir()))}"
-        return service_on_copy(seeded, dest, copy_database(module_database_url), **overrides)
-    return _make
+    return maker(seeded, tmp_path, lambda: copy_database(module_database_url))
 
 
 def data_chunk(raw: bytes) -> int:

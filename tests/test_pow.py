@@ -15,7 +15,7 @@ import pytest
 
 from arena import pow as arena_pow
 from tests.support.arena_fixtures import seed
-from tests.support.integrity import fetch_all, service_on_copy, solve, vote_after_listening
+from tests.support.integrity import fetch_all, maker, solve, vote_after_listening
 
 MODELS = ("warm-model", "flat-model")
 FAST = {"pow_every_votes": 3, "pow_counter_max": 40}      # cheap challenges for the service-level tests
@@ -30,12 +30,7 @@ def seeded(tmp_path_factory):
 
 @pytest.fixture
 def make(seeded, tmp_path, copy_database, module_database_url):
-    def _make(**overrides):
-        dest = tmp_path / f"data{len(list(tmp_path.iterdir()))}"
-        svc, clock = service_on_copy(seeded, dest, copy_database(module_database_url), **{**FAST, **overrides})
-        clock.t = time.time()      # the altcha package also checks a challenge's expiry against the real time
-        return svc, clock
-    return _make
+    return maker(seeded, tmp_path, lambda: copy_database(module_database_url), now=time.time, **FAST)
 
 
 def refusal(svc, clock, view, session, **kw) -> str:

@@ -32,6 +32,19 @@ def service_on_copy(seeded: Path, dest: Path, database_url: str | None, seed: in
     return svc, clock
 
 
+def maker(seeded: Path, tmp_path: Path, database_url, now=None, **defaults):
+    """A test's `make(**overrides) -> (service, clock)`: each call a fresh copy of the seeded data dir and, via
+    `database_url()` (conftest's copy_database of the module's database), of its database. `now()`: the clock's
+    start (the altcha package checks a challenge's expiry against the real time, so the PoW tests start there)."""
+    def _make(**overrides):
+        dest = tmp_path / f"data{len(list(tmp_path.iterdir()))}"
+        svc, clock = service_on_copy(seeded, dest, database_url(), **{**defaults, **overrides})
+        if now is not None:
+            clock.t = now()
+        return svc, clock
+    return _make
+
+
 def serve(svc, session: str, ip: str, **kw):
     """serve_battle with the gold pool full (check clips are built ahead, arena/gold.py; the app refills the pool in
     the background, here it is filled first so that a share of 1 means every battle is a gold one)."""
