@@ -326,8 +326,18 @@ def session_votes_since(conn, session_id: str, since: float) -> int:
 def vote_facts(store: Store) -> list:
     """Every vote cast live in a served battle, with who cast it and from where (arena/vote_flags.py's sweep;
     imported and restored votes have no session and are not swept)."""
-    return store.query('SELECT id, session_id, "user", ip_hash, created_at, model_a, model_b, slot FROM arena_votes '
-                       "WHERE source='live' AND session_id IS NOT NULL ORDER BY id")
+    return store.query('SELECT id, battle_id, session_id, "user", ip_hash, created_at, model_a, model_b, slot '
+                       "FROM arena_votes WHERE source='live' AND session_id IS NOT NULL ORDER BY id")
+
+
+def vote_ids_of_battles(conn, battle_ids: list[str]) -> dict[str, int]:
+    """{battle id: vote id} of the voted battles among `battle_ids` (a Hub restore of the vote flags)."""
+    out: dict[str, int] = {}
+    for k in range(0, len(battle_ids), 500):
+        chunk = battle_ids[k:k + 500]
+        out.update({r[0]: r[1] for r in conn.execute(
+            f"SELECT battle_id, id FROM arena_votes WHERE battle_id IN ({', '.join('?' * len(chunk))})", chunk)})
+    return out
 
 
 def overall_vote_counts(conn, model_a: str, model_b: str) -> dict[str, int]:

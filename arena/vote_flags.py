@@ -14,6 +14,11 @@ Tables:
 - arena_flag_decisions: the operator's reversals, append-only, per (kind, subject): the latest decision wins. A
   reversed (kind, subject) stays reversed through later sweeps, for that subject's later votes too (the operator
   judged the voter, not one vote), until the operator restores it.
+- arena_flag_log: every change the sweep makes to a flag (set, changed, lifted), by battle id, append-only: the
+  Hub log "flags" (eval_backend/sync_logs.py). A Space restarted on an empty disk gets its votes back from the
+  Hub without their sessions, so the sweep can no longer judge them; the restore puts their flags back from this
+  log (subject "restored": who cast them stays home, as everything private does), and the sweep leaves flags of
+  votes it cannot attribute as they are. The operator's decisions are not logged to the Hub (they name subjects).
 """
 from __future__ import annotations
 
@@ -21,6 +26,7 @@ import time
 from dataclasses import dataclass
 
 from eval_backend.store import Store, register_migration
+from eval_backend.sync_logs import RestoreContext, SyncLog, register_sync_log
 
 from . import gold, storage
 from .sweeps import KINDS, Flag, Rules, VoteFacts, flag_votes, short_hash
@@ -37,6 +43,15 @@ CREATE TABLE IF NOT EXISTS arena_vote_flags (
     PRIMARY KEY (vote_id, kind)
 );
 CREATE INDEX IF NOT EXISTS arena_vote_flags_subject ON arena_vote_flags (kind, subject);
+CREATE TABLE IF NOT EXISTS arena_flag_log (
+    id              INTEGER PRIMARY KEY AUTOINCREMENT,
+    battle_id       TEXT NOT NULL,
+    kind            TEXT NOT NULL,
+    weight          REAL,
+    detail          TEXT,
+    voted_at        REAL NOT NULL,
+    logged_at       REAL NOT NULL
+);
 CREATE TABLE IF NOT EXISTS arena_flag_decisions (
     id              INTEGER PRIMARY KEY AUTOINCREMENT,
     kind            TEXT NOT NULL,
@@ -61,9 +76,12 @@ def address_subject(ip_hash: str | None) -> str:
     return f"address:{(ip_hash or '')[:12]}"
 
 
-def load_facts(store: Store) -> list[VoteFacts]:
-    return [VoteFacts(r["id"], voter_subject(r["user"], r["session_id"]), address_subject(r["ip_hash"]),
-                      r["created_at"], r["model_a"], r["model_b"], r["slot"]) for r in storage.vote_facts(store)]
+def load_facts(store: Store) -> tuple[list[VoteFacts], dict[int, tuple[str, float]]]:
+    """The attributable votes as the rules see them, and {vote id: (battle id, time)} for the flags' log."""
+    rows = storage.vote_facts(store)
+    return ([VoteFacts(r["id"], voter_subject(r["user"], r["session_id"]), address_subject(r["ip_hash"]),
+                       r["created_at"], r["model_a"], r["model_b"], r["slot"]) for r in rows],
+            {r["id"]: (r["battle_id"], r["created_at"]) for r in rows})
 
 
 @dataclass(frozen=True)
@@ -83,34 +101,45 @@ def run_sweep(store: Store, rules: Rules = Rules(), now: float | None = None) ->
     """Flag what the rules catch now and drop the flags they no longer raise (the votes stay untouched)."""
     t0 = time.perf_counter()
     now = time.time() if now is None else now
-    facts = load_facts(store)
+    facts, where = load_facts(store)
     records = gold.records(store, voter_subject)
     flags = flag_votes(facts, records, rules)
-    replace_flags(store, flags, {v.id: v.created_at for v in facts}, now)
+    replace_flags(store, flags, where, now)
     w = weights(store)
     return SweepReport(len(facts), {k: sum(f.kind == k for f in flags) for k in KINDS},
                        sum(x == 0 for x in w.values()), sum(0 < x < 1 for x in w.values()),
                        time.perf_counter() - t0)
 
 
-def replace_flags(store: Store, flags: list[Flag], voted_at: dict[int, float], now: float) -> None:
-    """Make the table hold exactly `flags` (one per vote and kind), keeping unchanged rows' first flag time.
-    `voted_at`: each flagged vote's time (the health view buckets by it)."""
+def replace_flags(store: Store, flags: list[Flag], where: dict[int, tuple[str, float]], now: float) -> None:
+    """Make the table hold exactly `flags` for the votes in `where` ({vote id: (battle id, vote time)}: the votes
+    the sweep could judge), keeping unchanged rows' first flag time; flags of other votes (restored from the Hub,
+    whose voters are unknown here) stay. Every change is appended to arena_flag_log (the Hub log)."""
     want = {(f.vote_id, f.kind): f for f in flags}
     with store.transaction() as conn:
         have = {(r["vote_id"], r["kind"]): r for r in conn.execute(
-            "SELECT vote_id, kind, weight, subject, detail FROM arena_vote_flags").fetchall()}
+            "SELECT vote_id, kind, weight, subject, detail FROM arena_vote_flags").fetchall() if r["vote_id"] in where}
+
+        def log(vote_id: int, kind: str, weight: float | None, detail: str | None) -> None:
+            battle_id, voted_at = where[vote_id]
+            if battle_id:
+                conn.execute("INSERT INTO arena_flag_log (battle_id, kind, weight, detail, voted_at, logged_at) "
+                             "VALUES (?, ?, ?, ?, ?, ?)", (battle_id, kind, weight, detail, voted_at, now))
         for key in have.keys() - want.keys():
             conn.execute("DELETE FROM arena_vote_flags WHERE vote_id=? AND kind=?", key)
+            log(*key, None, None)
         for key, f in want.items():
             old = have.get(key)
             if old is None:
                 conn.execute("INSERT INTO arena_vote_flags (vote_id, kind, weight, subject, detail, voted_at, "
                              "flagged_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                             (f.vote_id, f.kind, f.weight, f.subject, f.detail, voted_at[f.vote_id], now))
+                             (f.vote_id, f.kind, f.weight, f.subject, f.detail, where[f.vote_id][1], now))
             elif (old["weight"], old["subject"], old["detail"]) != (f.weight, f.subject, f.detail):
                 conn.execute("UPDATE arena_vote_flags SET weight=?, subject=?, detail=? WHERE vote_id=? AND kind=?",
                              (f.weight, f.subject, f.detail, *key))
+            else:
+                continue
+            log(f.vote_id, f.kind, f.weight, f.detail)
 
 
 def reversed_subjects(store: Store) -> set[tuple[str, str]]:
@@ -202,3 +231,46 @@ def weight_counts(store: Store, since: float, until: float, bucket_s: float) -> 
         for k in kinds[vid]:
             cell["why"][k] = cell["why"].get(k, 0) + 1
     return out
+
+
+# ---------------------------------------------------------------- the Hub log (eval_backend/hub_sync)
+RESTORED = "restored"        # the subject of a flag put back from the Hub (its voter is not logged)
+LOG_FIELDS = ("id", "battle_id", "kind", "weight", "detail", "voted_at", "logged_at")
+
+
+def _restore_flags(ctx: RestoreContext, records: list[dict]) -> int:
+    """Put the logged flag changes the store lacks back in arena_flag_log (keeping ids on an empty log), and each
+    (battle, kind)'s latest state back in arena_vote_flags for the votes the store holds."""
+    conn = ctx.conn
+    empty = conn.execute("SELECT COUNT(*) FROM arena_flag_log").fetchone()[0] == 0
+    have = {(r[0], r[1], r[2]) for r in conn.execute("SELECT battle_id, kind, logged_at FROM arena_flag_log")}
+    fresh = [r for r in sorted(records, key=lambda r: r["id"]) if (r["battle_id"], r["kind"], r["logged_at"]) not in have]
+    for r in fresh:
+        cols = LOG_FIELDS if empty else LOG_FIELDS[1:]
+        conn.execute(f"INSERT INTO arena_flag_log ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})",
+                     tuple(r.get(c) for c in cols))
+    if empty and fresh:
+        ctx.store.sync_ids(conn, "arena_flag_log")      # PostgreSQL: the id sequence past the restored ids
+        ctx.mark(max(r["id"] for r in fresh))
+    latest: dict[tuple[str, str], dict] = {}
+    for r in conn.execute("SELECT battle_id, kind, weight, detail, voted_at, logged_at FROM arena_flag_log "
+                          "ORDER BY id").fetchall():
+        latest[(r["battle_id"], r["kind"])] = dict(r)
+    votes = storage.vote_ids_of_battles(conn, sorted({b for b, _ in latest}))
+    for (battle_id, kind), r in latest.items():
+        if battle_id in votes and r["weight"] is not None:
+            conn.execute("INSERT INTO arena_vote_flags (vote_id, kind, weight, subject, detail, voted_at, flagged_at) "
+                         "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (vote_id, kind) DO NOTHING",
+                         (votes[battle_id], kind, r["weight"], RESTORED, r["detail"] or "", r["voted_at"],
+                          r["logged_at"]))
+    return len(fresh)
+
+
+def _count_log(store: Store) -> int:
+    return store.query("SELECT COUNT(*) FROM arena_flag_log")[0][0] if store.has_table("arena_flag_log") else 0
+
+
+register_sync_log(SyncLog(
+    "flags", "arena_flag_log",              # a log name is [a-z]+ (eval_backend/hub_sync/logs.py)
+    f"SELECT id AS seq, {', '.join(LOG_FIELDS)} FROM arena_flag_log WHERE id > ? AND id <= ? ORDER BY id LIMIT ?",
+    "SELECT MAX(id) FROM arena_flag_log", _restore_flags, order=15, count=_count_log))

@@ -37,7 +37,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from tests.support.arena_fixtures import INTEGRITY_ENV, NO_LIMITS, AppProcess, _timings, seed, solve_pow  # noqa: E402
+from tests.support.arena_fixtures import INTEGRITY_ENV, UNSCREENED, NO_LIMITS, AppProcess, _timings, seed, solve_pow  # noqa: E402
 
 MODELS = ("warm-model", "flat-model", "chirpy-model", "calm-model")
 FLOOD_SOURCE = "127.0.0.2"
@@ -181,7 +181,7 @@ def measure(voters: int, duration_s: float, pause: tuple[float, float], connecti
         data = data_dir or tmp
         if data_dir is None:
             seed(data, MODELS, n_scripts=3)
-        app = AppProcess(data, SETTINGS, env=INTEGRITY_ENV.get(integrity or "", {})).start()
+        app = AppProcess(data, SETTINGS, env={**UNSCREENED, **INTEGRITY_ENV.get(integrity or "", {})}).start()
         try:
             asyncio.run(honest_voters(app.url, min(voters, 10), 3.0, (0.2, 0.5), seed_=99))     # warm-up
             out = {}

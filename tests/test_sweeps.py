@@ -204,3 +204,45 @@ def test_rules_defaults_are_the_documented_sources():
     r = Rules()
     assert (r.per_hour, r.per_3_hours, r.min_gap_s, r.bias_share) == (30, 100, 2.0, 0.8)   # TTS Arena V2
     assert r.max_excluded_share == 0.10                                                     # LMArena
+
+
+def test_flags_come_back_with_the_votes_after_a_wiped_disk(tmp_path, fresh_database_url):
+    """On Spaces the disk is wiped on restart and the Hub restores the votes, without their sessions: the sweep can
+    no longer judge them, so their flags come back from the Hub's flag log, and later sweeps keep them."""
+    from eval_backend.hub_sync import HubSync
+    from eval_backend.store import Store
+    from arena.service import ArenaService
+    from tests.support.hub_standin import StandInHub
+    from tests.test_hub_sync import config
+
+    hub = StandInHub()
+
+    def node(name):
+        store = Store(tmp_path / name, database_url=fresh_database_url())
+        svc = ArenaService(store)
+        return svc, HubSync(store, config(), api=hub.api(), append_votes=svc.append_votes)
+
+    a, sync_a = node("a")
+    sync_a.start()
+    rows = [("bot", 20.0 * k, "A") for k in range(35)] + [(f"h{k}", 300.0 * k + 7, "B") for k in range(10)]
+    a.append_votes([{"battle_id": f"b{k}", "model_a": "m1", "model_b": "m2", "winner": "m1" if slot == "A" else "m2",
+                     "slot": slot, "said": None, "sounded": None, "reason": None, "session_id": who, "user": None,
+                     "ip_hash": f"ip-{who}", "first_heard": "A", "attribute": None, "dimension": None,
+                     "benchmark_hash": "h", "request_id": "r", "created_at": T0 + t, "source": "live",
+                     "battle_source": "benchmark"} for k, (who, t, slot) in enumerate(rows)])
+    assert a.integrity_upkeep().excluded == 35
+    excluded = a.vote_weights()
+    sync_a.push_logs()
+    sync_a.stop()
+
+    b, sync_b = node("b")                              # the Space restarted on an empty disk
+    sync_b.start()
+    assert sync_b.restored["flags"] > 0
+    assert len(b.votes()) == 45 and b.vote_weights() == excluded
+    assert {g["subject"] for g in vote_flags.groups(b.store)} == {vote_flags.RESTORED}
+    b.integrity_upkeep()                               # restored votes have no session: their flags stay
+    assert b.vote_weights() == excluded
+    assert sum(r["votes"] for r in b.replayed_table(rounds=5)) // 2 == 10
+    blob = "".join(t.decode() for t in hub.files("org/arena-logs").values())
+    assert "bot" not in blob.replace("both_bad", "") and "ip-" not in blob     # no session, no address
+    sync_b.stop(final_push=False, timeout_s=5)

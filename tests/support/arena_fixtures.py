@@ -191,6 +191,12 @@ INTEGRITY_ENV = {"on": {"EMPATHY_ARENA_POW": "1", "EMPATHY_ARENA_GOLD_SHARE": "0
                  "off": {"EMPATHY_ARENA_POW": "0", "EMPATHY_ARENA_GOLD_SHARE": "0"}}
 
 
+# The seeded replies are nobody's screened replies; the app plays screened replies only (EMPATHY_ARENA_SCREEN_REPLIES,
+# default 1), which the test suite turns off in tests/conftest.py. The benchmarks, run outside pytest, say it here
+# (screening is not on the vote path: docs/benchmarks.md, "Safety: screening is not on the vote → next-battle path").
+UNSCREENED = {"EMPATHY_ARENA_SCREEN_REPLIES": "0"}
+
+
 @dataclass
 class LoadResult:
     acks: dict[str, dict] = field(default_factory=dict)      # battle id -> acknowledged vote (request + reply)
