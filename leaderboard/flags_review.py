@@ -48,7 +48,7 @@ def build_flags_review(ctx) -> PageLoad:
         person = ctx.identity.who(request, profile) if request is not None else None
         return person if person is not None and person.is_operator else None
 
-    def listing(picked, request: gr.Request, profile: gr.OAuthProfile | None):
+    def flags_listing(picked, request: gr.Request, profile: gr.OAuthProfile | None):
         if operator(request, profile) is None:           # nothing of the flags leaves the server
             return gr.update(visible=False), pd.DataFrame(columns=COLUMNS), gr.update(choices=[], value=None)
         groups = vote_flags.groups(ctx.store)
@@ -77,8 +77,8 @@ def build_flags_review(ctx) -> PageLoad:
         return decide("restore", picked, note_v, request, profile)
 
     outputs = [body, table, pick]
-    refresh.click(listing, [pick], outputs, api_visibility="private")
+    refresh.click(flags_listing, [pick], outputs, api_visibility="private")
     for button, fn in ((reverse, flags_reverse), (restore, flags_restore)):
         button.click(fn, [pick, note], [message], api_visibility="private").then(
-            listing, [pick], outputs, api_visibility="private")
-    return PageLoad(listing, [pick], outputs, {"api_visibility": "private"})
+            flags_listing, [pick], outputs, api_visibility="private")
+    return PageLoad(flags_listing, [pick], outputs, {"api_visibility": "private"})
