@@ -7,7 +7,8 @@ Self-contained, so the tab (arena/arena_tab.py) adds one component and reads one
   needs a proof (state["pow"] set by the tab from BattleView.pow_required);
 - `PAYLOAD_JS`: the expression a vote's js reads the solved payload with (the widget's hidden `altcha` input),
   '' while it is still solving: the server then answers `pow_required`, said on the page, never dropped.
-A refusal for a missing, expired, replayed or invalid solution re-renders the widget: a fresh challenge.
+A refusal for a missing, expired, replayed or invalid solution re-renders the widget: a fresh challenge. A live
+battle (arena/live_ui.py) does not say whether a proof is due, so its first vote may be answered that way.
 """
 from __future__ import annotations
 
