@@ -248,7 +248,8 @@ class Battles:
         audio_a, audio_b = paths[model_a], paths[model_b]
         rule = self.settings.listen_rule
         clips = {"user": self._duration(cand.user_audio), "A": self._duration(audio_a), "B": self._duration(audio_b)}
-        self._durations.pop(plan.paths.get(gold.PREFIX + plan.construction) if plan else None, None)  # one-off file
+        self._durations.pop(plan.paths.get(plan.model_a if plan.good_slot == "B" else plan.model_b)
+                            if plan else None, None)     # the check clip is a one-off file
         listen = rule.needs(clips)
         now = self.clock()
         battle_id = secrets.token_urlsafe(24)
@@ -259,8 +260,6 @@ class Battles:
                  cand.item_id, cand.variant, attribute, dimension_of(attribute) if attribute else None,
                  model_a, model_b, "A", sum(listen.values()), now, now + self.settings.battle_ttl_s))
             battle_clips.add_clips(conn, battle_id, clips)
-            if plan is not None:
-                self.gold.record(conn, battle_id, plan, now)
             pow_required = self.pow.needed(conn, session_id, user)
         urls = [battle_clip_url(battle_id, clip) for clip in ("user", "A", "B")]
         notice = crisis_notice() if cand.crisis & {model_a, model_b} else None
@@ -285,15 +284,15 @@ class Battles:
             path = self._user_audio.get(key)
             return Path(path) if path else None
         model = battle["model_a"] if clip == "A" else battle["model_b"]
-        bad = gold.is_gold(model)           # a gold battle's known-bad clip, made from the other side's reply
-        if bad:
+        bad = self.gold.clip(model) if gold.is_gold(model) else None   # a gold battle's check clip (arena/gold.py)
+        if bad is not None:
             model = battle["model_b"] if clip == "A" else battle["model_a"]
         if self.settings.screen_replies:      # held since the battle was served (the operator kept it hidden)
             reply = self.store.reply(model, battle["benchmark_hash"], battle["request_id"])
             if not self.reply_cleared(reply):
                 return None
-        if bad:
-            return self.gold.clip(battle_id)
+        if bad is not None:
+            return bad
         rel = self.store.reply_audio_path(model, battle["benchmark_hash"], battle["request_id"])
         return self.store.abspath(rel) if rel else None
 

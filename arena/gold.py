@@ -2,13 +2,12 @@
 voters listen. Their votes are recorded here, never in the vote log, so they never enter any rating.
 
     plan = gold.plan(rng, candidates, paused, durations)    # in serve_battle; None: an ordinary battle
-    gold.record(conn, battle_id, plan, now)                                  # in the battle's transaction
-    gold.clip(battle_id)                                                     # the file behind the bad clip
+    gold.clip(model_name)                                   # the file behind the bad side's name
     outcome = gold.record_vote(conn, battle, slot, ...)                      # in the vote's transaction
     records(store, voter_subject) -> {voter: GoldRecord(passes, fails)}      # arena/sweeps.py: reliability
 
 A gold battle is served exactly like any other: its row in arena_battles names the real model and, on the bad
-side, `gold:<construction>` (a name no submitted model can have: submitted names hold no ':'); its clips go
+side, `gold:<construction>:<clip token>` (a name no submitted model can have: submitted names hold no ':'); its clips go
 through the same route (arena/media.py: battle id + clip, the same headers), the bad clip is a fresh file in
 the real reply's own wav format and length class (arena/gold_clips.py), and the battle JSON has the same fields.
 Only after the vote does the reveal say which clip was the check and what it was.
@@ -29,7 +28,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-import soundfile as sf
 
 from eval_backend.store import Store, register_migration
 
@@ -40,14 +38,6 @@ from .sweeps import GoldRecord
 from .vote_types import Revealed, VoteResult
 
 register_migration("arena_0008_gold", """
-CREATE TABLE IF NOT EXISTS arena_gold_battles (
-    battle_id       TEXT PRIMARY KEY,
-    model           TEXT NOT NULL,
-    good_slot       TEXT NOT NULL CHECK (good_slot IN ('A', 'B')),
-    construction    TEXT NOT NULL,
-    clip_path       TEXT NOT NULL,
-    created_at      REAL NOT NULL
-);
 CREATE TABLE IF NOT EXISTS arena_gold_votes (
     id              INTEGER PRIMARY KEY AUTOINCREMENT,
     battle_id       TEXT NOT NULL UNIQUE,
@@ -75,6 +65,23 @@ def is_gold_battle(battle) -> bool:
     return is_gold(battle["model_a"]) or is_gold(battle["model_b"])
 
 
+def gold_name(construction: str, token: str) -> str:
+    """The bad side's name in arena_battles: `gold:<construction>:<clip token>`. The battle row alone says which
+    side is the check, what it is and which file (gold/<token>.wav), so serving a gold battle writes no more than
+    serving any battle (a row more would make its answer measurably slower)."""
+    return f"{PREFIX}{construction}:{token}"
+
+
+def parse(battle) -> tuple[str, str, str, str] | None:
+    """(real model, good slot, construction, clip token) of a gold battle's row, else None."""
+    for bad_slot, good_slot in (("A", "B"), ("B", "A")):
+        name = battle[f"model_{bad_slot.lower()}"]
+        if is_gold(name):
+            construction, _, token = name[len(PREFIX):].partition(":")
+            return battle[f"model_{good_slot.lower()}"], good_slot, construction, token
+    return None
+
+
 def outcome(slot: str, good_slot: str) -> str:
     """pass | fail | neutral for a vote `slot` in a gold battle whose real reply is in `good_slot`."""
     if slot == good_slot:
@@ -90,7 +97,6 @@ class GoldPlan:
     model: str                  # the real reply's model
     good_slot: str
     construction: str
-    clip_rel: str               # the bad clip, relative to the data dir
     cand: object                # the request the battle is about (the ready clip's, not matchmaking's)
 
 
@@ -100,9 +106,13 @@ class ReadyClip:
     key: tuple                  # (benchmark hash, request id) of the reply it was made from
     model: str
     construction: str
-    rel: str                    # relative to the data dir
+    token: str                  # the file: gold/<token>.wav
     seconds: float
     made_at: float
+
+    @property
+    def rel(self) -> str:
+        return f"{GOLD_DIR}/{self.token}.wav"
 
 
 class GoldBattles:
@@ -146,13 +156,12 @@ class GoldBattles:
         if clip is None:
             return None
         cand = next(c for c in candidates if (c.benchmark_hash, c.request_id) == clip.key)
-        real, bad = str(self.store.abspath(cand.replies[clip.model].audio_path)), PREFIX + clip.construction
-        bad_path = str(self.store.abspath(clip.rel))
+        real = str(self.store.abspath(cand.replies[clip.model].audio_path))
+        bad, bad_path = gold_name(clip.construction, clip.token), str(self.store.abspath(clip.rel))
         durations[bad_path] = clip.seconds
         good_slot = "A" if rng.random() < 0.5 else "B"
         a, b = (clip.model, bad) if good_slot == "A" else (bad, clip.model)
-        return GoldPlan(a, b, {clip.model: real, bad: bad_path}, clip.model, good_slot, clip.construction,
-                        clip.rel, cand)
+        return GoldPlan(a, b, {clip.model: real, bad: bad_path}, clip.model, good_slot, clip.construction, cand)
 
     def _take(self, by_key: dict, paused: set) -> ReadyClip | None:
         """The oldest ready clip still servable (its model unpaused, its reply still in the index)."""
@@ -164,8 +173,7 @@ class GoldBattles:
                 if now - clip.made_at <= self.MAX_AGE_S and cand is not None and clip.model in cand.replies \
                         and clip.model not in paused:
                     return clip
-                if clip.rel.startswith(GOLD_DIR + "/"):
-                    self.store.abspath(clip.rel).unlink(missing_ok=True)
+                self.store.abspath(clip.rel).unlink(missing_ok=True)
         return None
 
     def _refill_soon(self, candidates: list, paused: set) -> None:
@@ -209,51 +217,48 @@ class GoldBattles:
 
     def _build(self, name: str, cand, model: str, candidates: list) -> ReadyClip | None:
         key, now = (cand.benchmark_hash, cand.request_id), self.clock()
-        if name == "other_reply":       # the same model's stored reply to another request, as it is
-            others = [c for c in candidates if model in c.replies and c.request_id != cand.request_id]
+        source = self.store.abspath(cand.replies[model].audio_path)
+        gen = np.random.default_rng(self._rng.getrandbits(64))
+        if name == "other_reply":       # the same model's stored reply to another request (dithered: a new file)
+            own = cand.replies[model].audio_path            # content-addressed: the same file is the same words
+            others = [c for c in candidates if model in c.replies and c.replies[model].audio_path != own]
             if not others:
                 return None
-            rel = self._rng.choice(others).replies[model].audio_path
-            return ReadyClip(key, model, name, rel, float(sf.info(str(self.store.abspath(rel))).duration), now)
-        source = self.store.abspath(cand.replies[model].audio_path)
-        samples, sr = read_like(source)
-        gen = np.random.default_rng(self._rng.getrandbits(64))
-        bad = dithered(CONSTRUCTIONS[name].build(samples, sr, gen), gen)
-        rel = f"{GOLD_DIR}/{secrets.token_hex(16)}.wav"
-        dest = self.store.abspath(rel)
+            source = self.store.abspath(self._rng.choice(others).replies[model].audio_path)
+            samples, sr = read_like(source)
+            bad = dithered(samples, gen)
+        else:
+            samples, sr = read_like(source)
+            bad = dithered(CONSTRUCTIONS[name].build(samples, sr, gen), gen)
+        token = secrets.token_hex(16)
+        dest = self.store.abspath(f"{GOLD_DIR}/{token}.wav")
         dest.parent.mkdir(parents=True, exist_ok=True)
         tmp = dest.with_suffix(".tmp")
         tmp.write_bytes(wav_like(source, bad))
         tmp.replace(dest)
-        return ReadyClip(key, model, name, rel, len(bad) / sr, now)
+        return ReadyClip(key, model, name, token, len(bad) / sr, now)
 
-    def record(self, conn, battle_id: str, plan: GoldPlan, now: float) -> None:
-        conn.execute("INSERT INTO arena_gold_battles (battle_id, model, good_slot, construction, clip_path, "
-                     "created_at) VALUES (?, ?, ?, ?, ?, ?)",
-                     (battle_id, plan.model, plan.good_slot, plan.construction, plan.clip_rel, now))
-
-    def clip(self, battle_id: str) -> Path | None:
-        rows = self.store.query("SELECT clip_path FROM arena_gold_battles WHERE battle_id=?", (battle_id,))
-        return self.store.abspath(rows[0]["clip_path"]) if rows else None
+    def clip(self, model: str) -> Path | None:
+        """The file behind a gold battle's bad side, from its name in the battle row."""
+        construction, _, token = model[len(PREFIX):].partition(":")
+        if construction not in CONSTRUCTIONS or not token.isalnum():
+            return None
+        return self.store.abspath(f"{GOLD_DIR}/{token}.wav")
 
     # ------------------------------------------------------------------ votes
     def record_vote(self, conn, battle, slot: str, session_id: str, user: str | None, ip_hash: str,
                     now: float) -> VoteResult:
         """Record the check's outcome (inside the vote's transaction) and reveal: the real reply's model and its
         rating (unchanged: a check rates nobody), and what the check clip was. `vote_id` is 0 (no vote-log row)."""
-        row = conn.execute("SELECT model, good_slot, construction FROM arena_gold_battles WHERE battle_id=?",
-                           (battle["id"],)).fetchone()
-        if row is None:
-            raise RuntimeError(f"gold battle {battle['id']} has no gold record")
-        result = outcome(slot, row["good_slot"])
+        model, good_slot, construction, _ = parse(battle)
+        result = outcome(slot, good_slot)
         conn.execute('INSERT INTO arena_gold_votes (battle_id, session_id, "user", ip_hash, slot, result, created_at) '
                      "VALUES (?, ?, ?, ?, ?, ?, ?)", (battle["id"], session_id, user, ip_hash, slot, result, now))
-        model = row["model"]
         said = self.store.reply_texts(battle["benchmark_hash"], battle["request_id"], (model, model)).get(model)
         real = Revealed(model, said, storage.read_rating(conn, "overall", model, self.fresh),
                         storage.overall_vote_counts(conn, model, model).get(model, 0))
-        check = Revealed(LABEL, CONSTRUCTIONS[row["construction"]].describe, None, 0)
-        a, b = (real, check) if row["good_slot"] == "A" else (check, real)
+        check = Revealed(LABEL, CONSTRUCTIONS[construction].describe, None, 0)
+        a, b = (real, check) if good_slot == "A" else (check, real)
         return VoteResult(0, battle["id"], slot, {"A": a.model, "B": b.model}.get(slot, slot), a, b, result)
 
     # ------------------------------------------------------------------ upkeep

@@ -65,7 +65,7 @@ def summarise(res, server_cpu_s: float) -> dict:
 def measure(args) -> dict[str, list[dict]]:
     with tempfile.TemporaryDirectory(prefix="arena_bench_") as tmp:
         seed(tmp, MODELS, n_scripts=3)
-        app = AppProcess(tmp, NO_LIMITS, env={**UNSCREENED, **INTEGRITY_ENV[args.integrity]}).start()
+        app = AppProcess(tmp, NO_LIMITS, env={**UNSCREENED, "EMPATHY_ARENA_SERVER_TIMING": "1", **INTEGRITY_ENV[args.integrity]}).start()
         try:
             asyncio.run(run_load(app.url, 10, 100, seed=99))          # warm-up: imports, caches, WAL
             runs: dict[str, list[dict]] = {"paced": [], "saturated": []}

@@ -181,7 +181,7 @@ def measure(voters: int, duration_s: float, pause: tuple[float, float], connecti
         data = data_dir or tmp
         if data_dir is None:
             seed(data, MODELS, n_scripts=3)
-        app = AppProcess(data, SETTINGS, env={**UNSCREENED, **INTEGRITY_ENV.get(integrity or "", {})}).start()
+        app = AppProcess(data, SETTINGS, env={**UNSCREENED, "EMPATHY_ARENA_SERVER_TIMING": "1", **INTEGRITY_ENV.get(integrity or "", {})}).start()
         try:
             asyncio.run(honest_voters(app.url, min(voters, 10), 3.0, (0.2, 0.5), seed_=99))     # warm-up
             out = {}

@@ -7,6 +7,7 @@ import random
 import shutil
 from pathlib import Path
 
+from arena import gold
 from arena.config import ArenaSettings
 from arena.service import ArenaService
 from eval_backend.store import Store
@@ -76,5 +77,5 @@ def battle_row(svc, battle_id: str):
 
 def good_slot(svc, battle_id: str) -> str | None:
     """The slot of a gold battle's real reply (None for a normal battle): what a listener hears."""
-    rows = svc.store.query("SELECT good_slot FROM arena_gold_battles WHERE battle_id=?", (battle_id,))
-    return rows[0]["good_slot"] if rows else None
+    parsed = gold.parse(battle_row(svc, battle_id))
+    return parsed[1] if parsed else None
