@@ -18,6 +18,8 @@ import urllib.request
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from arena.pow_ui import PAYLOAD_JS
+
 ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                  "--disable-background-networking", "--disable-component-update", "--disable-sync",
@@ -176,6 +178,10 @@ def _drive_to_vote(page, out: ColdStart, t0: float, timeout_s: float, proc: subp
     page.evaluate("() => document.querySelectorAll('audio').forEach(a => { a.playbackRate = 2; a.play(); })")
     page.wait_for_function("() => !document.getElementById('arena-vote-a').disabled", timeout=120_000)
     out.votable_s = time.monotonic() - t0
+    # an anonymous voter's proof of work (arena/pow_ui.py, on by default in app.py): wait, as a person would, until
+    # the check says it is done
+    page.wait_for_function(f"() => !document.querySelector('#arena-pow altcha-widget') || !!({PAYLOAD_JS})",
+                           timeout=120_000)
     page.click("#arena-vote-a")
-    page.wait_for_function("() => document.querySelector('#arena-message')?.innerText.includes('✅')")
+    page.wait_for_selector("#arena-reveal", state="visible")      # counted (or, 5% of battles, a gold check's reveal)
     out.voted_s = time.monotonic() - t0
