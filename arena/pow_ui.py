@@ -6,7 +6,9 @@ Self-contained, so the tab (arena/arena_tab.py) adds one component and reads one
   vendored from npm: arena/static/altcha/), empty until `show(state)` renders the widget for a battle that
   needs a proof (state["pow"] set by the tab from BattleView.pow_required);
 - `PAYLOAD_JS`: the expression a vote's js reads the solved payload with (the widget's hidden `altcha` input),
-  '' while it is still solving: the server then answers `pow_required`, said on the page, never dropped.
+  '' while it is still solving. A vote pressed while the widget is still solving is held on the page and sent
+  once it is done; a widget that failed lets the vote through, and the server answers `pow_required`, said on
+  the page and logged (so a check that stops working shows in the integrity health), never dropped.
 A refusal for a missing, expired, replayed or invalid solution re-renders the widget: a fresh challenge. A live
 battle (arena/live_ui.py) does not say whether a proof is due, so its first vote may be answered that way.
 """
@@ -41,10 +43,32 @@ const load = () => {           // only once a widget is on the page: a voter who
 load();
 const mine = (e) => e.target && e.target.tagName === "ALTCHA-WIDGET" && element.contains(e.target);
 document.addEventListener("statechange", (e) => {
-  if (mine(e) && e.target.__round === undefined) e.target.__round = e.target.getAttribute("data-round");
+  if (!mine(e)) return;
+  if (e.target.__round === undefined) e.target.__round = e.target.getAttribute("data-round");
+  if (e.detail && e.detail.state === "error") e.target.__failed = true;    // this round's check did not work
 }, true);
+let pending = null;              // a vote pressed while the check was still solving: sent once it is done
 document.addEventListener("verified", (e) => {
-  if (mine(e)) e.target.dataset.payload = (e.detail && e.detail.payload) || "";
+  if (!mine(e)) return;
+  e.target.dataset.payload = (e.detail && e.detail.payload) || "";
+  const btn = pending;
+  pending = null;
+  if (btn && !btn.disabled) btn.click();
+}, true);
+document.addEventListener("click", (e) => {
+  const btn = e.target && e.target.closest ? e.target.closest("[id^='arena-vote-']") : null;
+  const w = element.querySelector("altcha-widget");
+  // a check that failed this round lets the vote through: the server refuses it, said on the page and logged, so
+  // the integrity health sees a check that does not work (never a vote held on the page for ever)
+  if (!btn || !w || w.dataset.payload || typeof w.getState !== "function" || w.__failed) return;
+  const state = w.getState();      // still solving, or not started (the widget resets an error on a click)
+  if (!["verifying", "unverified"].includes(state)) return;
+  e.preventDefault();
+  e.stopImmediatePropagation();
+  pending = btn;
+  if (state === "unverified") w.verify();
+  const hint = document.querySelector(".arena-meter-hint");
+  if (hint) { hint.textContent = "Your vote goes in as soon as the automatic check is done."; hint.dataset.kind = "pow"; }
 }, true);
 watch("value", () => {
   load();
@@ -53,6 +77,7 @@ watch("value", () => {
   const round = w.getAttribute("data-round");
   if (w.__round === round) return;
   w.__round = round;
+  w.__failed = false;
   delete w.dataset.payload;
   w.reset();
   w.verify();

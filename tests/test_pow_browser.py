@@ -2,7 +2,8 @@
 widget, which fetches a real challenge from the app (default cost) and solves it while the voter listens; the
 vote carries the solution and counts. With the challenge route blocked the widget cannot solve: the vote is
 refused with a clear message on the page and a `pow_required` row in the refusal log (never dropped silently);
-once the route answers again, the refusal's fresh widget solves and the same battle's vote counts.
+once the route answers again, the next refusal's fresh widget solves; a vote pressed while it solves is held on
+the page and goes in once it is done (no further refusal), and the same battle's vote counts.
 """
 from __future__ import annotations
 
@@ -91,9 +92,15 @@ def test_without_a_solution_the_vote_is_refused_clearly_then_counts_once_solved(
     assert rows(app, "SELECT reason FROM arena_refused_votes WHERE battle_id=?", battle) == [{"reason": "pow_required"}]
     assert rows(app, "SELECT id FROM arena_votes WHERE battle_id=?", battle) == []
     page.unroute("**/api/arena/pow/challenge")
-    page.click("#arena-vote-a")            # before the fresh widget solved: refused again, said again
-    page.wait_for_function(SOLVED, timeout=60_000)
+    # the widget had failed, so a vote still goes to the server: refused again, and a fresh check starts
     page.click("#arena-vote-a")
-    page.wait_for_selector("#arena-reveal", state="visible")
+    page.wait_for_function("() => { const w = document.querySelector('#arena-pow altcha-widget'); "
+                           "return w && w.getAttribute('data-round') === '2' && "
+                           "['verifying', 'verified'].includes(w.getState()); }", timeout=60_000)
+    # a vote pressed while it solves is held on the page and goes in once it is done (no third refusal)
+    page.click("#arena-vote-a")
+    page.wait_for_selector("#arena-reveal", state="visible", timeout=60_000)
     assert len(rows(app, "SELECT id FROM arena_votes WHERE battle_id=?", battle)) == 1
+    assert rows(app, "SELECT reason FROM arena_refused_votes WHERE battle_id=?", battle) == [
+        {"reason": "pow_required"}] * 2
     page.close()
