@@ -14,6 +14,7 @@ import pytest
 
 from arena import health, release, sweeps, vote_flags
 from arena.sweeps import GoldRecord, Rules, VoteFacts
+from leaderboard.health_tab import health_frame
 from tests.support.arena_fixtures import seed
 from tests.support.integrity import battle_row, service_on_copy, vote_after_listening
 
@@ -198,6 +199,9 @@ def test_the_health_view_counts_excluded_votes_and_warns(svc):
     assert "35 of 59 accepted votes" in rep["alert"] and "over 10%" in rep["alert"]
     cli = svc.integrity_health(window_s=10 * 86400.0)
     assert (cli["excluded"], cli["counted"], cli["excluded_by_reason"]) == (35, 24, {"cadence": 35})
+    frame = health_frame(rep["rows"])          # the health tab's table says it per hour
+    assert frame["excluded"].sum() == 35 and frame["counted"].sum() == 24
+    assert any("flagged cadence" in why for why in frame["why (refused · excluded)"])
 
 
 def test_rules_defaults_are_the_documented_sources():
