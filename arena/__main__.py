@@ -6,7 +6,8 @@
     import-votes FILE                    append votes from CSV / JSONL (all or nothing)
     export --format jsonl|csv --out F    the public vote log (no session ids, IP hashes, user names)
     pause MODEL [--reason R] / unpause MODEL
-    health [--json] [--hours N]          accepted vs refused votes over the last day (--hours: per-hour series)
+    health [--json] [--hours N]          accepted vs refused votes over the last day (--hours: per-hour series),
+                                         and the battle pairs left out of matchmaking, by reason
     release --out DIR [--rounds N]       public data release: votes, ratings, vote-log hash, code version, parameters
     rebuild DIR [--json] [--axis A]      recompute the leaderboard from a release (exit 1 if it differs)
 
@@ -82,14 +83,29 @@ def cmd_pause(args) -> int:
 def cmd_health(args) -> int:
     if args.hours:
         return _health_series(args)
-    h = _service(args).integrity_health()
+    svc = _service(args)
+    h = {**svc.integrity_health(), "battle_pairs": _battle_pairs(svc)}
     if args.json:
         print(json.dumps(h, indent=1))
     else:
+        from .health import pairs_line
         share = "n/a" if h["counted_share"] is None else f"{h['counted_share']:.1%}"
         print(f"last 24 h: {h['accepted']} votes counted, refused {h['refused'] or 'none'}, counted share {share}"
               + ("  ALERT: most submissions are refused" if h["alert"] else ""))
+        print(pairs_line(h["battle_pairs"]))
     return 0
+
+
+def _battle_pairs(svc) -> dict:
+    """The pairs left out of matchmaking (arena/distinct.py), once the clips that decide them are measured (the
+    first run measures them: a few minutes for a whole benchmark; later runs read the cache)."""
+    pairs = svc.left_out_pairs()
+    if pairs["left_out"]["not_measured"]:
+        print(f"measuring the delivery of replies with the same words ({pairs['left_out']['not_measured']} "
+              "request pairs wait for it)...", file=sys.stderr)
+        svc.heard.wait_idle()
+        pairs = svc.left_out_pairs()
+    return pairs
 
 
 def _health_series(args) -> int:

@@ -61,8 +61,9 @@ from eval_backend.clients.limits import ReplyLimits
 from eval_backend.config import ModelSpec
 from eval_backend.tasks import SYSTEM_CONVERSATION, Request
 
-from . import battle_clips, live_store, storage
+from . import battle_clips, distinct, live_store, storage
 from .abuse import Refused
+from .live_heard import VOID_SAME, LiveHeard
 from .matchmaking import MatchParams, choose_pair
 from .media import battle_clip_url
 from .ratings import Rating
@@ -480,7 +481,9 @@ class LiveService:
                 if hearing is None:
                     hearing = self._hear_pool.submit(self.hear, samples, sr)
             t_asked = time.perf_counter()
-            replies, replaced = await self._answer(battle_id, folder / "user.wav", user_wav, start_hearing)
+            heard_clips = LiveHeard()      # the clips as heard, made once: the replies' check and the folder
+            replies, replaced = await self._answer(battle_id, folder / "user.wav", user_wav, start_hearing,
+                                                   heard_clips)
             start_hearing()
             t_replies = time.perf_counter()
             pending = not hearing.done()      # the battle does not wait for the voter's transcript
@@ -489,7 +492,9 @@ class LiveService:
             (folder / "A.wav").write_bytes(a.audio)
             (folder / "B.wav").write_bytes(b.audio)
             rule = self.arena.settings.listen_rule     # the same listening rule as benchmark battles
-            clips = {"user": len(samples) / sr, "A": _seconds(a.audio), "B": _seconds(b.audio)}
+            heard = await loop.run_in_executor(None, heard_clips.write, folder,
+                                               {"user": user_wav, "A": a.audio, "B": b.audio})
+            clips = {c: h.seconds for c, h in heard.items()}      # as heard (arena/battle_audio.py)
             listen = rule.needs(clips)
             now = self.clock()
             expires = now + self.arena.settings.battle_ttl_s
@@ -538,9 +543,11 @@ class LiveService:
         pair = choose_pair(pairs, current, counts, [], self.rng, set(), params)
         return pair if self.rng.random() < 0.5 else (pair[1], pair[0])
 
-    async def _answer(self, battle_id: str, user_wav: Path, wav: bytes,
-                      on_first: Callable[[], None] = lambda: None) -> tuple[tuple[_Reply, _Reply], list]:
-        """Both replies (replacing failed contestants); `on_first()` runs when the first good reply is in."""
+    async def _answer(self, battle_id: str, user_wav: Path, wav: bytes, on_first: Callable[[], None] = lambda: None,
+                      heard: LiveHeard | None = None) -> tuple[tuple[_Reply, _Reply], list]:
+        """Both replies (replacing failed contestants, and one of two replies that do not differ: `heard`);
+        `on_first()` runs when the first good reply is in."""
+        heard = heard or LiveHeard()
         specs = {s.name: s for s in self.contestants()}
         if len(specs) < 2:
             raise LiveRefused(503, "no_contestants", "live mode needs two models that listen and speak; fewer "
@@ -576,6 +583,7 @@ class LiveService:
             return _Reply(name, words, answer.audio, answer.latency_s)
 
         first = self._pair(specs)
+        loop = asyncio.get_running_loop()
         async with openai_chat.new_session(4) as session:
             tasks = {}
             slot_model = dict(zip(("A", "B"), first))
@@ -589,9 +597,15 @@ class LiveService:
                     for task in finished:
                         slot = tasks.pop(task)
                         try:
-                            done_replies[slot] = task.result()
-                            on_first()
-                            continue
+                            reply = task.result()
+                            other = done_replies.get("B" if slot == "A" else "A")
+                            same = other and await loop.run_in_executor(
+                                None, heard.same, reply.text, reply.audio, other.text, other.audio)
+                            if not same:
+                                done_replies[slot] = reply
+                                on_first()
+                                continue
+                            cls = same               # the same reply as the other slot's: replace this one
                         except (CallFailure, TimeoutError) as exc:
                             cls = exc.error_class if isinstance(exc, CallFailure) else "timeout"
                         except Exception as exc:     # any other failure of one contestant: replace it
@@ -599,9 +613,9 @@ class LiveService:
                         replaced.append({"slot": slot, "model": slot_model[slot], "class": cls})
                         spare = [n for n in sorted(specs) if n not in tried]
                         if not spare or time.monotonic() >= deadline:
-                            raise LiveRefused(503, "void", "one of the two models could not answer in time and no "
-                                                           "other was free, so this battle is void (nothing was "
-                                                           "kept); please try again")
+                            raise LiveRefused(503, "void", VOID_SAME if cls in distinct.REASONS else
+                                              "one of the two models could not answer in time and no other was "
+                                              "free, so this battle is void (nothing was kept); please try again")
                         pick = self.rng.choice(spare)
                         tried.add(pick)
                         slot_model[slot] = pick
@@ -612,9 +626,4 @@ class LiveService:
                 if tasks:
                     await asyncio.gather(*tasks, return_exceptions=True)
         return (done_replies["A"], done_replies["B"]), replaced
-
-
-def _seconds(wav: bytes) -> float:
-    info = sf.info(io.BytesIO(wav))
-    return info.frames / info.samplerate if info.samplerate else 0.0
 
