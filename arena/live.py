@@ -492,9 +492,9 @@ class LiveService:
             (folder / "A.wav").write_bytes(a.audio)
             (folder / "B.wav").write_bytes(b.audio)
             rule = self.arena.settings.listen_rule     # the same listening rule as benchmark battles
-            heard = await loop.run_in_executor(None, heard_clips.write, folder,
-                                               {"user": user_wav, "A": a.audio, "B": b.audio})
-            clips = {c: h.seconds for c, h in heard.items()}      # as heard (arena/battle_audio.py)
+            as_heard = await loop.run_in_executor(None, heard_clips.write, folder,
+                                                  {"user": user_wav, "A": a.audio, "B": b.audio})
+            clips = {c: h.seconds for c, h in as_heard.items()}      # as heard (arena/battle_audio.py)
             listen = rule.needs(clips)
             now = self.clock()
             expires = now + self.arena.settings.battle_ttl_s
