@@ -5,7 +5,7 @@
                                          floor) + replayed TrueSkill per model, in the board's order
     import-votes FILE                    append votes from CSV / JSONL (all or nothing)
     export --format jsonl|csv --out F    the public vote log (no session ids, IP hashes, user names)
-    pause MODEL [--reason R] / unpause MODEL
+    pause MODEL [--reason R] / unpause MODEL   (unpause also lifts a submitted model's live pause: live_submitted.py)
     health [--json] [--hours N]          accepted vs refused votes over the last day (--hours: per-hour series),
                                          and the battle pairs left out of matchmaking, by reason
     release --out DIR [--rounds N]       public data release: votes, ratings, vote-log hash, code version, parameters
@@ -75,8 +75,12 @@ def cmd_pause(args) -> int:
         svc.pause_model(args.model, args.reason)
         print(f"paused {args.model}")
     else:
+        import time
+
+        from .live_submitted import unpause_live
         svc.unpause_model(args.model)
-        print(f"unpaused {args.model}")
+        live = unpause_live(svc.store, args.model, time.time())     # a submitted model's live pause too
+        print(f"unpaused {args.model}" + (" (also in live battles)" if live else ""))
     return 0
 
 
@@ -84,7 +88,7 @@ def cmd_health(args) -> int:
     if args.hours:
         return _health_series(args)
     svc = _service(args)
-    h = {**svc.integrity_health(), "battle_pairs": _battle_pairs(svc)}
+    h = {**svc.integrity_health(), "battle_pairs": _battle_pairs(svc), "live_models": _live_models(svc)}
     if args.json:
         print(json.dumps(h, indent=1))
     else:
@@ -93,7 +97,18 @@ def cmd_health(args) -> int:
         print(f"last 24 h: {h['accepted']} votes counted, refused {h['refused'] or 'none'}, counted share {share}"
               + ("  ALERT: most submissions are refused" if h["alert"] else ""))
         print(pairs_line(h["battle_pairs"]))
+        for m in h["live_models"]:
+            print(f"live {m['model']}: {m['calls_24h']} of {m['calls_per_day']} calls in 24 h, {m['failed_24h']} "
+                  f"failed ({m['failed_in_a_row']} in a row)" + (f"; {m['paused']}" if m["paused"] else ""))
     return 0
+
+
+def _live_models(svc) -> list[dict]:
+    """Submitted models that battle live: their calls, failures and pause (arena/live_submitted.py)."""
+    from eval_backend.submissions import settings_from_env
+
+    from .live_submitted import SubmittedContestants
+    return SubmittedContestants(svc.store, settings_from_env()).health()
 
 
 def _battle_pairs(svc) -> dict:

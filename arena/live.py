@@ -14,9 +14,11 @@ Steps, in order, so bad input costs nothing and a refusal stores nothing:
    the voter's clip is transcribed (the scorer's Whisper; `hear`) on one thread of lower CPU priority, started once
    the first good reply is in: on the Space's 2 cores the local baselines are CPU-bound, and a transcription
    running beside them made their replies ~0.4 s later at the median (docs/benchmarks.md). A contestant that fails, times out, sends no audio or a
-   reply the screen flags (or that names a model: the arena's IdentityScreen) is replaced by another contestant
-   not yet tried; when none is left or the deadline passes, the battle is void (503, nothing stored). Never a
-   one-sided battle.
+   reply the screen flags (or that names a model: the arena's IdentityScreen), or whose reply is the same as the
+   other's (arena/live_heard.py, issue 22), is replaced by another contestant not yet tried; when none is left or
+   the deadline passes, the battle is void (503, nothing stored). Never a one-sided battle. A *submitted* model
+   that opted in to live battles (arena/live_submitted.py) is called through the SSRF guard and the submission
+   caps; its failed or slow call voids the battle at once and counts towards its live pause.
 4. the transcript is screened: a crisis utterance gets the help notice (it does not block the battle). The
    battle does not wait for it: when the transcript is not ready once both replies are, the battle is stored and
    returned with `transcript_pending`, and the transcript, its screen verdict and the notice follow
@@ -64,6 +66,7 @@ from eval_backend.tasks import SYSTEM_CONVERSATION, Request
 from . import battle_clips, distinct, live_store, storage
 from .abuse import Refused
 from .live_heard import VOID_SAME, LiveHeard
+from .live_submitted import is_submitted
 from .matchmaking import MatchParams, choose_pair
 from .media import battle_clip_url
 from .ratings import Rating
@@ -293,8 +296,11 @@ class LiveService:
     def __init__(self, arena, contestants: Iterable[ModelSpec] | Callable[[], list[ModelSpec]],
                  settings: LiveSettings | None = None, screen: Callable | None | str = "default",
                  transcribe: Callable[[np.ndarray, int], str] = default_transcribe,
-                 clock: Callable[[], float] = time.time, rng: random.Random | None = None):
+                 clock: Callable[[], float] = time.time, rng: random.Random | None = None,
+                 submitted=None):
+        """`submitted`: the submitted models that opted in to live battles (arena/live_submitted.py), or None."""
         self.arena = arena
+        self.submitted = submitted
         self.store = arena.store
         self._contestants = contestants if callable(contestants) else (lambda c=list(contestants): c)
         self.settings = settings or LiveSettings()
@@ -313,7 +319,9 @@ class LiveService:
     # --------------------------------------------------------- status
     def contestants(self) -> list[ModelSpec]:
         paused = self.arena.paused()
-        return [s for s in self._contestants() if s.name not in paused]
+        own = [s for s in self._contestants() if s.name not in paused]
+        names = {s.name for s in own}
+        return own + [s for s in (self.submitted.specs() if self.submitted else []) if s.name not in names]
 
     def reachable(self, max_age_s: float = 5.0) -> list[str]:
         """Contestants whose server accepts a connection now (checked at most every `max_age_s`): live mode is
@@ -326,6 +334,9 @@ class LiveService:
             return names
         names = []
         for spec in self.contestants():
+            if is_submitted(spec):            # never probed from here: their calls go through the SSRF guard only
+                names.append(spec.name)
+                continue
             url = urlsplit(spec.base_url)
             try:
                 with socket.create_connection((url.hostname, url.port or (443 if url.scheme == "https" else 80)),
@@ -566,8 +577,12 @@ class LiveService:
         async def ask(name: str) -> _Reply:
             spec = specs[name]
             left = deadline - time.monotonic()
-            async with asyncio.timeout(max(0.0, min(self.settings.call_timeout_s, spec.timeout_s, left))):
-                answer = await openai_chat.call(session, spec, request, audio_b64, limits)
+            timeout = max(0.0, min(self.settings.call_timeout_s, spec.timeout_s, left))
+            if is_submitted(spec):              # untrusted: guarded, capped, recorded; a failure voids the battle
+                answer = await self.submitted.call(spec, request, audio_b64, timeout, self.settings.reply_audio_s)
+            else:
+                async with asyncio.timeout(timeout):
+                    answer = await openai_chat.call(session, spec, request, audio_b64, limits)
             if not answer.audio:
                 raise CallFailure("bad_audio", "the reply has no audio")
             words = answer.transcript or answer.text
@@ -608,6 +623,8 @@ class LiveService:
                             cls = same               # the same reply as the other slot's: replace this one
                         except (CallFailure, TimeoutError) as exc:
                             cls = exc.error_class if isinstance(exc, CallFailure) else "timeout"
+                        except LiveRefused:              # a submitted model failed: the battle is void
+                            raise
                         except Exception as exc:     # any other failure of one contestant: replace it
                             cls = type(exc).__name__
                         replaced.append({"slot": slot, "model": slot_model[slot], "class": cls})

@@ -15,7 +15,6 @@ from pathlib import Path
 
 import httpx
 import numpy as np
-import pytest
 import soundfile as sf
 
 from arena import distinct
