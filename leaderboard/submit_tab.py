@@ -27,15 +27,19 @@ from eval_backend.tab_contract import PageLoad, TabHandles
 from eval_backend.submissions import secrets as secretstore
 from eval_backend.submissions.queue import Job
 from eval_backend.submissions.service import HIDDEN
-from eval_backend.submissions.validation import FIELD_LIMITS, NAME_MAX, NAME_MIN
+from eval_backend.submissions.validation import FIELD_LIMITS, LIVE_CALLS_MAX, NAME_MAX, NAME_MIN
 from leaderboard.identity import Identity, on_spaces  # noqa: F401  (on_spaces: the tests' Spaces probe)
 
 FIELDS = ("name", "organisation", "link", "licence", "open_weights", "kind", "base_url", "model_id",
-          "audio_output", "voice", "api_key", "predictions")
+          "audio_output", "voice", "api_key", "predictions", "live", "live_calls_per_day")
 GENERAL = ("endpoint", "duplicate", "quota", "benchmark")     # errors that belong to no single field
 JOB_COLUMNS = ["#", "model", "state", "submitter", "submitted", "updated", "reason or result"]
 CANCELLABLE = ("PENDING", "RUNNING")
-KEY_LABEL = "API key (optional; stored encrypted, deleted when the job ends, never shown)"
+KEY_LABEL = ("API key (optional; stored encrypted, never shown; deleted when the job ends, or when the model leaves "
+             "live battles)")
+LIVE_LABEL = "Battle live: once evaluated, answer voters' own recordings (off by default)"
+LIVE_INFO = ("Your endpoint is then called live, within the daily budget you set; a failed or slow call voids that "
+             "battle, and 3 failed calls in a row pause the model from live battles. Needs 'Answers with audio'.")
 KEY_OFF_LABEL = "API key: not accepted on this Space"
 KEY_OFF_INFO = ("The operator has not set up encrypted storage for keys, so none can be accepted here. Endpoints "
                 "that need no key can still be submitted.")
@@ -88,15 +92,17 @@ def job_markdown(job, events: list[dict]) -> str:
 
 
 def form_from_inputs(name, organisation, link, licence, open_weights, kind, base_url, model_id, audio_output,
-                     voice, api_key, predictions) -> SubmissionForm:
+                     voice, api_key, predictions, live=False, live_calls_per_day=None) -> SubmissionForm:
     path = predictions if isinstance(predictions, str) else getattr(predictions, "name", "") or ""
     is_endpoint = kind == "endpoint"
+    live = bool(live) and is_endpoint
     return SubmissionForm(name=name or "", organisation=organisation or "", link=link or "",
                           licence=licence or "unknown", open_weights=bool(open_weights), kind=kind or "",
                           base_url=(base_url or "") if is_endpoint else "", model_id=(model_id or "") if is_endpoint
                           else "", audio_output=bool(audio_output) if is_endpoint else False,
                           voice=(voice or "") if is_endpoint else "", api_key=(api_key or "") if is_endpoint else "",
-                          predictions_path="" if is_endpoint else path)
+                          predictions_path="" if is_endpoint else path, live=live,
+                          live_calls_per_day=live_calls_per_day if live and live_calls_per_day is not None else 0)
 
 
 def counter_text(value: str | None, limit: int) -> str:
@@ -208,6 +214,14 @@ def build_submit_tab(ctx) -> TabHandles:
                                      elem_id="submit-api-key", interactive=keys_ok,
                                      info=None if keys_ok else KEY_OFF_INFO)
                 err("api_key")
+        with gr.Row():                        # live battles (issue 22, arena/live_submitted.py): opt-in, a budget
+            with gr.Column():
+                live = gr.Checkbox(label=LIVE_LABEL, value=False, info=LIVE_INFO, elem_id="submit-live")
+                err("live")
+            with gr.Column():
+                live_calls = gr.Number(label="Live calls per day (your budget)", value=100, minimum=1,
+                                       maximum=LIVE_CALLS_MAX, precision=0, elem_id="submit-live-calls")
+                err("live_calls_per_day")
     with gr.Group(visible=False) as predictions_box:
         predictions = gr.File(label="Predictions zip (JSONL + wav files)", file_types=[".zip"], type="filepath",
                               elem_id="submit-predictions")
@@ -231,7 +245,7 @@ def build_submit_tab(ctx) -> TabHandles:
     detail = gr.Markdown(elem_id="jobs-detail")
 
     field_inputs = [name, organisation, link, licence, open_weights, kind, base_url, model_id, audio_output, voice,
-                    api_key, predictions]
+                    api_key, predictions, live, live_calls]
     err_outputs = [errs[f] for f in FIELDS]
 
     def do_submit(dry_run: bool, request, profile, *values):
@@ -301,11 +315,13 @@ def build_submit_tab(ctx) -> TabHandles:
 
     # Explicit positional parameters: Gradio injects the request and the OAuth profile only into positional
     # ones (the profile is None when nobody is signed in, and always off Spaces, where no session exists).
-    def submit_fn(n, o, li, lic, ow, k, u, m, a, v, key, p, request: gr.Request, profile: gr.OAuthProfile | None):
-        return do_submit(False, request, profile, n, o, li, lic, ow, k, u, m, a, v, key, p)
+    def submit_fn(n, o, li, lic, ow, k, u, m, a, v, key, p, lv, lc, request: gr.Request,
+                  profile: gr.OAuthProfile | None):
+        return do_submit(False, request, profile, n, o, li, lic, ow, k, u, m, a, v, key, p, lv, lc)
 
-    def check_fn(n, o, li, lic, ow, k, u, m, a, v, key, p, request: gr.Request, profile: gr.OAuthProfile | None):
-        return do_submit(True, request, profile, n, o, li, lic, ow, k, u, m, a, v, key, p)
+    def check_fn(n, o, li, lic, ow, k, u, m, a, v, key, p, lv, lc, request: gr.Request,
+                 profile: gr.OAuthProfile | None):
+        return do_submit(True, request, profile, n, o, li, lic, ow, k, u, m, a, v, key, p, lv, lc)
 
     def retry_fn(job_id, key, request: gr.Request, profile: gr.OAuthProfile | None):
         return act("retry", request, profile, job_id, key)
