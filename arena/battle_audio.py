@@ -143,11 +143,12 @@ def normalise(samples: np.ndarray, sr: int) -> tuple[np.ndarray, dict]:
     x = to_rate(np.asarray(samples, dtype=np.float64), sr)
     source = loudness(x, RATE)
     if source is not None:
+        now: float | None = source
         for _ in range(3):          # gain, limit, measure: the limiter costs a little loudness, so set it again
-            now = loudness(x, RATE)
             if now is None or abs(now - TARGET_LUFS) < 0.05:
                 break
             x = limit(x * 10 ** ((TARGET_LUFS - now) / 20), RATE)
+            now = loudness(x, RATE)
         peak = true_peak_dbtp(x)
         if peak is not None and peak > PEAK_DBTP:      # the limiter's estimate missed by a hair: trim it whole
             x = x * 10 ** ((PEAK_DBTP - peak - 0.01) / 20)

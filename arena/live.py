@@ -66,7 +66,7 @@ from eval_backend.tasks import SYSTEM_CONVERSATION, Request
 from . import battle_clips, distinct, live_store, storage
 from .abuse import Refused
 from .live_heard import VOID_SAME, LiveHeard
-from .live_submitted import is_submitted
+from .live_submitted import SubmittedFailed, is_submitted
 from .matchmaking import MatchParams, choose_pair
 from .media import battle_clip_url
 from .ratings import Rating
@@ -623,8 +623,8 @@ class LiveService:
                             cls = same               # the same reply as the other slot's: replace this one
                         except (CallFailure, TimeoutError) as exc:
                             cls = exc.error_class if isinstance(exc, CallFailure) else "timeout"
-                        except LiveRefused:              # a submitted model failed: the battle is void
-                            raise
+                        except SubmittedFailed as exc:   # a submitted model failed: the battle is void
+                            raise LiveRefused(503, "void", str(exc)) from None
                         except Exception as exc:     # any other failure of one contestant: replace it
                             cls = type(exc).__name__
                         replaced.append({"slot": slot, "model": slot_model[slot], "class": cls})

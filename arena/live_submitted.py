@@ -21,7 +21,7 @@ go on); `python -m arena unpause MODEL` (the operator) lifts it, and failures be
 
     pool = SubmittedContestants(store, submission_settings)
     pool.specs()            # the submitted contestants now (cached a few seconds)
-    await pool.call(spec, request, audio_b64, timeout_s, max_audio_s)   # an Answer, or LiveRefused(503, "void")
+    await pool.call(spec, request, audio_b64, timeout_s, max_audio_s)   # an Answer, or raises SubmittedFailed
     pool.health()           # per model: calls and failures in 24 h, failures in a row, budget, paused
 """
 from __future__ import annotations
@@ -67,6 +67,11 @@ register_migration("arena_live_submitted_0001", (
     since       REAL NOT NULL
 )""",
 ))
+
+
+class SubmittedFailed(Exception):
+    """A submitted contestant's live call failed: the battle is void (arena/live.py answers 503 `void` with
+    `str(exc)`, a message of ours that names neither the model nor its endpoint)."""
 
 
 def void_message(error_class: str) -> str:
@@ -174,8 +179,7 @@ class SubmittedContestants:
 
     async def call(self, spec: ModelSpec, request, audio_b64: list[str], timeout_s: float, max_audio_s: float):
         """One live call through the SSRF guard and the submission caps; recorded for the model's health. A
-        failure (or a reply without audio) raises LiveRefused(503, "void") with a message naming nothing of it."""
-        from .live import LiveRefused
+        failure (or a reply without audio) raises SubmittedFailed with a message naming nothing of it."""
         from .writer import WRITER
         limits = dataclasses.replace(self.settings.reply_limits(), max_audio_s=min(
             max_audio_s, self.settings.reply_limits().max_audio_s), show_body=False)
@@ -192,7 +196,7 @@ class SubmittedContestants:
         loop = asyncio.get_running_loop()
         await loop.run_in_executor(WRITER, record_call, self.store, spec.name, self.clock(), failure is None, failure)
         if failure is not None:
-            raise LiveRefused(503, "void", void_message(failure))
+            raise SubmittedFailed(void_message(failure))
         return answer
 
     def health(self) -> list[dict]:
