@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import io
 import struct
+from pathlib import Path
 
 import numpy as np
 import pyloudnorm
@@ -144,3 +145,29 @@ def test_battle_clips_are_served_alike_and_the_originals_stay(arena):
     covariates = svc.heard_clip(view.battle_id, "A").covariates()      # what a per-battle record reads
     assert abs(covariates["lufs"] - ba.TARGET_LUFS) < 0.5 and covariates["speaking_rate"] > 0
     assert covariates["source_lufs"] < -40 or covariates["source_lufs"] > -15
+
+
+def test_live_battle_clips_are_served_as_heard(tmp_path):
+    """A live battle's three clips (a 16 kHz upload, two 24 kHz replies of their own loudness) reach the voter in the
+    one format at the one loudness; the originals stay in the battle's folder (a release copies them)."""
+    import httpx
+
+    from tests.support.fault_server import FaultServer
+    from tests.support.live_fixtures import LiveApp, post_live, spec, wav
+    tone = wav(0.05 * np.sin(np.arange(32000) / 5))
+    with FaultServer(tone_hz=262.0) as a, FaultServer(tone_hz=392.0) as b, \
+            LiveApp(tmp_path, [spec("alpha-voice", a.base_url), spec("beta-voice", b.base_url)], screen=None,
+                    transcribe=lambda s, sr: "x") as app, httpx.Client(base_url=app.url, timeout=30) as c:
+        r = post_live(c, tone)
+        assert r.status_code == 200, r.text
+        body = r.json()
+        folder = Path(app.store.root) / "live" / body["battle_id"]
+        for clip in ("user", "A", "B"):
+            served = c.get(body["audio"][clip]).content
+            assert chunks(served) == ["fmt ", "data"]
+            info = sf.info(io.BytesIO(served))
+            assert (info.samplerate, info.channels, info.subtype) == (ba.RATE, 1, "PCM_16")
+            assert abs(lufs(served) - ba.TARGET_LUFS) < 0.5, clip
+            assert body["listening"]["clips"][clip]["seconds"] == pytest.approx(info.frames / ba.RATE)
+            assert (folder / f"{clip}.wav").read_bytes() != served
+        assert (folder / "user.wav").read_bytes()[:4] == b"RIFF" and sf.info(folder / "user.wav").samplerate == 16000

@@ -172,3 +172,18 @@ def test_the_daily_budget_and_the_address_guard(tmp_path):
             assert r.status_code == 503 and r.json()["error"] == "void"
             assert sum(internal.counts.values()) == 0                  # nothing reached it
             assert store2.query("SELECT error_class FROM arena_live_calls")[0][0] == "connection"
+
+
+def test_the_cli_and_the_tab_carry_the_opt_in(tmp_path):
+    from leaderboard.submit_tab import form_from_inputs
+    base = ["voice-model", "", "", "unknown", False, "endpoint", "https://api.example.com/v1", "m", True, "", "", None]
+    assert form_from_inputs(*base).live is False                                        # off by default
+    form = form_from_inputs(*base, True, 250)
+    assert (form.live, form.live_calls_per_day) == (True, 250)
+    assert form_from_inputs(*base[:5], "predictions", *base[6:], True, 250).live is False   # endpoints only
+    cmd = [sys.executable, "-m", "eval_backend", "submit", "--name", "cli-voice", "--endpoint",
+           "https://api.example.com/v1", "--model-id", "m", "--json", "--data-dir", str(tmp_path), "--live"]
+    out = subprocess.run(cmd, capture_output=True, text=True, timeout=120, cwd=ROOT)
+    assert out.returncode == 1 and "live" in json.loads(out.stdout)["errors"]              # needs --audio-out
+    out = subprocess.run(cmd + ["--audio-out"], capture_output=True, text=True, timeout=120, cwd=ROOT)
+    assert out.returncode == 1 and "live_calls_per_day" in json.loads(out.stdout)["errors"]   # and a budget
