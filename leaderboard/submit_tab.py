@@ -82,6 +82,9 @@ def job_markdown(job, events: list[dict]) -> str:
                  + ("; an API key was given (stored encrypted until the job ends)" if job.has_api_key else ""))
     if job.results_path:
         lines.append(f"Results: {mi(os.path.basename(job.results_path))}")
+    if job.live_opt_in:
+        lines.append(f"Live battles: opted in, at most {job.live_calls_per_day or 0:,} calls a day (once evaluated and "
+                     "screened; an API key is kept encrypted while the model battles live)")
     lines.append("\n| when | event | by | detail |\n|---|---|---|---|")
     for e in events:     # md_inline escapes "|" too, so a detail cannot add cells
         lines.append(f"| {_when(e['at'])} | {mi(e['event'])} | {mi(e.get('actor') or '')} | "
@@ -114,6 +117,14 @@ def counter_text(value: str | None, limit: int) -> str:
 # the same as counter_text, in the browser: no server round trip per key stroke ([...v] counts code points)
 COUNTER_JS = ("(v) => { const n = [...(v || '')].length; "
               "return n.toLocaleString('en-US') + ' / %d characters' + (n > %d ? ' (too long)' : ''); }")
+
+
+def leave_live_visible(job: Job | None, person, operator: bool = False) -> bool:
+    """"Take out of live battles" beside a finished request that battles live, for its submitter and the operator
+    (SubmissionService.withdraw_live still decides)."""
+    if person is None or job is None or not job.live_opt_in or job.state != "FINISHED":
+        return False
+    return operator or job.submitter == getattr(person, "name", None)
 
 
 def cancel_visible(job: Job | None, person, operator: bool = False) -> bool:
@@ -240,6 +251,8 @@ def build_submit_tab(ctx) -> TabHandles:
         retry = gr.Button("Retry", elem_id="jobs-retry", visible=False)          # the operator's
         cancel = gr.Button("Cancel this request", variant="secondary", size="sm", scale=0, elem_id="jobs-cancel",
                            visible=False)     # beside a PENDING or RUNNING request only (cancel_visible)
+        leave_live = gr.Button("Take out of live battles", variant="secondary", size="sm", scale=0,
+                               elem_id="jobs-leave-live", visible=False)     # leave_live_visible
     action_md = gr.Markdown(elem_id="jobs-action")
     table = gr.Dataframe(jobs_frame([]), interactive=False, elem_id="jobs-table", wrap=True)
     detail = gr.Markdown(elem_id="jobs-detail")
@@ -283,7 +296,8 @@ def build_submit_tab(ctx) -> TabHandles:
         pick = gr.update(choices=ids) if keep == picked else gr.update(choices=ids, value=keep)
         return (jobs_frame(jobs), pick, ident.describe(person),
                 gr.update(visible=operator), gr.update(visible=operator),
-                gr.update(visible=cancel_visible(picked_job, person, operator)))
+                gr.update(visible=cancel_visible(picked_job, person, operator)),
+                gr.update(visible=leave_live_visible(picked_job, person, operator)))
 
     def listing(picked, request: gr.Request, profile: gr.OAuthProfile | None):
         return listing_for(ident.who(request, profile), picked)
@@ -291,14 +305,16 @@ def build_submit_tab(ctx) -> TabHandles:
     def show(job_id, request: gr.Request, profile: gr.OAuthProfile | None):
         """The picked request's details, and Cancel beside it when it can still be cancelled."""
         if job_id is None:
-            return "", gr.update(visible=False)
+            return "", gr.update(visible=False), gr.update(visible=False)
         person = ident.who(request, profile)
+        operator = person is not None and person.is_operator
         try:
             job = svc.job_for(int(job_id), person)
-            return job_markdown(job, svc.events_for(int(job_id), person)), gr.update(
-                visible=cancel_visible(job, person, person is not None and person.is_operator))
+            return (job_markdown(job, svc.events_for(int(job_id), person)),
+                    gr.update(visible=cancel_visible(job, person, operator)),
+                    gr.update(visible=leave_live_visible(job, person, operator)))
         except JobError as exc:
-            return f"⚠️ {md(exc)}", gr.update(visible=False)
+            return f"⚠️ {md(exc)}", gr.update(visible=False), gr.update(visible=False)
 
     def act(action, request, profile, job_id, key):
         person = ident.who(request, profile)
@@ -307,8 +323,14 @@ def build_submit_tab(ctx) -> TabHandles:
         if job_id is None:
             return "⚠️ Choose a request first.", gr.update(value=""), *listing_for(person, job_id)
         try:
-            job = svc.retry(int(job_id), person, key or None) if action == "retry" else svc.cancel(int(job_id), person)
-            msg = f"✅ #{job.id} is now {mi(job.state)}."
+            if action == "retry":
+                job = svc.retry(int(job_id), person, key or None)
+            elif action == "leave_live":
+                job = svc.withdraw_live(int(job_id), person)
+            else:
+                job = svc.cancel(int(job_id), person)
+            msg = (f"✅ #{job.id} no longer battles live; its stored API key was deleted." if action == "leave_live"
+                   else f"✅ #{job.id} is now {mi(job.state)}.")
         except JobError as exc:
             msg = f"⚠️ {md(exc)}"
         return msg, gr.update(value=""), *listing_for(person, job_id)
@@ -329,19 +351,23 @@ def build_submit_tab(ctx) -> TabHandles:
     def cancel_fn(job_id, key, request: gr.Request, profile: gr.OAuthProfile | None):
         return act("cancel", request, profile, job_id, key)
 
+    def leave_live_fn(job_id, key, request: gr.Request, profile: gr.OAuthProfile | None):
+        return act("leave_live", request, profile, job_id, key)
+
     kind.change(lambda k: (gr.update(visible=k == "endpoint"), gr.update(visible=k == "predictions")),
                 [kind], [endpoint_box, predictions_box])
     # Check and Submit call the endpoint (the preflight): they share a pool of `check_concurrency` slots, so
     # one slow endpoint does not make everyone else wait, and each click has its own deadline (service.py)
     pool = dict(concurrency_limit=settings.check_concurrency, concurrency_id="submit-preflight")
-    listed = [table, job_pick, whoami, retry, retry_key, cancel]
+    listed = [table, job_pick, whoami, retry, retry_key, cancel, leave_live]
     submit.click(submit_fn, field_inputs, [*err_outputs, outcome, api_key], **pool).then(listing, [job_pick], listed)
     check.click(check_fn, field_inputs, [*err_outputs, outcome, api_key], **pool)
     retry.click(retry_fn, [job_pick, retry_key], [action_md, retry_key, *listed])
     cancel.click(cancel_fn, [job_pick, retry_key], [action_md, retry_key, *listed])
+    leave_live.click(leave_live_fn, [job_pick, retry_key], [action_md, retry_key, *listed])
     refresh.click(listing, [job_pick], listed)
-    job_pick.change(show, [job_pick], [detail, cancel])
+    job_pick.change(show, [job_pick], [detail, cancel, leave_live])
     timer = gr.Timer(3.0)
-    timer.tick(listing, [job_pick], listed).then(show, [job_pick], [detail, cancel])
+    timer.tick(listing, [job_pick], listed).then(show, [job_pick], [detail, cancel, leave_live])
     # who you are and what you may do, as soon as the page opens
     return TabHandles(loads=(PageLoad(listing, [job_pick], listed),))

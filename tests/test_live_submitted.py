@@ -21,7 +21,7 @@ from arena.live import LiveSettings
 from arena.live_submitted import PAUSE_AFTER, SubmittedContestants
 from eval_backend.store import Store
 from eval_backend.submissions import SubmissionForm, SubmissionService, Submitter
-from eval_backend.submissions.queue import Queue
+from eval_backend.submissions.queue import JobError, Queue
 from eval_backend.submissions.settings import SubmissionSettings
 from tests.support.fault_server import FaultServer, make_benchmark
 from tests.support.live_fixtures import LiveApp, post_live, spec, wav
@@ -187,3 +187,20 @@ def test_the_cli_and_the_tab_carry_the_opt_in(tmp_path):
     assert out.returncode == 1 and "live" in json.loads(out.stdout)["errors"]              # needs --audio-out
     out = subprocess.run(cmd + ["--audio-out"], capture_output=True, text=True, timeout=120, cwd=ROOT)
     assert out.returncode == 1 and "live_calls_per_day" in json.loads(out.stdout)["errors"]   # and a budget
+
+
+def test_leaving_live_battles_is_offered_to_the_submitter_and_the_operator(tmp_path):
+    from leaderboard.submit_tab import job_markdown, leave_live_visible
+    store = Store(tmp_path / "data")
+    with FaultServer() as good:
+        job_id = submit(store, good, "leaving-voice", calls=7)
+    svc = SubmissionService(store, SubmissionSettings())
+    owner, stranger, operator = Submitter("someone"), Submitter("other"), Submitter("op", is_operator=True)
+    job = svc.job_for(job_id, owner)
+    assert leave_live_visible(job, owner) and leave_live_visible(svc.job_for(job_id, operator), operator, True)
+    assert not leave_live_visible(svc.job_for(job_id, stranger), stranger)
+    assert "at most 7 calls a day" in job_markdown(job, [])
+    with pytest.raises(JobError, match="submitter or the operator"):
+        svc.withdraw_live(job_id, stranger)
+    assert not leave_live_visible(svc.withdraw_live(job_id, owner), owner)
+    assert not Queue(store).has_secret(job_id)
