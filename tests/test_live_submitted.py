@@ -163,7 +163,7 @@ def test_the_daily_budget_and_the_address_guard(tmp_path):
             assert r.status_code == 503 and r.json()["error"] == "no_contestants"
             assert sum(good.counts.values()) == 2
         # an endpoint the address policy does not allow (an internal address): refused at connection time
-        store2 = Store(tmp_path / "other")
+        store2 = Store(tmp_path / "other")         # (on PostgreSQL runs the test's one database: both stores)
         submit(store2, internal, "inside-voice")
         with LiveApp(tmp_path / "other", [spec("house-voice", house.base_url)], LIVE, screen=None,
                      transcribe=lambda s, sr: "x", submitted=pool(store2)) as app, \
@@ -171,7 +171,8 @@ def test_the_daily_budget_and_the_address_guard(tmp_path):
             r = post_live(c, TONE)
             assert r.status_code == 503 and r.json()["error"] == "void"
             assert sum(internal.counts.values()) == 0                  # nothing reached it
-            assert store2.query("SELECT error_class FROM arena_live_calls")[0][0] == "connection"
+            assert store2.query("SELECT error_class FROM arena_live_calls WHERE model='inside-voice'")[0][0] == \
+                "connection"
 
 
 def test_the_cli_and_the_tab_carry_the_opt_in(tmp_path):
