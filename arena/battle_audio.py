@@ -366,6 +366,11 @@ class HeardAudio:
                 if not self._queue or done % BATCH == 0:    # the index is rebuilt per batch, not per clip
                     self.version += 1
 
+    def bump(self) -> None:
+        """Something was measured outside the background thread: the battle index should look again."""
+        with self._lock:
+            self.version += 1
+
     def wait_idle(self, timeout_s: float = 600.0) -> bool:
         """For tests, benchmarks and the CLI: wait until the background queue is empty."""
         worker = self._worker

@@ -270,7 +270,7 @@ class Battles:
         if not isinstance(session_id, str) or not session_id.strip():
             raise ValueError("a battle needs a session id")
         paused = storage.paused_models(self.store)
-        candidates, all_pairs = self._candidates()
+        candidates, all_pairs = self._servable_index(paused)      # arena/service.py (issue 22)
         pairs = [p for p in all_pairs if p[0] not in paused and p[1] not in paused]
         if not pairs:
             why = "; ".join(f"{k}: {v}" for k, v in self.benchmark_errors.items())

@@ -58,6 +58,7 @@ from .storage import VoteRow
 from .vote_log import VoteLog
 
 log = logging.getLogger(__name__)
+SYNC_MEASURE = 8           # clips measured while a voter waits, when nothing else is servable (_servable_index)
 __all__ = ["MAX_REASON_CHARS", "ArenaService", "BattleView", "IdentityScreen", "NoBattleAvailable", "Revealed",
            "SkipRefused", "VoteRefused", "NotYet", "VoteResult", "board_order", "ratings_rows", "_Candidate", "_num"]
 
@@ -106,6 +107,27 @@ class ArenaService(Battles, VoteLog, RatingQueries):
         self.heard.prepare_later([path(r) for r in pending], urgent=True)
         self.heard.prepare_later([c.user_audio for c in index] + [path(r) for c in index for r in c.replies.values()])
         return pairs
+
+    def _servable_index(self, paused: set[str]) -> tuple[list[_Candidate], set[tuple[str, str]]]:
+        """The candidate index. When no unpaused pair is servable yet but some same-word pairs wait for their
+        delivery to be measured, up to SYNC_MEASURE of their clips are measured now: the voter waits a few seconds
+        rather than seeing no battle (a model the worker just handed off is servable at once)."""
+        index, pairs = self._candidates()
+        if any(a not in paused and b not in paused for a, b in pairs):
+            return index, pairs
+        waiting = [str(self.store.abspath(c.replies[m].audio_path)) for c in index
+                   for pair, why in c.left_out.items() if why == distinct.NOT_MEASURED and not set(pair) & paused
+                   for m in pair]
+        waiting = list(dict.fromkeys(waiting))[:SYNC_MEASURE]
+        if not waiting:
+            return index, pairs
+        for path in waiting:
+            try:
+                self.heard.clip(path, measure=True)
+            except (BadAudio, OSError) as exc:
+                log.warning("battle clip %s cannot be measured: %s", Path(path).name, exc)
+        self.heard.bump()
+        return self._candidates()
 
     def _heard_path(self, source) -> Path | None:
         """The file a voter gets for a battle clip: the source's heard version (made now if the background has not

@@ -60,7 +60,7 @@ def test_one_alert_is_logged_once_by_the_loop_and_the_health_tab(tmp_path, quiet
         ctx.start_health_checks(every_s=3600.0)      # the app's loop: its first check runs at once
         wait_for(lambda: ctx.health.status.startswith("ALERT"), 30, "the loop's first check")
         for _ in range(2):                           # two visitors open the health tab
-            status, _, _ = health_loads[0].fn()
+            status, *_ = health_loads[0].fn()
             assert status.startswith("**ALERT")
     alerts = [r for r in caplog.records if r.name == "arena.health" and r.levelno == logging.WARNING]
     assert len(alerts) == 1, [r.getMessage() for r in alerts]
