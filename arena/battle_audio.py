@@ -260,6 +260,7 @@ class HeardAudio:
         self._lock = threading.Lock()
         self._queue: list[str] = []
         self._worker: threading.Thread | None = None
+        self._failed: set[str] = set()       # sources that could not be decoded (never queued again)
         self.version = 0            # grows whenever the background thread measured something (the index reads it)
 
     def sha(self, source: str | Path) -> str:
@@ -335,11 +336,13 @@ class HeardAudio:
     def prepare_later(self, sources: Iterable[str | Path], urgent: bool = False) -> None:
         """Make and measure these clips on a low-priority daemon thread (the battle index asks for the ones it
         cannot judge yet, `urgent`: first in the queue; serving a battle then finds its clips made)."""
-        todo = [str(s) for s in sources if self.known(s, measured=True) is None]
+        todo = [s for s in dict.fromkeys(map(str, sources)) if s not in self._failed
+                and self.known(s, measured=True) is None]
         if not todo:
             return
         with self._lock:
-            rest = [s for s in self._queue if s not in set(todo)]
+            new = set(todo)
+            rest = [s for s in self._queue if s not in new]
             self._queue = todo + rest if urgent else rest + todo
             if self._worker is None or not self._worker.is_alive():
                 self._worker = threading.Thread(target=self._drain, name="battle-audio", daemon=True)
@@ -359,8 +362,9 @@ class HeardAudio:
                 source = self._queue.pop(0)
             try:
                 self.clip(source, measure=True)
-            except (BadAudio, OSError, ValueError) as exc:
+            except (BadAudio, OSError, ValueError) as exc:    # not asked again (serving it would fail alike)
                 log.warning("battle audio: %s cannot be prepared: %s", Path(source).name, exc)
+                self._failed.add(source)
             with self._lock:
                 done += 1
                 if not self._queue or done % BATCH == 0:    # the index is rebuilt per batch, not per clip

@@ -131,6 +131,7 @@ def unpause_live(store, model: str, at: float) -> bool:
 class SubmittedContestants:
     def __init__(self, store, settings, clock=time.time):
         """`settings`: the SubmissionSettings (its allowlist, reply caps and call timeout apply here too)."""
+        store.migrate()             # this module's tables, when the store was opened before it was imported
         self.store = store
         self.settings = settings
         self.policy = AddressPolicy.from_strings(settings.allow)
