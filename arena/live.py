@@ -493,6 +493,7 @@ class LiveService:
                     hearing = self._hear_pool.submit(self.hear, samples, sr)
             t_asked = time.perf_counter()
             heard_clips = LiveHeard()      # the clips as heard, made once: the replies' check and the folder
+            heard_clips.start(user_wav)    # the voter's clip is made while the models answer
             replies, replaced = await self._answer(battle_id, folder / "user.wav", user_wav, start_hearing,
                                                    heard_clips)
             start_hearing()
@@ -618,6 +619,7 @@ class LiveService:
                                 None, heard.same, reply.text, reply.audio, other.text, other.audio)
                             if not same:
                                 done_replies[slot] = reply
+                                heard.start(reply.audio)
                                 on_first()
                                 continue
                             cls = same               # the same reply as the other slot's: replace this one

@@ -5,12 +5,15 @@ replies differ measures them, and the battle's folder then receives the same byt
 needed only when the two replies say the same words; replies with different words are judged on their words alone.
 
     heard = LiveHeard()
+    heard.start(user_wav)                            # made in the background while the models answer
     why = heard.same(text_a, wav_a, text_b, wav_b)   # None when they differ; else distinct.IDENTICAL_AUDIO | ...
     clips = heard.write(folder, {"user": user_wav, "A": wav_a, "B": wav_b})   # {clip: HeardClip}
 """
 from __future__ import annotations
 
 import hashlib
+import threading
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
 from . import distinct
@@ -20,15 +23,31 @@ VOID_SAME = ("the two models gave the same reply and no other model was free to 
              "void (nothing was kept); please try again")
 
 
+POOL = ThreadPoolExecutor(2, thread_name_prefix="live-heard")   # clips made while the battle waits for replies
+
+
 class LiveHeard:
     def __init__(self) -> None:
         self._made: dict[str, tuple[bytes, dict]] = {}      # sha256 of the source -> (heard wav, facts)
+        self._early: dict[str, Future] = {}                  # sha256 -> making started by `start`
+        self._lock = threading.Lock()
+
+    def start(self, data: bytes) -> None:
+        """Start making this clip now, off the caller's path (the voter's clip while the models answer, each
+        reply as it arrives): the battle then finds it made."""
+        sha = hashlib.sha256(data).hexdigest()
+        with self._lock:
+            if sha not in self._made and sha not in self._early:
+                self._early[sha] = POOL.submit(make_heard, data, False)
 
     def make(self, data: bytes, measure: bool = False) -> tuple[str, bytes, dict]:
         sha = hashlib.sha256(data).hexdigest()
-        got = self._made.get(sha)
+        with self._lock:
+            early = self._early.pop(sha, None)
+        got = early.result() if early is not None else self._made.get(sha)
         if got is None or (measure and "delivery" not in got[1]):
-            got = self._made[sha] = make_heard(data, measure)
+            got = make_heard(data, measure)
+        self._made[sha] = got
         return sha, *got
 
     def facts(self, words: str | None, data: bytes, measure: bool) -> distinct.ClipFacts:
