@@ -92,14 +92,13 @@ def cmd_health(args) -> int:
     if args.json:
         print(json.dumps(h, indent=1))
     else:
-        from .health import pairs_line
+        from .health import live_models_line, pairs_line
         share = "n/a" if h["counted_share"] is None else f"{h['counted_share']:.1%}"
         print(f"last 24 h: {h['accepted']} votes counted, refused {h['refused'] or 'none'}, counted share {share}"
               + ("  ALERT: most submissions are refused" if h["alert"] else ""))
         print(pairs_line(h["battle_pairs"]))
-        for m in h["live_models"]:
-            print(f"live {m['model']}: {m['calls_24h']} of {m['calls_per_day']} calls in 24 h, {m['failed_24h']} "
-                  f"failed ({m['failed_in_a_row']} in a row)" + (f"; {m['paused']}" if m["paused"] else ""))
+        if h["live_models"]:
+            print(live_models_line(h["live_models"]))
     return 0
 
 

@@ -159,6 +159,13 @@ def pairs_line(pairs: dict) -> str:
             f"when a pair has nothing else); left out: {why}")
 
 
+def live_models_line(rows: list[dict]) -> str:
+    """One line per submitted model that battles live: calls, failures, pause (arena/live_submitted.py)."""
+    return "\n".join(f"- live {r['model']}: {r['calls_24h']} of {r['calls_per_day']} calls in 24 h, {r['failed_24h']} "
+                     f"failed ({r['failed_in_a_row']} in a row)" + (f"; {r['paused']}" if r["paused"] else "")
+                     for r in rows)
+
+
 class HealthMonitor:
     """Logs a warning when the alert starts (and again every `repeat_s` while it lasts) and an info line when
     it clears. Call `check()` from a timer or the admin view; `status` is the last report's one-line state."""
