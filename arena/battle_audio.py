@@ -126,9 +126,8 @@ def limit(samples: np.ndarray, rate: int, ceiling_dbtp: float = PEAK_DBTP) -> np
     if need.min() >= 1.0:
         return x
     hold = max(1, int(LOOKAHEAD_S * rate))
-    gain = minimum_filter1d(need, size=2 * hold + 1)
-    gain = np.minimum(uniform_filter1d(gain, size=max(1, int(RELEASE_S * rate))), minimum_filter1d(need, 2 * hold + 1))
-    return x * gain
+    held = minimum_filter1d(need, size=2 * hold + 1)          # reach each peak's gain before it, keep it after
+    return x * np.minimum(uniform_filter1d(held, size=max(1, int(RELEASE_S * rate))), held)   # smooth edges
 
 
 def to_rate(samples: np.ndarray, sr: int, rate: int = RATE) -> np.ndarray:
