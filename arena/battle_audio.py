@@ -57,7 +57,7 @@ RECIPE = 1                  # bump when the recipe changes: the cache key includ
 SILENT_LUFS = -70.0         # BS.1770's absolute gate: below it there is nothing to normalise
 LOOKAHEAD_S = 0.005
 RELEASE_S = 0.05
-BATCH = 25                  # clips measured in the background between two rebuilds of the battle index
+BATCH = 25                  # awaited clips measured in the background between two rebuilds of the battle index
 
 
 @dataclass(frozen=True)
@@ -260,7 +260,8 @@ class HeardAudio:
         self._queue: list[str] = []
         self._worker: threading.Thread | None = None
         self._failed: set[str] = set()       # sources that could not be decoded (never queued again)
-        self.version = 0            # grows whenever the background thread measured something (the index reads it)
+        self._urgent: set[str] = set()       # queued because the battle index waits for their delivery
+        self.version = 0            # grows when clips the index waits for were measured (the index reads it)
 
     def sha(self, source: str | Path) -> str:
         """sha256 of the file's bytes, remembered while its size and mtime stay."""
@@ -341,6 +342,8 @@ class HeardAudio:
             return
         with self._lock:
             new = set(todo)
+            if urgent:
+                self._urgent |= new
             rest = [s for s in self._queue if s not in new]
             self._queue = todo + rest if urgent else rest + todo
             if self._worker is None or not self._worker.is_alive():
@@ -364,10 +367,12 @@ class HeardAudio:
             except (BadAudio, OSError, ValueError) as exc:    # not asked again (serving it would fail alike)
                 log.warning("battle audio: %s cannot be prepared: %s", Path(source).name, exc)
                 self._failed.add(source)
-            with self._lock:
-                done += 1
-                if not self._queue or done % BATCH == 0:    # the index is rebuilt per batch, not per clip
-                    self.version += 1
+            with self._lock:             # only what the index waits for makes it look again, per batch
+                if source in self._urgent:
+                    self._urgent.discard(source)
+                    done += 1
+                    if not self._urgent or done % BATCH == 0:
+                        self.version += 1
 
     def bump(self) -> None:
         """Something was measured outside the background thread: the battle index should look again."""
