@@ -130,6 +130,15 @@ def limit(samples: np.ndarray, rate: int, ceiling_dbtp: float = PEAK_DBTP) -> np
     return x * np.minimum(uniform_filter1d(held, size=max(1, int(RELEASE_S * rate))), held)   # smooth edges
 
 
+def heard_frames(frames: int, sr: int, rate: int = RATE) -> int:
+    """How many samples a clip of `frames` at `sr` has once resampled to `rate` (resample_poly's output length),
+    so a clip's heard length is known from its header alone."""
+    if sr == rate:
+        return int(frames)
+    g = math.gcd(int(sr), int(rate))
+    return -(-int(frames) * (rate // g) // (int(sr) // g))
+
+
 def to_rate(samples: np.ndarray, sr: int, rate: int = RATE) -> np.ndarray:
     if sr == rate:
         return samples.astype(np.float64)
@@ -204,8 +213,9 @@ def clip_from_facts(path: Path, sha: str, facts: dict) -> HeardClip:
 
 
 # ---------------------------------------------------------------- the cache in the data dir
-def _write_atomic(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
+def _write_atomic(path: Path, data: bytes, mkdir: bool = True) -> None:
+    if mkdir:
+        path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
     tmp.write_bytes(data)
     tmp.replace(path)
@@ -243,8 +253,8 @@ def write_named(folder: Path, name: str, sha: str, heard: bytes, facts: dict) ->
     """Write `folder/<name>.heard.wav` and its facts (a live battle's clip)."""
     wav_path = Path(folder) / f"{name}.heard.wav"
     facts = {**facts, "source_sha256": sha}
-    _write_atomic(wav_path, heard)
-    _write_atomic(_sidecar(wav_path), json.dumps(facts).encode())
+    _write_atomic(wav_path, heard, mkdir=False)         # a folder deleted meanwhile (retention) is not made again
+    _write_atomic(_sidecar(wav_path), json.dumps(facts).encode(), mkdir=False)
     return clip_from_facts(wav_path, sha, facts)
 
 

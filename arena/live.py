@@ -66,6 +66,7 @@ from eval_backend.tasks import SYSTEM_CONVERSATION, Request
 from . import battle_clips, distinct, live_store, storage
 from .abuse import Refused
 from .live_heard import VOID_SAME, LiveHeard
+from .live_heard import seconds as heard_seconds
 from .live_submitted import SubmittedFailed, is_submitted
 from .matchmaking import MatchParams, choose_pair
 from .media import battle_clip_url
@@ -504,9 +505,8 @@ class LiveService:
             (folder / "A.wav").write_bytes(a.audio)
             (folder / "B.wav").write_bytes(b.audio)
             rule = self.arena.settings.listen_rule     # the same listening rule as benchmark battles
-            as_heard = await loop.run_in_executor(None, heard_clips.write, folder,
-                                                  {"user": user_wav, "A": a.audio, "B": b.audio})
-            clips = {c: h.seconds for c, h in as_heard.items()}      # as heard (arena/battle_audio.py)
+            sources = {"user": user_wav, "A": a.audio, "B": b.audio}
+            clips = {c: heard_seconds(data) for c, data in sources.items()}   # as heard (arena/battle_audio.py)
             listen = rule.needs(clips)
             now = self.clock()
             expires = now + self.arena.settings.battle_ttl_s
@@ -528,6 +528,7 @@ class LiveService:
                         delete_after=now + keep)
             t_write = time.perf_counter()
             await loop.run_in_executor(WRITER, write)
+            heard_clips.write_later(folder, sources)    # the clip route waits for them (live_heard.wait_written)
             t_stored = time.perf_counter()
         except BaseException:
             shutil.rmtree(folder, ignore_errors=True)     # a battle not made leaves nothing behind

@@ -7,23 +7,55 @@ needed only when the two replies say the same words; replies with different word
     heard = LiveHeard()
     heard.start(user_wav)                            # made in the background while the models answer
     why = heard.same(text_a, wav_a, text_b, wav_b)   # None when they differ; else distinct.IDENTICAL_AUDIO | ...
-    clips = heard.write(folder, {"user": user_wav, "A": wav_a, "B": wav_b})   # {clip: HeardClip}
+    seconds(wav_a)                                   # a clip's length as heard, from its header (no work)
+    heard.write_later(folder, {"user": user_wav, "A": wav_a, "B": wav_b})   # once the battle is stored
+    wait_written(folder / "A.heard.wav")             # the clip route: waits for a write in flight, if any
+
+The battle is answered without waiting for the heard files: their lengths are exact from the sources' headers
+(`battle_audio.heard_frames`), and the clip route waits for a file still being written (a replica that did not
+write it makes it from the stored original: the same bytes).
 """
 from __future__ import annotations
 
 import hashlib
+import io
+import logging
 import threading
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
 from . import distinct
-from .battle_audio import Delivery, HeardClip, make_heard, write_named
+import soundfile as sf
+
+from .battle_audio import RATE, Delivery, heard_frames, make_heard, write_named
+
+log = logging.getLogger(__name__)
 
 VOID_SAME = ("the two models gave the same reply and no other model was free to answer instead, so this battle is "
              "void (nothing was kept); please try again")
 
 
 POOL = ThreadPoolExecutor(2, thread_name_prefix="live-heard")   # clips made while the battle waits for replies
+WRITERS = ThreadPoolExecutor(2, thread_name_prefix="live-heard-write")   # apart: a write waits on POOL's work
+_WRITING: dict[str, Future] = {}          # heard file path -> its write in flight (this process)
+_WRITING_LOCK = threading.Lock()
+
+
+def seconds(data: bytes) -> float:
+    """The length of a clip as heard, from the source's header (exact: battle_audio.heard_frames)."""
+    info = sf.info(io.BytesIO(data))
+    return heard_frames(info.frames, info.samplerate) / RATE
+
+
+def wait_written(path: Path, timeout_s: float = 30.0) -> None:
+    """Wait for this process's write of a heard file, when one is in flight."""
+    with _WRITING_LOCK:
+        future = _WRITING.get(str(path))
+    if future is not None:
+        try:
+            future.result(timeout_s)
+        except Exception:       # the route then makes the clip itself, or answers 404
+            pass
 
 
 class LiveHeard:
@@ -62,6 +94,19 @@ class LiveHeard:
             a, b = self.facts(words_a, wav_a, True), self.facts(words_b, wav_b, True)
         return distinct.verdict(a, b)
 
-    def write(self, folder: Path, sources: dict[str, bytes]) -> dict[str, HeardClip]:
-        """`folder/<clip>.heard.wav` and its facts for every clip (the originals are the caller's)."""
-        return {name: write_named(folder, name, *self.make(data)) for name, data in sources.items()}
+    def write_later(self, folder: Path, sources: dict[str, bytes]) -> None:
+        """Write the heard files off the battle's path (the clip route waits for them: `wait_written`)."""
+        for name, data in sources.items():
+            path = str(Path(folder) / f"{name}.heard.wav")
+
+            def one(name=name, data=data, path=path) -> None:
+                try:
+                    if Path(folder).is_dir():          # a battle deleted meanwhile (retention) stays deleted
+                        write_named(folder, name, *self.make(data))
+                except Exception:
+                    log.exception("live battle clip %s could not be made as heard", name)
+                finally:
+                    with _WRITING_LOCK:
+                        _WRITING.pop(path, None)
+            with _WRITING_LOCK:
+                _WRITING[path] = WRITERS.submit(one)

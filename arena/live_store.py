@@ -87,6 +87,9 @@ def clip_path(store, battle_id: str, clip: str) -> Path | None:
         return None
     folder = store.abspath(rows[0]["audio_dir"])
     heard = folder / f"{clip}.heard.wav"       # what the voter hears (arena/battle_audio.py), made with the battle
+    if not heard.is_file():
+        from .live_heard import wait_written   # written just after the battle was stored
+        wait_written(heard)
     if heard.is_file():
         return heard
     if not (folder / f"{clip}.wav").is_file():
