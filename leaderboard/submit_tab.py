@@ -82,7 +82,7 @@ def job_markdown(job, events: list[dict]) -> str:
                  + ("; an API key was given (stored encrypted until the job ends)" if job.has_api_key else ""))
     if job.results_path:
         lines.append(f"Results: {mi(os.path.basename(job.results_path))}")
-    if job.live_opt_in:
+    if getattr(job, "live_opt_in", False):        # any object with a job's fields may be shown here
         lines.append(f"Live battles: opted in, at most {job.live_calls_per_day or 0:,} calls a day (once evaluated and "
                      "screened; an API key is kept encrypted while the model battles live)")
     lines.append("\n| when | event | by | detail |\n|---|---|---|---|")
