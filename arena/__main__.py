@@ -5,8 +5,9 @@
                                          floor) + replayed TrueSkill per model, in the board's order
     import-votes FILE                    append votes from CSV / JSONL (all or nothing)
     export --format jsonl|csv --out F    the public vote log (no session ids, IP hashes, user names)
-    pause MODEL [--reason R] / unpause MODEL
-    health [--json] [--hours N]          accepted vs refused votes over the last day (--hours: per-hour series)
+    pause MODEL [--reason R] / unpause MODEL   (unpause also lifts a submitted model's live pause: live_submitted.py)
+    health [--json] [--hours N]          accepted vs refused votes over the last day (--hours: per-hour series),
+                                         and the battle pairs left out of matchmaking, by reason
     release --out DIR [--rounds N]       public data release: votes, ratings, vote-log hash, code version, parameters
     rebuild DIR [--json] [--axis A]      recompute the leaderboard from a release (exit 1 if it differs)
 
@@ -74,22 +75,51 @@ def cmd_pause(args) -> int:
         svc.pause_model(args.model, args.reason)
         print(f"paused {args.model}")
     else:
+        import time
+
+        from .live_submitted import unpause_live
         svc.unpause_model(args.model)
-        print(f"unpaused {args.model}")
+        live = unpause_live(svc.store, args.model, time.time())     # a submitted model's live pause too
+        print(f"unpaused {args.model}" + (" (also in live battles)" if live else ""))
     return 0
 
 
 def cmd_health(args) -> int:
     if args.hours:
         return _health_series(args)
-    h = _service(args).integrity_health()
+    svc = _service(args)
+    h = {**svc.integrity_health(), "battle_pairs": _battle_pairs(svc), "live_models": _live_models(svc)}
     if args.json:
         print(json.dumps(h, indent=1))
     else:
+        from .health import live_models_line, pairs_line
         share = "n/a" if h["counted_share"] is None else f"{h['counted_share']:.1%}"
         print(f"last 24 h: {h['accepted']} votes counted, refused {h['refused'] or 'none'}, counted share {share}"
               + ("  ALERT: most submissions are refused" if h["alert"] else ""))
+        print(pairs_line(h["battle_pairs"]))
+        if h["live_models"]:
+            print(live_models_line(h["live_models"]))
     return 0
+
+
+def _live_models(svc) -> list[dict]:
+    """Submitted models that battle live: their calls, failures and pause (arena/live_submitted.py)."""
+    from eval_backend.submissions import settings_from_env
+
+    from .live_submitted import SubmittedContestants
+    return SubmittedContestants(svc.store, settings_from_env()).health()
+
+
+def _battle_pairs(svc) -> dict:
+    """The pairs left out of matchmaking (arena/distinct.py), once the clips that decide them are measured (the
+    first run measures them: a few minutes for a whole benchmark; later runs read the cache)."""
+    pairs = svc.left_out_pairs()
+    if pairs["left_out"]["not_measured"]:
+        print(f"measuring the delivery of replies with the same words ({pairs['left_out']['not_measured']} "
+              "request pairs wait for it)...", file=sys.stderr)
+        svc.heard.wait_idle()
+        pairs = svc.left_out_pairs()
+    return pairs
 
 
 def _health_series(args) -> int:

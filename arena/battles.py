@@ -13,8 +13,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable
 
-import soundfile as sf
-
 from eval_backend.benchmark.model import Benchmark, dimension_of
 from eval_backend.moderation import ledger
 from eval_backend.moderation.replies import KIND, subject_of
@@ -22,7 +20,7 @@ from eval_backend.moderation.texts import REASON, screen_later
 from eval_backend.store import Reply
 from eval_backend.tasks import SPOKEN_TASKS, build_requests
 
-from . import battle_clips, listening, storage
+from . import battle_clips, distinct, listening, storage
 from .abuse import Ticket
 from .matchmaking import MatchParams, choose_pair
 from .media import battle_clip_url
@@ -107,6 +105,8 @@ class _Candidate:
     attribute: str | None
     replies: dict[str, Reply] = field(default_factory=dict)
     crisis: set[str] = field(default_factory=set)   # models whose reply here read as a crisis (the notice)
+    left_out: dict = field(default_factory=dict)    # {(model, model): reason}: pairs not worth a vote (distinct.py)
+    same_words: set = field(default_factory=set)    # servable pairs saying the same words (served last)
 
 
 def crisis_notice() -> str:
@@ -188,15 +188,10 @@ class Battles:
             self._benchmarks = loaded
         return self._benchmarks
 
-    def _duration(self, path: str) -> float:
-        if path not in self._durations:
-            self._durations[path] = float(sf.info(path).duration)
-        return self._durations[path]
-
     def _index_version(self) -> tuple:
         """What the battle index depends on: the replies table, and (screening on) the screening decisions' version
         token: two reads of the database per battle, no screening (that runs when replies are stored)."""
-        key = tuple(self.store.replies_version())
+        key = tuple(self.store.replies_version()) + (self.heard.version,)   # + the replies measured since
         return key + (ledger.version(self.store),) if self.settings.screen_replies else key
 
     def _screened(self, replies: list[Reply]) -> tuple[list[Reply], set[str]]:
@@ -244,10 +239,7 @@ class Battles:
                             cand.crisis.add(r.model)
                 index += [c for c in by_id.values() if len(c.replies) >= 2]
                 user_audio.update(((b.hash, c.request_id), c.user_audio) for c in by_id.values())
-            pairs = set()
-            for c in index:
-                models = sorted(c.replies)
-                pairs.update((models[x], models[y]) for x in range(len(models)) for y in range(x + 1, len(models)))
+            pairs = self._distinct_pairs(index)
             self._index, self._pairs, self._index_key = index, pairs, key
             self._user_audio = user_audio
             return index, pairs
@@ -278,7 +270,7 @@ class Battles:
         if not isinstance(session_id, str) or not session_id.strip():
             raise ValueError("a battle needs a session id")
         paused = storage.paused_models(self.store)
-        candidates, all_pairs = self._candidates()
+        candidates, all_pairs = self._servable_index(paused)      # arena/service.py (issue 22)
         pairs = [p for p in all_pairs if p[0] not in paused and p[1] not in paused]
         if not pairs:
             why = "; ".join(f"{k}: {v}" for k, v in self.benchmark_errors.items())
@@ -295,12 +287,12 @@ class Battles:
                              trueskill=self.settings.trueskill)
         pair = choose_pair(pairs, ratings, counts, edges, self.rng, paused, params)
         shared = [c for c in candidates if pair[0] in c.replies and pair[1] in c.replies]
-        cand = self.rng.choice(shared)
+        cand = distinct.pick_request(shared, pair, self.rng)
         model_a, model_b = pair if self.rng.random() < 0.5 else (pair[1], pair[0])
         audio_a = str(self.store.abspath(cand.replies[model_a].audio_path))
         audio_b = str(self.store.abspath(cand.replies[model_b].audio_path))
-        rule = self.settings.listen_rule
-        clips = {"user": self._duration(cand.user_audio), "A": self._duration(audio_a), "B": self._duration(audio_b)}
+        rule = self.settings.listen_rule     # the lengths of the clips as heard (arena/battle_audio.py)
+        clips = {c: self.heard.clip(p).seconds for c, p in (("user", cand.user_audio), ("A", audio_a), ("B", audio_b))}
         listen = rule.needs(clips)
         now = self.clock()
         battle_id = secrets.token_urlsafe(24)
@@ -332,14 +324,14 @@ class Battles:
             if key not in self._user_audio:
                 self._candidates()              # a replica that has not served yet builds its index first
             path = self._user_audio.get(key)
-            return Path(path) if path else None
+            return self._heard_path(path) if path else None
         model = battle["model_a"] if clip == "A" else battle["model_b"]
         if self.settings.screen_replies:      # held since the battle was served (the operator kept it hidden)
             reply = self.store.reply(model, battle["benchmark_hash"], battle["request_id"])
             if not self.reply_cleared(reply):
                 return None
         rel = self.store.reply_audio_path(model, battle["benchmark_hash"], battle["request_id"])
-        return self.store.abspath(rel) if rel else None
+        return self._heard_path(self.store.abspath(rel)) if rel else None
 
     def clip_fetched(self, battle_id: str, clip: str) -> None:
         """The audio route served this clip of this battle: record its first fetch (the listening rule)."""

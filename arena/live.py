@@ -14,9 +14,11 @@ Steps, in order, so bad input costs nothing and a refusal stores nothing:
    the voter's clip is transcribed (the scorer's Whisper; `hear`) on one thread of lower CPU priority, started once
    the first good reply is in: on the Space's 2 cores the local baselines are CPU-bound, and a transcription
    running beside them made their replies ~0.4 s later at the median (docs/benchmarks.md). A contestant that fails, times out, sends no audio or a
-   reply the screen flags (or that names a model: the arena's IdentityScreen) is replaced by another contestant
-   not yet tried; when none is left or the deadline passes, the battle is void (503, nothing stored). Never a
-   one-sided battle.
+   reply the screen flags (or that names a model: the arena's IdentityScreen), or whose reply is the same as the
+   other's (arena/live_heard.py, issue 22), is replaced by another contestant not yet tried; when none is left or
+   the deadline passes, the battle is void (503, nothing stored). Never a one-sided battle. A *submitted* model
+   that opted in to live battles (arena/live_submitted.py) is called through the SSRF guard and the submission
+   caps; its failed or slow call voids the battle at once and counts towards its live pause.
 4. the transcript is screened: a crisis utterance gets the help notice (it does not block the battle). The
    battle does not wait for it: when the transcript is not ready once both replies are, the battle is stored and
    returned with `transcript_pending`, and the transcript, its screen verdict and the notice follow
@@ -61,8 +63,11 @@ from eval_backend.clients.limits import ReplyLimits
 from eval_backend.config import ModelSpec
 from eval_backend.tasks import SYSTEM_CONVERSATION, Request
 
-from . import battle_clips, live_store, storage
+from . import battle_clips, distinct, live_store, storage
 from .abuse import Refused
+from .live_heard import VOID_SAME, LiveHeard
+from .live_heard import seconds as heard_seconds
+from .live_submitted import SubmittedFailed, is_submitted
 from .matchmaking import MatchParams, choose_pair
 from .media import battle_clip_url
 from .ratings import Rating
@@ -292,8 +297,11 @@ class LiveService:
     def __init__(self, arena, contestants: Iterable[ModelSpec] | Callable[[], list[ModelSpec]],
                  settings: LiveSettings | None = None, screen: Callable | None | str = "default",
                  transcribe: Callable[[np.ndarray, int], str] = default_transcribe,
-                 clock: Callable[[], float] = time.time, rng: random.Random | None = None):
+                 clock: Callable[[], float] = time.time, rng: random.Random | None = None,
+                 submitted=None):
+        """`submitted`: the submitted models that opted in to live battles (arena/live_submitted.py), or None."""
         self.arena = arena
+        self.submitted = submitted
         self.store = arena.store
         self._contestants = contestants if callable(contestants) else (lambda c=list(contestants): c)
         self.settings = settings or LiveSettings()
@@ -312,7 +320,9 @@ class LiveService:
     # --------------------------------------------------------- status
     def contestants(self) -> list[ModelSpec]:
         paused = self.arena.paused()
-        return [s for s in self._contestants() if s.name not in paused]
+        own = [s for s in self._contestants() if s.name not in paused]
+        names = {s.name for s in own}
+        return own + [s for s in (self.submitted.specs() if self.submitted else []) if s.name not in names]
 
     def reachable(self, max_age_s: float = 5.0) -> list[str]:
         """Contestants whose server accepts a connection now (checked at most every `max_age_s`): live mode is
@@ -325,6 +335,9 @@ class LiveService:
             return names
         names = []
         for spec in self.contestants():
+            if is_submitted(spec):            # never probed from here: their calls go through the SSRF guard only
+                names.append(spec.name)
+                continue
             url = urlsplit(spec.base_url)
             try:
                 with socket.create_connection((url.hostname, url.port or (443 if url.scheme == "https" else 80)),
@@ -480,7 +493,10 @@ class LiveService:
                 if hearing is None:
                     hearing = self._hear_pool.submit(self.hear, samples, sr)
             t_asked = time.perf_counter()
-            replies, replaced = await self._answer(battle_id, folder / "user.wav", user_wav, start_hearing)
+            heard_clips = LiveHeard()      # the clips as heard, made once: the replies' check and the folder
+            heard_clips.start(user_wav)    # the voter's clip is made while the models answer
+            replies, replaced = await self._answer(battle_id, folder / "user.wav", user_wav, start_hearing,
+                                                   heard_clips)
             start_hearing()
             t_replies = time.perf_counter()
             pending = not hearing.done()      # the battle does not wait for the voter's transcript
@@ -489,7 +505,8 @@ class LiveService:
             (folder / "A.wav").write_bytes(a.audio)
             (folder / "B.wav").write_bytes(b.audio)
             rule = self.arena.settings.listen_rule     # the same listening rule as benchmark battles
-            clips = {"user": len(samples) / sr, "A": _seconds(a.audio), "B": _seconds(b.audio)}
+            sources = {"user": user_wav, "A": a.audio, "B": b.audio}
+            clips = {c: heard_seconds(data) for c, data in sources.items()}   # as heard (arena/battle_audio.py)
             listen = rule.needs(clips)
             now = self.clock()
             expires = now + self.arena.settings.battle_ttl_s
@@ -511,6 +528,7 @@ class LiveService:
                         delete_after=now + keep)
             t_write = time.perf_counter()
             await loop.run_in_executor(WRITER, write)
+            heard_clips.write_later(folder, sources)    # the clip route waits for them (live_heard.wait_written)
             t_stored = time.perf_counter()
         except BaseException:
             shutil.rmtree(folder, ignore_errors=True)     # a battle not made leaves nothing behind
@@ -538,9 +556,11 @@ class LiveService:
         pair = choose_pair(pairs, current, counts, [], self.rng, set(), params)
         return pair if self.rng.random() < 0.5 else (pair[1], pair[0])
 
-    async def _answer(self, battle_id: str, user_wav: Path, wav: bytes,
-                      on_first: Callable[[], None] = lambda: None) -> tuple[tuple[_Reply, _Reply], list]:
-        """Both replies (replacing failed contestants); `on_first()` runs when the first good reply is in."""
+    async def _answer(self, battle_id: str, user_wav: Path, wav: bytes, on_first: Callable[[], None] = lambda: None,
+                      heard: LiveHeard | None = None) -> tuple[tuple[_Reply, _Reply], list]:
+        """Both replies (replacing failed contestants, and one of two replies that do not differ: `heard`);
+        `on_first()` runs when the first good reply is in."""
+        heard = heard or LiveHeard()
         specs = {s.name: s for s in self.contestants()}
         if len(specs) < 2:
             raise LiveRefused(503, "no_contestants", "live mode needs two models that listen and speak; fewer "
@@ -559,8 +579,12 @@ class LiveService:
         async def ask(name: str) -> _Reply:
             spec = specs[name]
             left = deadline - time.monotonic()
-            async with asyncio.timeout(max(0.0, min(self.settings.call_timeout_s, spec.timeout_s, left))):
-                answer = await openai_chat.call(session, spec, request, audio_b64, limits)
+            timeout = max(0.0, min(self.settings.call_timeout_s, spec.timeout_s, left))
+            if is_submitted(spec):              # untrusted: guarded, capped, recorded; a failure voids the battle
+                answer = await self.submitted.call(spec, request, audio_b64, timeout, self.settings.reply_audio_s)
+            else:
+                async with asyncio.timeout(timeout):
+                    answer = await openai_chat.call(session, spec, request, audio_b64, limits)
             if not answer.audio:
                 raise CallFailure("bad_audio", "the reply has no audio")
             words = answer.transcript or answer.text
@@ -576,6 +600,7 @@ class LiveService:
             return _Reply(name, words, answer.audio, answer.latency_s)
 
         first = self._pair(specs)
+        loop = asyncio.get_running_loop()
         async with openai_chat.new_session(4) as session:
             tasks = {}
             slot_model = dict(zip(("A", "B"), first))
@@ -589,19 +614,28 @@ class LiveService:
                     for task in finished:
                         slot = tasks.pop(task)
                         try:
-                            done_replies[slot] = task.result()
-                            on_first()
-                            continue
+                            reply = task.result()
+                            other = done_replies.get("B" if slot == "A" else "A")
+                            same = other and await loop.run_in_executor(
+                                None, heard.same, reply.text, reply.audio, other.text, other.audio)
+                            if not same:
+                                done_replies[slot] = reply
+                                heard.start(reply.audio)
+                                on_first()
+                                continue
+                            cls = same               # the same reply as the other slot's: replace this one
                         except (CallFailure, TimeoutError) as exc:
                             cls = exc.error_class if isinstance(exc, CallFailure) else "timeout"
+                        except SubmittedFailed as exc:   # a submitted model failed: the battle is void
+                            raise LiveRefused(503, "void", str(exc)) from None
                         except Exception as exc:     # any other failure of one contestant: replace it
                             cls = type(exc).__name__
                         replaced.append({"slot": slot, "model": slot_model[slot], "class": cls})
                         spare = [n for n in sorted(specs) if n not in tried]
                         if not spare or time.monotonic() >= deadline:
-                            raise LiveRefused(503, "void", "one of the two models could not answer in time and no "
-                                                           "other was free, so this battle is void (nothing was "
-                                                           "kept); please try again")
+                            raise LiveRefused(503, "void", VOID_SAME if cls in distinct.REASONS else
+                                              "one of the two models could not answer in time and no other was "
+                                              "free, so this battle is void (nothing was kept); please try again")
                         pick = self.rng.choice(spare)
                         tried.add(pick)
                         slot_model[slot] = pick
@@ -612,9 +646,4 @@ class LiveService:
                 if tasks:
                     await asyncio.gather(*tasks, return_exceptions=True)
         return (done_replies["A"], done_replies["B"]), replaced
-
-
-def _seconds(wav: bytes) -> float:
-    info = sf.info(io.BytesIO(wav))
-    return info.frames / info.samplerate if info.samplerate else 0.0
 

@@ -1,6 +1,6 @@
 """Live battle speed (issue 13): from the upload's last byte to both replies ready, with the two baselines.
 
-    python benchmarks/bench_live.py [--runs 20] [--seconds 5] [--warmup 2]
+    python benchmarks/bench_live.py [--runs 20] [--seconds 5] [--warmup 2] [--rate 90]
 
 Starts the baseline server (a subprocess on loopback: Whisper tiny.en + espeak-ng, as the Space runs it) and the
 arena + live routes on uvicorn in this process (tests/support/live_fixtures.py: the app's real routes, SQLite in a temp
@@ -136,6 +136,9 @@ def main() -> int:
     p.add_argument("--runs", type=int, default=20)
     p.add_argument("--warmup", type=int, default=2)
     p.add_argument("--seconds", type=float, default=5.0)
+    # the two baselines answer a neutral voice with the very same clip, and identical replies never battle
+    # (issue 22: the battle is void); spoken slowly, the cue-aware baseline answers the pace and the replies differ
+    p.add_argument("--rate", type=int, default=90, help="espeak-ng words a minute of the voter's utterance")
     args = p.parse_args()
     load0 = os.getloadavg()
     rows = []
@@ -146,7 +149,7 @@ def main() -> int:
         with LiveApp(tmp, specs, settings, arena_overrides=overrides, screen=None) as app, \
                 httpx.Client(base_url=app.url, timeout=120) as client:
             for i in range(args.warmup + args.runs):
-                speech = utterance(args.seconds, text_for_run(i))
+                speech = utterance(args.seconds, text_for_run(i), rate=args.rate)
                 wav = noisy(speech, i)
                 server_cpu0, app_cpu0 = cpu_s(baselines.proc.pid), time.process_time()
                 t0 = time.perf_counter()

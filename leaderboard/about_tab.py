@@ -87,7 +87,7 @@ heard first, attribute, request id, time), the leaderboards, and the results fil
 
 **API keys** given with a submission are encrypted with a key held in the operator's environment, kept only in
 the private store, never shown, logged or exported, and deleted when the evaluation job ends (a retry asks for
-the key again).
+the key again), unless the submitter let the model battle live: then it is kept until the model leaves live battles.
 
 Failed evaluations are listed with their reason on the Submit tab; nothing is silently dropped.
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 import gradio as gr
 import pandas as pd
 
-from arena.health import health_figure
+from arena.health import health_figure, live_models_line, pairs_line
+from eval_backend.inert import md
 from eval_backend.tab_contract import PageLoad, TabHandles
 
 from .operator_status import build_operator_status
@@ -28,6 +29,12 @@ def health_frame(rows: list[dict]) -> pd.DataFrame:
                           share_text(r["counted_share"])] for r in rows], columns=COLUMNS)
 
 
+def live_health(ctx) -> list[dict]:
+    """Submitted models that battle live, with their calls, failures and pause (arena/live_submitted.py)."""
+    submitted = getattr(ctx.live, "submitted", None) if getattr(ctx, "live", None) is not None else None
+    return submitted.health() if submitted is not None else []
+
+
 def build_health_tab(ctx) -> TabHandles:
     """Renders the app's one monitor (ctx.health, whose check() also logs alerts): on page load and Refresh
     here, and on the context's own schedule (app_context.py) so alerts reach the log with no page open."""
@@ -35,6 +42,7 @@ def build_health_tab(ctx) -> TabHandles:
     gr.Markdown("Share of vote submissions that were counted, and why the others were refused. An anti-abuse "
                 "rule that voids honest votes shows up here as a drop in the counted share.")
     status = gr.Markdown()
+    pairs = gr.Markdown(elem_id="health-pairs")      # battles left out of matchmaking, and why (issue 22)
     plot = gr.Plot(elem_id="health-plot", show_label=False)
     table = gr.Dataframe(pd.DataFrame([["loading…", 0, 0, 0, "—", "—"]], columns=COLUMNS), interactive=False,
                          max_height=300, elem_id="health-table")
@@ -43,8 +51,9 @@ def build_health_tab(ctx) -> TabHandles:
     def render():
         report = monitor.check()
         return (f"**{monitor.status}**", plots.fit(health_figure(report["rows"], monitor.cfg.alert_share)),
-                health_frame(report["rows"]))
+                health_frame(report["rows"]), pairs_line(ctx.arena.left_out_pairs()).capitalize() + "."
+                + (f"\n\n{md(live_models_line(live))}" if (live := live_health(ctx)) else ""))
 
-    refresh.click(render, None, [status, plot, table])
+    refresh.click(render, None, [status, plot, table, pairs])
     operator = build_operator_status(ctx)        # bootstrap and Hub detail, for the operator only
-    return TabHandles(loads=(PageLoad(render, None, [status, plot, table]), operator))
+    return TabHandles(loads=(PageLoad(render, None, [status, plot, table, pairs]), operator))

@@ -60,8 +60,9 @@ def test_one_alert_is_logged_once_by_the_loop_and_the_health_tab(tmp_path, quiet
         ctx.start_health_checks(every_s=3600.0)      # the app's loop: its first check runs at once
         wait_for(lambda: ctx.health.status.startswith("ALERT"), 30, "the loop's first check")
         for _ in range(2):                           # two visitors open the health tab
-            status, _, _ = health_loads[0].fn()
+            status, _, _, pairs = health_loads[0].fn()
             assert status.startswith("**ALERT")
+            assert pairs.startswith("Battle pairs: 0 of 0 request pairs servable")   # nothing served yet (issue 22)
     alerts = [r for r in caplog.records if r.name == "arena.health" and r.levelno == logging.WARNING]
     assert len(alerts) == 1, [r.getMessage() for r in alerts]
     assert "17%" in alerts[0].getMessage()

@@ -36,7 +36,9 @@ def baselines():
 
 @pytest.fixture(scope="module")
 def speech() -> bytes:
-    return utterance()
+    # spoken slowly (90 words a minute): the cue-aware baseline answers the pace, so the two baselines' replies
+    # differ; to a neutral voice they say the very same thing, and identical replies never battle (issue 22)
+    return utterance(rate=90)
 
 
 class Screen:
@@ -152,7 +154,7 @@ def test_a_battle_with_no_spare_contestant_is_void_within_the_deadline(tmp_path,
 
 
 def test_a_flagged_reply_voids_and_a_crisis_utterance_shows_the_notice(tmp_path):
-    with FaultServer() as a, FaultServer() as b:
+    with FaultServer() as a, FaultServer(tone_hz=330.0) as b:     # two voices: the replies differ (issue 22)
         specs = [spec("alpha-voice", a.base_url), spec("beta-voice", b.base_url)]
         # every reply of the fault server says "I hear you": flagged -> no spare contestant -> void
         with LiveApp(tmp_path / "flag", specs, screen=Screen(flag="hear you"),
@@ -183,7 +185,7 @@ def test_the_battle_does_not_wait_for_the_voters_transcript(tmp_path):
     def slow(samples, sr):
         release.wait(30)
         return "I just want to end it all"
-    with FaultServer() as a, FaultServer() as b:
+    with FaultServer() as a, FaultServer(tone_hz=330.0) as b:     # two voices: the replies differ (issue 22)
         specs = [spec("alpha-voice", a.base_url), spec("beta-voice", b.base_url)]
         with LiveApp(tmp_path, specs, screen=Screen(), transcribe=slow) as app, \
                 httpx.Client(base_url=app.url, timeout=30) as c:
@@ -350,7 +352,7 @@ def test_a_public_release_holds_only_the_live_clips_consented_for_it(tmp_path):
     """arena/release.py: the votes carry battle_source; live clips and words enter the release only with the
     voter's consent_release (and not once deleted), without battle ids, users or times."""
     from arena.release import load_release, rebuild, write_release
-    with FaultServer() as a, FaultServer() as b:
+    with FaultServer() as a, FaultServer(tone_hz=330.0) as b:     # two voices: the replies differ (issue 22)
         specs = [spec("alpha-voice", a.base_url), spec("beta-voice", b.base_url)]
         with LiveApp(tmp_path / "data", specs, screen=None, transcribe=lambda s, sr: "my words",
                      arena_overrides={"session_open_battles": 50}) as app, \

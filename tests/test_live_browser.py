@@ -21,7 +21,8 @@ MODULE_DATABASE_FIXTURES = ("app",)
 @pytest.fixture(scope="module")
 def voice(tmp_path_factory):
     path = tmp_path_factory.mktemp("voice") / "voice.wav"
-    subprocess.run(["espeak-ng", "-v", "en", "-s", "150", "-w", str(path),
+    # slow speech: the cue-aware baseline answers the pace, so the two baselines' replies differ (issue 22)
+    subprocess.run(["espeak-ng", "-v", "en", "-s", "90", "-w", str(path),
                     "I lost my job today and I feel awful about it."], check=True, capture_output=True, timeout=60)
     return path
 

@@ -146,7 +146,8 @@ def test_a_spoken_abusive_reply_is_held_never_played_and_queued_for_the_operator
     monkeypatch.setenv("EMPATHY_ARENA_BOOTSTRAP", "0")
     monkeypatch.setenv("EMPATHY_ARENA_LISTEN_S", "0")
     monkeypatch.setenv("EMPATHY_ARENA_OPERATOR_TOKEN", OPERATOR_TOKEN)
-    audio_of = {m: {sha(store.abspath(r.audio_path).read_bytes()) for r in replies[m]} for m in LINES}
+    from arena.battle_audio import make_heard        # battles play each reply as heard (normalised: issue 22)
+    audio_of = {m: {sha(make_heard(store.abspath(r.audio_path).read_bytes())[0]) for r in replies[m]} for m in LINES}
     assert not audio_of["rude-model"] & (audio_of["kind-model"] | audio_of["carer-model"])
     with RealApp(data) as app, httpx.Client(base_url=app.url, timeout=60) as client:
         # --- many battles: the rude model's audio never plays; the notice follows the crisis replies exactly
@@ -244,7 +245,8 @@ def test_a_live_utterance_saying_the_user_wants_to_die_shows_the_crisis_notice(t
     from eval_backend.safety import crisis_notice_markdown
 
     with SpeakingServer(LINES) as srv:
-        specs = [spec("kind-model", srv.base_url), spec("carer-model", srv.base_url, model="kind-model")]
+        # two models that say different kind things (identical replies never battle: issue 22)
+        specs = [spec("kind-model", srv.base_url), spec("carer-model", srv.base_url)]
         with LiveApp(tmp_path / "live", specs) as app, httpx.Client(base_url=app.url, timeout=120) as c:
             r = post_live(c, utterance(text="I just want to die."))
             assert r.status_code == 200, r.text

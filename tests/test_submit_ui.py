@@ -401,8 +401,8 @@ with gr.Blocks() as demo:
     st.build_submit_tab(c)
 assert st.on_spaces() and demo.expects_oauth
 fn = [f for f in demo.fns.values() if getattr(f.fn, '__name__', '') == 'submit_fn'][0].fn
-args, *_ = helpers.special_args(fn, ['x'] * 12, None)      # Gradio injects the profile (signed out: None)
-assert len(args) == 14 and args[-1] is None      # the request and the profile (signed out: None)
+args, *_ = helpers.special_args(fn, ['x'] * 14, None)      # Gradio injects the profile (signed out: None)
+assert len(args) == 16 and args[-1] is None      # the request and the profile (signed out: None)
 assert 'Sign in' in fn(*args)[-2]
 print('OK')
 """
