@@ -105,22 +105,38 @@ def build_blocks(ctx: AppContext, tabs: tuple[Tab, ...] = TABS) -> gr.Blocks:
 
 # A shared link opens the tab it was made on: choosing a tab writes ?tab=<id> into the address bar (the other
 # parameters, e.g. the benchmark filters, stay), and a page opened with ?tab=<id> selects that tab on load.
-TAB_URL_JS = """() => {
+# Gradio fires the first tab's `select` while the page mounts, which used to rewrite every link to ?tab=arena
+# before the load script could read it: so whichever script runs first keeps the asked-for id
+# (window.__tabWanted), and no other tab's select writes the address until the asked-for tab has been opened
+# (or could not be: an unknown or hidden id is given up after 10 s).
+TAB_WANTED_JS = """
+  if (window.__tabWanted === undefined) {
+    const asked = new URLSearchParams(window.location.search).get('tab') || '';
+    window.__tabWanted = /^[a-z0-9-]{1,32}$/.test(asked) ? asked : '';
+  }"""
+
+TAB_URL_JS = """() => {""" + TAB_WANTED_JS + """
+  const id = %s;
+  if (window.__tabWanted && window.__tabWanted !== id) return;     // the page is still opening the linked tab
+  window.__tabWanted = '';
   const p = new URLSearchParams(window.location.search);
-  p.set('tab', %s);
+  p.set('tab', id);
   window.history.replaceState(null, '', window.location.pathname + '?' + p.toString() + window.location.hash);
 }"""
 
 
-TAB_OPEN_JS = """() => {
-  const id = new URLSearchParams(window.location.search).get('tab');
-  if (!id || !/^[a-z0-9-]{1,32}$/.test(id)) return [];
+TAB_OPEN_JS = """() => {""" + TAB_WANTED_JS + """
+  const id = window.__tabWanted;
+  if (!id) return [];
   let tries = 0;
-  const pick = () => {          // the tab bar may still be mounting
+  const pick = () => {          // the tab bar may still be mounting; Gradio may select its first tab meanwhile
+    if (window.__tabWanted !== id) return;                // opened (its select ran), or the visitor chose a tab
     const button = document.querySelector(`[role='tab'][data-tab-id='${id}']`);
-    if (button && button.offsetParent !== null) button.click(); else if (tries++ < 100) setTimeout(pick, 100);
+    if (button && button.getAttribute('aria-selected') === 'true') { window.__tabWanted = ''; return; }
+    if (button && button.getClientRects().length) button.click();
+    if (tries++ < 100) setTimeout(pick, 100); else window.__tabWanted = '';
   };
-  setTimeout(pick, 100);
+  pick();
   return [];
 }"""
 
