@@ -47,6 +47,7 @@ from leaderboard.bench_tab import build_bench_tab  # noqa: E402
 from leaderboard.browse_tab import build_browse_tab  # noqa: E402
 from leaderboard.health_tab import build_health_tab  # noqa: E402
 from leaderboard.moderation_tab import build_moderation_tab  # noqa: E402
+from leaderboard.public_api import hide_unnamed, register_public_api  # noqa: E402
 from leaderboard.submit_tab import build_submit_tab  # noqa: E402
 
 log = logging.getLogger("empathy_arena")
@@ -100,6 +101,8 @@ def build_blocks(ctx: AppContext, tabs: tuple[Tab, ...] = TABS) -> gr.Blocks:
         # ?tab=<id> selects that tab in the page itself (a server-side load that outputs to the tab bar puts it
         # back on its first tab under a visitor who has already chosen another)
         demo.load(None, None, None, js=TAB_OPEN_JS)
+        register_public_api(ctx)          # the named API (README, "The API"); everything else private
+    hide_unnamed(demo)
     return demo
 
 

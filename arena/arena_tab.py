@@ -199,13 +199,15 @@ def clip_html(label: str, url: str | None) -> str:
 
 
 def revealed_clip_html(slot: str, side, url: str, won: bool) -> str:
-    """A reply's player after the vote: the model's name (inert: escaped) and its rating after this vote, short.
-    A new <audio> element, so nothing keeps playing from before the vote."""
-    votes = f"{side.votes} vote{'' if side.votes == 1 else 's'}"
-    rating = f"TrueSkill {side.rating.mu:.1f} ± {side.rating.sigma:.1f} · {votes}"
+    """A reply's player after the vote: the model's name (inert: escaped) and its vote count after this vote.
+    No rating number: the board's headline is Bradley–Terry with an interval (TrueSkill, which the vote
+    updates, is behind its "All columns"), so the reveal points there instead of showing a number the board
+    hides. A new <audio> element, so nothing keeps playing from before the vote."""
+    rating = f"{side.votes} vote{'' if side.votes == 1 else 's'} · rank on the Arena leaderboard"
     return (f'<div class="media-clip arena-revealed"><div class="media-clip-label"><strong>{slot}: '
             f'{html.escape(side.model)}</strong>{" 🏆" if won else ""} <span class="arena-rating">{rating}</span></div>'
-            f'<audio controls preload="auto" src="{html.escape(url)}"></audio></div>')
+            f'<audio controls preload="auto" src="{html.escape(url)}" '
+            f'aria-label="Reply {slot}: {html.escape(side.model)}"></audio></div>')
 
 
 # After a vote: stop every player (the revealed players are new elements; this also covers a browser that kept

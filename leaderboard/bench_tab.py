@@ -193,8 +193,9 @@ def metric_agreement_frame(ctx, docs: dict[str, dict]) -> pd.DataFrame:
     return pd.DataFrame([[r.axis, metric_label(r.metric), round(r.agree, 3), f"[{r.low:.2f}, {r.high:.2f}]", r.n,
                           r.ties] for r in rows], columns=METRIC_AGREEMENT_COLUMNS)
 def csv_frame(view: pd.DataFrame) -> pd.DataFrame:
-    """The view as it goes into the downloaded CSV: names and organisations are the submitters', so every
-    text cell a spreadsheet would run as a formula is neutralised (eval_backend.inert.csv_cell)."""
+    """The view as it goes into the downloaded CSV (after `rt.numeric_view`): names and organisations are the
+    submitters', so every text cell a spreadsheet would run as a formula is neutralised
+    (eval_backend.inert.csv_cell)."""
     return view.map(csv_cell).rename(columns=csv_cell)
 
 
@@ -304,7 +305,7 @@ def build_bench_tab(ctx) -> TabHandles:
         df, grp = rt.build_table(docs, model_infos(ctx), reported)
         view = rt.apply_filters(df, grp, st)
         path = csv_dir / "benchmark_leaderboard.csv"
-        csv_frame(view).to_csv(path, index=False)
+        csv_frame(rt.numeric_view(view)).to_csv(path, index=False)   # numbers or empty; the reasons in `notes`
         measured, paper = rt.sections(view)
         notes = rt.Notes()
         shown = rt.readable(measured, notes)

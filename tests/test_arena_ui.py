@@ -171,7 +171,7 @@ def test_board_rows_win_rate_interval_and_provisional():
     x, y = df.iloc[0], df.iloc[1]
     assert x["win rate"] == "70.0%"                   # (6 + 1) / 10
     assert x["BT 95% interval"] == "1010 – 1070" and x["rank"] == 1
-    assert y["status"].startswith("provisional (< 300")
+    assert y["status"] == "provisional: 0 of 300 rated votes, 300 more to be ranked"
     assert y["win rate"] == "—" and y["BT 95% interval"].startswith("too few votes")   # no number, no zero
     assert y["rank"] == "—"
 

@@ -8,6 +8,8 @@ instead (how each test was seen to fail on the code before issue 24).
 """
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from tests.support.page_fixtures import DESKTOP, PageSpace, open_page, seed_page
@@ -36,6 +38,7 @@ def browser():
         b.close()
 
 
+README = Path(__file__).resolve().parents[1] / "README.md"
 SELECTED_TAB = "() => document.querySelector('button[role=tab][aria-selected=true]')?.innerText.trim()"
 
 
@@ -57,3 +60,57 @@ def test_every_tab_opens_from_its_own_link_and_the_link_survives_the_load(space,
             assert f"tab={tab.id}" in page.url and "q=keep" in page.url, (tab.id, page.url)
         finally:
             ctx.close()
+
+
+# ------------------------------------------------------------------------------------------------ the API
+def readme_api_snippet() -> str:
+    text = README.read_text()
+    block = text.split("<!-- api-snippet -->", 1)[1].split("<!-- /api-snippet -->", 1)[0]
+    return block.split("```python", 1)[1].split("```", 1)[0]
+
+
+def test_the_readme_api_snippet_runs_against_a_started_space_and_nothing_else_is_on_the_api_page(space):
+    import contextlib
+    import io
+
+    import httpx
+    from gradio_client import Client
+
+    from arena.service import ArenaService
+    from eval_backend.store import Store
+    from tests.support.page_fixtures import MODELS
+
+    code = readme_api_snippet().replace("http://127.0.0.1:7860/", space.url + "/")
+    scope: dict = {}
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        exec(compile(code, "README.md (api snippet)", "exec"), scope)
+    arena, bench = scope["arena"], scope["bench"]
+    expected = {r["model"]: r for r in ArenaService(Store(space.data_dir)).ratings_table("overall")}
+    assert [r["model"] for r in arena] == list(expected)                       # the board's own order
+    for row in arena:
+        want = expected[row["model"]]
+        assert (row["votes"], row["rated_votes"], row["provisional"]) == (want["votes"], want["bt_votes"],
+                                                                          want["provisional"])
+        if row["provisional"]:              # every seeded model is under the floor: no score, what it needs
+            assert row["bt_score"] is None and row["votes_needed"] == 30 - want["bt_votes"] > 0
+    assert {r["model"] for r in bench} == set(MODELS)
+    for row in bench:
+        for board in ("LB1", "LB2", "LB3", "selection"):
+            assert row[board] is None or isinstance(row[board], float), row
+            if row[board] is None:
+                assert f"{board}: not computed" in row["notes"], row
+    assert any(isinstance(r["selection"], float) for r in bench)
+    lines = printed.getvalue().splitlines()
+    assert all(sum(f" {m} " in line for line in lines) == 2 for m in MODELS), lines   # one line per board
+
+    # the API page, as the client sees it: exactly the documented endpoints; every other event of the page
+    # (enumerated from its config) is private
+    documented = {line.split("`")[1] for line in README.read_text().splitlines() if line.startswith("| `/")}
+    info = Client(space.url + "/", verbose=False).view_api(return_format="dict", print_info=False)
+    assert set(info["named_endpoints"]) == documented == {"/arena_board", "/benchmark_board"}
+    assert not info["unnamed_endpoints"]
+    config = httpx.get(space.url + "/config", timeout=30).json()
+    shown = [d.get("api_name") for d in config["dependencies"] if d.get("api_visibility") != "private"]
+    assert sorted(shown) == ["arena_board", "benchmark_board"], shown
+    assert len(config["dependencies"]) > 20          # the page's own events are there, only hidden
