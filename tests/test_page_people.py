@@ -114,3 +114,201 @@ def test_the_readme_api_snippet_runs_against_a_started_space_and_nothing_else_is
     shown = [d.get("api_name") for d in config["dependencies"] if d.get("api_visibility") != "private"]
     assert sorted(shown) == ["arena_board", "benchmark_board"], shown
     assert len(config["dependencies"]) > 20          # the page's own events are there, only hidden
+
+
+# ------------------------------------------------------------------------------------------------ the arena
+PLAYERS = ("#arena-audio-user", "#arena-audio-a", "#arena-audio-b")
+
+# The points of an element's box that are on screen and show something else on top (whatever covers it: a fixed
+# bar, a sticky header, a toast), as "tag#id.class" of the element hit.
+COVERED_JS = """(sel) => {
+  const el = document.querySelector(sel), r = el.getBoundingClientRect(), out = [];
+  for (const fx of [0.05, 0.5, 0.95]) for (const fy of [0.1, 0.5, 0.9]) {
+    const x = r.left + fx * r.width, y = r.top + fy * r.height;
+    if (x < 0 || y < 0 || x >= innerWidth || y >= innerHeight) continue;
+    const hit = document.elementFromPoint(x, y);
+    if (hit && !el.contains(hit)) out.push(hit.tagName + '#' + (hit.closest('[id]')?.id || '') + '.' + hit.className);
+  }
+  return out;
+}"""
+IN_VIEW_JS = """(sel) => {
+  const e = document.querySelector(sel);
+  if (!e || !e.getClientRects().length) return false;
+  const r = e.getBoundingClientRect();
+  return r.width > 0 && r.height > 0 && r.top >= 0 && r.bottom <= innerHeight && r.left >= 0 && r.right <= innerWidth;
+}"""
+
+
+def _db(space, sql: str, params=()) -> list[dict]:
+    from eval_backend.store import Store
+    return [dict(r) for r in Store(space.data_dir).query(sql, params)]
+
+
+def _start_battle(page) -> str:
+    old = page.evaluate("() => document.querySelector('.arena-meter')?.dataset.battle || ''")
+    page.locator("#arena-skip, #arena-next").filter(visible=True).first.click()
+    page.wait_for_function("(old) => (document.querySelector('.arena-meter')?.dataset.battle || old) !== old", arg=old)
+    page.wait_for_function("() => [...document.querySelectorAll('#arena-players audio')].length === 3 && "
+                           "[...document.querySelectorAll('#arena-players audio')].every(a => a.currentSrc && a.duration > 0)")
+    return page.evaluate("() => document.querySelector('.arena-meter').dataset.battle")
+
+
+def _listen_fast(page) -> None:
+    page.evaluate("() => { for (const a of document.querySelectorAll('#arena-players audio')) { a.playbackRate = 2; a.play(); } }")
+    page.wait_for_function("() => !document.getElementById('arena-vote-a').disabled", timeout=60_000)
+
+
+def _answer(page, radio: str, label: str) -> None:
+    page.locator(f"#{radio} label", has_text=label).first.click()
+
+
+def test_phone_no_fixed_element_covers_a_player_and_the_vote_ends_with_its_confirmation_and_next_on_screen(
+        space, browser):
+    from tests.support.page_fixtures import PHONE
+    ctx, page = open_page(browser, space.url + "/", PHONE)
+    try:
+        _start_battle(page)
+        for sel in PLAYERS:
+            for block in ("start", "center", "end", "nearest"):
+                page.evaluate("() => window.scrollTo(0, 0)")
+                page.evaluate("([s, b]) => document.querySelector(s).scrollIntoView({block: b})", [sel, block])
+                assert page.evaluate(COVERED_JS, sel) == [], (sel, block)
+            page.evaluate("() => window.scrollTo(0, 0)")
+            page.locator(sel).scroll_into_view_if_needed()           # what a tap or Playwright's click does
+            assert page.evaluate(COVERED_JS, sel) == [], (sel, "if needed")
+        _listen_fast(page)
+        page.evaluate("() => document.querySelector('#arena-audio-b').scrollIntoView({block: 'end'})")
+        page.locator("#arena-vote-b").click()                        # from the bar, scrolled down to reply B
+        page.locator("#arena-send").click()                          # no aspect answered: send it as it is
+        page.wait_for_selector("#arena-reveal", state="visible")
+        page.wait_for_function("() => (document.getElementById('arena-message')?.innerText || '')"
+                               ".includes('Vote recorded')")
+        page.wait_for_function(IN_VIEW_JS, arg="#arena-next", timeout=10_000)
+        assert page.evaluate(IN_VIEW_JS, "#arena-message") and page.evaluate(IN_VIEW_JS, "#arena-next")
+        assert page.inner_text("#arena-next").strip().startswith("Next battle")
+    finally:
+        ctx.close()
+
+
+def test_the_two_aspects_are_in_view_answerable_before_or_right_after_the_vote_and_counted_on_health(
+        space, browser):
+    from tests.support.page_fixtures import MODELS
+    ctx, page = open_page(browser, space.url + "/", DESKTOP)
+    try:
+        # before the overall vote: both questions shown without opening anything; the vote goes at once
+        first = _start_battle(page)
+        assert page.locator("#arena-said").is_visible() and page.locator("#arena-sounded").is_visible()
+        assert "What was said" in page.inner_text("#arena-said") and "How it sounded" in page.inner_text("#arena-sounded")
+        _answer(page, "arena-said", "A")
+        _answer(page, "arena-sounded", "B")
+        _listen_fast(page)
+        page.click("#arena-vote-b")
+        page.wait_for_selector("#arena-reveal", state="visible")
+        row = _db(space, "SELECT slot, said, sounded FROM arena_votes WHERE battle_id=?", (first,))[0]
+        assert (row["slot"], row["said"], row["sounded"]) == ("B", "A", "B")
+        shown = page.inner_text("#arena-players") + page.inner_text("#arena-reveal")
+        assert "TrueSkill" not in shown and "±" not in shown and "μ" not in shown   # the board hides them
+
+        # right after the overall vote: it waits, names hidden, until both aspects are answered
+        second = _start_battle(page)
+        _listen_fast(page)
+        page.click("#arena-vote-a")
+        page.wait_for_selector("#arena-send", state="visible")
+        assert "not sent yet" in page.inner_text("#arena-axes")
+        assert not any(m in page.inner_text("body") for m in MODELS)
+        assert _db(space, "SELECT id FROM arena_votes WHERE battle_id=?", (second,)) == []
+        _answer(page, "arena-said", "Tie")
+        _answer(page, "arena-sounded", "A")
+        page.wait_for_selector("#arena-reveal", state="visible")
+        row = _db(space, "SELECT slot, said, sounded FROM arena_votes WHERE battle_id=?", (second,))[0]
+        assert (row["slot"], row["said"], row["sounded"]) == ("A", "tie", "A")
+    finally:
+        ctx.close()
+
+    from arena.storage import aspect_counts
+    from eval_backend.store import Store
+    counts = aspect_counts(Store(space.data_dir))
+    ctx, page = open_page(browser, space.url + "/?tab=health", DESKTOP)
+    try:
+        page.wait_for_function("() => (document.getElementById('health-aspects')?.innerText || '').includes('votes)')")
+        text = page.inner_text("#health-aspects")
+        said, sounded = (f"{100 * counts[k] / counts['votes']:.0f}%" for k in ("said", "sounded"))
+        assert f"all votes: {said} carry what was said, {sounded} how it sounded (of {counts['votes']} votes)" in text
+    finally:
+        ctx.close()
+
+
+def test_the_countdown_tells_the_truth_for_play_all_says_each_thing_once_and_goes_after_the_vote(space, browser):
+    import re
+    import time
+
+    ctx, page = open_page(browser, space.url + "/", DESKTOP)
+    try:
+        for _ in range(12):          # a battle whose reply A outlasts the 3 s asked: "play all" plays it to its end
+            _start_battle(page)
+            if page.evaluate("() => document.querySelector('#arena-audio-a audio').duration") >= 4.0:
+                break
+        else:
+            raise AssertionError("no battle with a reply A of 4 s or more in the seeded data")
+        page.keyboard.press("1")                           # too early: said once, not the countdown twice
+        page.wait_for_function("() => /not yet/i.test(document.querySelector('.arena-meter')?.innerText || '')")
+        meter = page.inner_text(".arena-meter-status") + " " + page.inner_text(".arena-meter-hint")
+        assert len(re.findall(r"Vote in (about )?\d+ s|\d+ s of listening left", meter)) == 1, meter
+        assert meter.count("still to hear") == 1, meter
+
+        durations = page.evaluate("() => ['user', 'a', 'b'].map((k) => "
+                                  "document.querySelector('#arena-audio-' + k + ' audio').duration)")
+        page.keyboard.press("p")                           # play all in order: the user, A to its end, then B
+        page.wait_for_function("() => /Vote in about \\d+ s/.test(document.querySelector('.arena-meter-status')"
+                               "?.innerText || '')", polling=50)
+        t0 = time.monotonic()
+        promised = int(re.search(r"Vote in about (\d+) s", page.inner_text(".arena-meter-status")).group(1))
+        truth = durations[0] + durations[1] + min(3.0, durations[2])
+        assert abs(promised - truth) <= 1.0, (promised, durations)
+        page.wait_for_function("() => (document.querySelector('.arena-meter-status')?.innerText || '')"
+                               ".startsWith('All clips heard')", polling=50, timeout=60_000)
+        took = time.monotonic() - t0
+        assert promised - 2.0 <= took <= promised + 2.0, (promised, took)
+        assert not page.evaluate("() => /not yet/i.test(document.querySelector('.arena-meter')?.innerText || '')")
+
+        _answer(page, "arena-said", "A")
+        _answer(page, "arena-sounded", "A")
+        page.wait_for_function("() => !document.getElementById('arena-vote-a').disabled")
+        page.click("#arena-vote-a")
+        page.wait_for_selector("#arena-reveal", state="visible")
+        page.wait_for_function("() => !(document.querySelector('.arena-meter')?.innerText || '').trim()")
+        assert not page.locator(".arena-meter-status").filter(visible=True).count()
+    finally:
+        ctx.close()
+
+
+def test_the_arena_board_never_says_no_votes_beside_votes_and_a_provisional_model_says_what_it_needs(
+        space, browser):
+    from arena.service import ArenaService
+    from eval_backend.store import Store
+
+    service = ArenaService(Store(space.data_dir))
+    floor = service.settings.provisional_votes
+    ctx, page = open_page(browser, space.url + "/", DESKTOP)
+    try:
+        page.get_by_role("tab", name="Arena leaderboard").click()
+        page.wait_for_function("() => (document.getElementById('arena-board-table')?.innerText || '').includes('-model')")
+        axes = [t.strip() for t in page.locator("#arena-board-axis label").all_inner_texts()]
+        assert len(axes) >= 3
+        for label, axis in zip(axes, ("overall", "said", "sounded", "speaker", "paralinguistic", "environment")):
+            page.locator("#arena-board-axis label", has_text=label).first.click()
+            page.traffic.settle()
+            panel = page.locator("[role=tabpanel]").filter(visible=True).first
+            text = panel.inner_text() + " ".join(panel.locator("svg text").all_text_contents())
+            rows = {r["model"]: r for r in service.ratings_table(axis)}
+            with_votes = [m for m, r in rows.items() if r["votes"]]
+            if with_votes:
+                assert "no votes" not in text.lower(), (label, text[:2000])
+            table = page.inner_text("#arena-board-table")
+            for m in with_votes:
+                r = rows[m]
+                assert m in table, (label, m)
+                if r["provisional"]:
+                    assert f"{r['bt_votes']} of {floor} rated votes, {floor - r['bt_votes']} more to be ranked" in table
+    finally:
+        ctx.close()
