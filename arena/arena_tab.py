@@ -456,19 +456,20 @@ def build_arena_tab(ctx) -> ArenaTabHandles:
             return (st, *locked, gr.update(), gr.update(), gr.update(), "Start a new battle first.",
                     gr.update(), gr.update(visible=True), gr.update(visible=False), *keep3, *keep_rest)
         session, ip, user = _identity(st, request, profile)
+        # not counted: the waiting vote is dropped (the voter votes again once told why)
+        dropped = [gr.update(), gr.update(visible=False), AXES_NOTE]
+        except_keep = [gr.update()] * len(buttons)
         try:
             service.admit_vote(ip)
             result = run_write(service.submit_vote, st["battle_id"], session, ip, slot, said=said_v or None,
                                sounded=sounded_v or None, reason=(reason_v or "").strip() or None, user=user,
                                listen=listen_report(listen_v, st["battle_id"]))
         except NotYet as exc:
-            keep = [gr.update()] * len(buttons)
-            return ({**st, "not_yet": True}, *keep, gr.update(), gr.update(), gr.update(), f"⏳ {md(exc.message)}",
-                    gr.update(), gr.update(), gr.update(), *keep3, *keep_rest)
+            return ({**st, "not_yet": True, "pending": None}, *except_keep, gr.update(), gr.update(), gr.update(),
+                    f"⏳ {md(exc.message)}", gr.update(), gr.update(), gr.update(), *keep3, *dropped)
         except (VoteRefused, Refused) as exc:
-            keep = [gr.update()] * len(buttons)
-            return (st, *keep, gr.update(), gr.update(), gr.update(), message_markdown(exc.message), gr.update(),
-                    gr.update(), gr.update(), *keep3, *keep_rest)
+            return ({**st, "pending": None}, *except_keep, gr.update(), gr.update(), gr.update(),
+                    message_markdown(exc.message), gr.update(), gr.update(), gr.update(), *keep3, *dropped)
         done = {**st, "voted": True, "pending": None}
         bid = st["battle_id"]
         players = (clip_html(AUDIO_LABELS["user"], battle_clip_url(bid, "user")),

@@ -52,6 +52,14 @@ button.primary:hover:not(:disabled) { background: #9a3108 !important; border-col
   opacity: 1 !important; background: #e5e7eb !important; border-color: #9ca3af !important; color: #374151 !important;
   cursor: not-allowed;
 }
+/* ---- the benchmark board's tables: a header breaks between words, never inside one (the column widens and
+   the table scrolls sideways instead of clipping its last column) */
+#bench-table th, #bench-reported th, #bench-table th *, #bench-reported th * {
+  word-break: normal !important; overflow-wrap: normal !important; hyphens: none !important;
+}
+#bench-table .table-wrap, #bench-reported .table-wrap { overflow-x: auto !important; }
+#bench-intro p { margin-bottom: 0; }
+
 .visually-hidden { position: absolute !important; width: 1px; height: 1px; overflow: hidden; clip: rect(0 0 0 0);
                    white-space: nowrap; }
 #arena-top { align-items: stretch; }

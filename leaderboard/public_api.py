@@ -19,6 +19,7 @@ import gradio as gr
 from arena import storage as arena_storage
 
 from . import results_table as rt
+from .numeric_rows import numeric_view
 from .arena_leaderboard_tab import BoardCache
 from .bench_tab import current_docs, model_infos
 
@@ -75,7 +76,7 @@ def register_public_api(ctx) -> None:
         the row's `notes`. The EchoMind paper's reported figures are not included (they are not ranked)."""
         df, groups = rt.build_table(current_docs(ctx), model_infos(ctx), None)
         measured, _ = rt.sections(rt.apply_filters(df, groups, rt.FilterState()))
-        view = rt.numeric_view(measured.drop(columns=["source"], errors="ignore"))
+        view = numeric_view(measured.drop(columns=["source"], errors="ignore"))
         return [{k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in row.items()}
                 for row in view.to_dict(orient="records")]
 

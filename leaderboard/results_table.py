@@ -305,39 +305,6 @@ def apply_filters(df: pd.DataFrame, groups: Mapping[str, list[str]], state: Filt
     return out[cols].reset_index(drop=True)
 
 
-NOTE_COLUMN = "notes"
-_CI = re.compile(r"^\[(-?[0-9.]+(?:e-?[0-9]+)?), (-?[0-9.]+(?:e-?[0-9]+)?)\]$")
-
-
-def numeric_view(view: pd.DataFrame) -> pd.DataFrame:
-    """An `apply_filters` view for machines (the CSV, the named API): every column other than the info columns
-    holds a number or is empty, each "X 95% CI" becomes "X 95% low" / "X 95% high", and whatever text a number
-    cell held ("not computed: …", "not ranked", "—") goes to the row's `notes` column as "column: text"."""
-    out_rows = []
-    for _, row in view.iterrows():
-        out, notes = {}, []
-        for col, value in row.items():
-            if col in INFO_COLUMNS:
-                out[col] = value
-            elif col.endswith(CI_SUFFIX):
-                base = col[: -len(CI_SUFFIX)]
-                m = _CI.match(str(value).strip())
-                out[f"{base} 95% low"] = float(m.group(1)) if m else None
-                out[f"{base} 95% high"] = float(m.group(2)) if m else None
-                if not m and str(value).strip() not in ("", "—"):
-                    notes.append(f"{col}: {value}")
-            elif _num(value) and not isinstance(value, bool):
-                out[col] = float(value) if col != RANK else int(value)
-            else:
-                out[col] = None
-                if str(value).strip() not in ("", "—"):
-                    notes.append(f"{col}: {value}")
-        out[NOTE_COLUMN] = "; ".join(notes)
-        out_rows.append(out)
-    columns = [c for c in (out_rows[0] if out_rows else {})] or [NOTE_COLUMN]
-    return pd.DataFrame(out_rows, columns=columns)
-
-
 def sections(view: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(rows measured here, the paper's reported rows) of an `apply_filters` view, each in its own order."""
     reported = view["source"] == REPORTED_SOURCE

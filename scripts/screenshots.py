@@ -110,6 +110,10 @@ def arena_states(page, out: Path) -> None:
     page.screenshot(path=str(out / "arena-heard-viewport.png"))
     full_page(page, out / "arena-heard.png")
     page.click("#arena-vote-a")
+    page.wait_for_selector("#arena-send", state="visible", timeout=30_000)   # the vote waits for its aspects
+    page.screenshot(path=str(out / "arena-aspects-viewport.png"))
+    page.locator("#arena-said label", has_text="A").first.click()
+    page.locator("#arena-sounded label", has_text="B").first.click()        # both answered: the vote is sent
     page.wait_for_selector("#arena-reveal", state="visible", timeout=30_000)
     page.wait_for_timeout(500)
     page.screenshot(path=str(out / "arena-voted-viewport.png"))

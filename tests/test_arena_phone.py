@@ -111,6 +111,7 @@ def test_phone_start_on_first_screen_votes_on_screen_reveal_on_the_players_and_s
                       "b.loop = true; b.playbackRate = 1; b.play(); }")
         page.wait_for_function("() => !window.__playing.paused && window.__playing.currentTime > 0")
         page.click("#arena-vote-a")
+        page.click("#arena-send")                                    # no aspect answered: send it as it is
         page.wait_for_selector("#arena-reveal", state="visible")
         row = _db(app, "SELECT model_a, model_b, slot FROM arena_votes WHERE battle_id=?", (battle_id,))[0]
         assert row["slot"] == "A"

@@ -312,3 +312,96 @@ def test_the_arena_board_never_says_no_votes_beside_votes_and_a_provisional_mode
                     assert f"{r['bt_votes']} of {floor} rated votes, {floor - r['bt_votes']} more to be ranked" in table
     finally:
         ctx.close()
+
+
+# ------------------------------------------------------------------------------------------------ benchmark board
+# Words of a table's header cells that the browser laid out on more than one line ("Ran k", "Selecti on").
+BROKEN_WORDS_JS = """(id) => {
+  const out = [];
+  for (const th of document.querySelectorAll('#' + id + ' th')) {
+    if (!th.getClientRects().length) continue;
+    const walk = document.createTreeWalker(th, NodeFilter.SHOW_TEXT);
+    for (let n = walk.nextNode(); n; n = walk.nextNode()) {
+      const re = /\\S+/g;
+      let m;
+      while ((m = re.exec(n.data))) {
+        const r = document.createRange();
+        r.setStart(n, m.index); r.setEnd(n, m.index + m[0].length);
+        const tops = new Set([...r.getClientRects()].filter((x) => x.width > 0).map((x) => Math.round(x.top)));
+        if (tops.size > 1) out.push(m[0]);
+      }
+    }
+  }
+  return out;
+}"""
+# After scrolling the table sideways as far as it goes: header cells cut off by whatever clips them (their own
+# content overflowing them, or lying past the clipping box's edge).
+CLIPPED_JS = """(id) => {
+  const root = document.getElementById(id);
+  for (const e of [root, ...root.querySelectorAll('*')]) {
+    const o = getComputedStyle(e).overflowX;
+    if ((o === 'auto' || o === 'scroll') && e.scrollWidth > e.clientWidth) e.scrollLeft = e.scrollWidth;
+  }
+  const out = [];
+  for (const th of root.querySelectorAll('th')) {
+    if (!th.getClientRects().length) continue;
+    let clip = th.parentElement;
+    while (clip && clip !== document.body && getComputedStyle(clip).overflowX === 'visible') clip = clip.parentElement;
+    const edge = clip && clip !== document.body ? clip.getBoundingClientRect().right : innerWidth;
+    const r = th.getBoundingClientRect();
+    if (th.scrollWidth > th.clientWidth + 1 || r.right > Math.min(edge, innerWidth) + 1)
+      out.push([th.innerText.trim(), Math.round(r.right), Math.round(edge)]);
+  }
+  return out;
+}"""
+
+
+def _open_bench(browser, space, device):
+    ctx, page = open_page(browser, space.url + "/", device)
+    page.get_by_role("tab", name="Benchmark leaderboard").click()
+    page.wait_for_function("() => (document.getElementById('bench-table')?.innerText || '').includes('-model') && "
+                           "(document.getElementById('bench-reported')?.innerText || '').includes('reported')")
+    page.traffic.settle()
+    return ctx, page
+
+
+@pytest.mark.parametrize("device", ["desktop", "phone"])
+def test_benchmark_headers_never_break_inside_a_word_and_no_column_is_clipped(space, browser, device):
+    from tests.support.page_fixtures import DEVICES
+    ctx, page = _open_bench(browser, space, DEVICES[device])
+    try:
+        for table in ("bench-table", "bench-reported"):
+            page.locator(f"#{table}").scroll_into_view_if_needed()
+            assert page.evaluate(BROKEN_WORDS_JS, table) == [], table
+            assert page.evaluate(CLIPPED_JS, table) == [], table
+    finally:
+        ctx.close()
+
+
+def test_benchmark_table_starts_above_the_fold_and_its_csv_holds_numbers(space, browser):
+    import csv
+
+    from leaderboard.results_table import INFO_COLUMNS
+    ctx, page = open_page(browser, space.url + "/?tab=bench-board", DESKTOP, wait_for="#bench-table")
+    try:
+        page.wait_for_function("() => (document.getElementById('bench-table')?.innerText || '').includes('-model')")
+        first_row = page.evaluate("""() => {
+          const cells = [...document.querySelectorAll('#bench-table td, #bench-table .body-cell')]
+            .filter((c) => /-model/.test(c.textContent));
+          return cells.length ? cells[0].getBoundingClientRect().bottom : null;
+        }""")
+        assert first_row is not None and first_row <= 800, first_row     # header and first row on screen
+        with page.expect_download() as got:
+            page.click("#bench-csv")
+        with open(got.value.path(), newline="") as f:
+            rows = list(csv.DictReader(f))
+        assert rows and "notes" in rows[0]
+        for row in rows:
+            for col, value in row.items():
+                if col in INFO_COLUMNS or col == "notes" or value == "":
+                    continue
+                float(value)                                 # a number column holds a number, or nothing
+            if row["source"] == "measured here":           # no audio judge here: LB2 is not computed
+                assert row["LB2"] == "" and "LB2: not computed" in row["notes"], row
+    finally:
+        ctx.close()
