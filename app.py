@@ -101,6 +101,7 @@ def build_blocks(ctx: AppContext, tabs: tuple[Tab, ...] = TABS) -> gr.Blocks:
         # ?tab=<id> selects that tab in the page itself (a server-side load that outputs to the tab bar puts it
         # back on its first tab under a visitor who has already chosen another)
         demo.load(None, None, None, js=TAB_OPEN_JS)
+        demo.load(None, None, None, js=A11Y_JS)
         register_public_api(ctx)          # the named API (README, "The API"); everything else private
     hide_unnamed(demo)
     return demo
@@ -140,6 +141,26 @@ TAB_OPEN_JS = """() => {""" + TAB_WANTED_JS + """
     if (tries++ < 100) setTimeout(pick, 100); else window.__tabWanted = '';
   };
   pick();
+  return [];
+}"""
+
+
+# Accessibility fixes to Gradio's own markup, for the whole page (axe-core, tests/test_page_people.py): a table's
+# search box is named only by its title, and an empty plot or JSON box carries an aria-label on a div with no role.
+A11Y_JS = """() => {
+  if (window.__a11yFixes) return [];
+  window.__a11yFixes = true;
+  const fix = () => {
+    for (const i of document.querySelectorAll('input:not([aria-label]):not([id])')) {
+      const name = i.getAttribute('title') || i.getAttribute('placeholder');
+      if (name && !i.labels?.length) i.setAttribute('aria-label', name);
+    }
+    for (const d of document.querySelectorAll('div[aria-label]:not([role])')) d.setAttribute('role', 'img');
+  };
+  let queued = false;
+  new MutationObserver(() => { if (!queued) { queued = true; requestAnimationFrame(() => { queued = false; fix(); }); } })
+    .observe(document.body, {childList: true, subtree: true});
+  fix();
   return [];
 }"""
 

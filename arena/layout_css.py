@@ -48,6 +48,9 @@ button.primary, .primary.lg, .primary.sm, .primary.md {
   background: #b93c0a !important; border-color: #b93c0a !important; color: #ffffff !important;
 }
 button.primary:hover:not(:disabled) { background: #9a3108 !important; border-color: #9a3108 !important; }
+/* Gradio's light grey for secondary text (#bbbbc2 on white, 1.9:1): the footer, field hints, counters */
+footer a, footer button, footer .built-with, footer .settings, .info-text, .subdued { color: #52525b !important; }
+.arena-revealed .arena-rating { opacity: 1 !important; color: #52525b; }
 #arena-vote-row button:disabled, #arena-vote-row button[disabled] {
   opacity: 1 !important; background: #e5e7eb !important; border-color: #9ca3af !important; color: #374151 !important;
   cursor: not-allowed;

@@ -486,3 +486,89 @@ def test_submit_has_no_key_box_when_keys_are_not_accepted_and_no_grey_filler(spa
         assert page.evaluate(FILLER_JS) == []
     finally:
         ctx.close()
+
+
+# ------------------------------------------------------------------------------------------------ accessibility
+AXE = Path(__file__).resolve().parent / "axe" / "node_modules" / "axe-core" / "axe.min.js"
+AXE_RUN = """async () => {
+  const r = await axe.run(document, {resultTypes: ['violations']});
+  return r.violations.filter((v) => v.impact === 'serious' || v.impact === 'critical')
+    .map((v) => ({id: v.id, impact: v.impact, nodes: v.nodes.slice(0, 5).map((n) => n.target.join(' ') + ' :: ' +
+                 (n.failureSummary || '').split('\\n').slice(0, 2).join(' ').slice(0, 200))}));
+}"""
+
+
+def axe_violations(page) -> list[dict]:
+    """axe-core (npm, tests/axe: installed by scripts/setup.sh --test) run on the page as it is now: its serious
+    and critical violations."""
+    page.add_script_tag(path=str(AXE))
+    return page.evaluate(AXE_RUN)
+
+
+@pytest.mark.parametrize("device", ["desktop", "phone"])
+def test_axe_finds_no_serious_or_critical_violation_on_any_tab_with_a_battle_open_and_after_a_vote(
+        space, browser, device):
+    from tests.support.page_fixtures import DEVICES
+    assert AXE.is_file(), "axe-core is missing: run `bash scripts/setup.sh --test` (npm ci --prefix tests/axe)"
+    found = {}
+    for tab in public_tabs():
+        ctx, page = open_page(browser, space.url + "/", DEVICES[device])
+        try:
+            if tab.id != "arena":
+                page.get_by_role("tab", name=tab.label, exact=True).click()
+            page.traffic.settle(streams=True)
+            found[tab.id] = axe_violations(page)
+        finally:
+            ctx.close()
+    ctx, page = open_page(browser, space.url + "/", DEVICES[device])
+    try:
+        _start_battle(page)
+        page.traffic.settle(streams=True)
+        found["battle open"] = axe_violations(page)
+        _listen_fast(page)
+        _answer(page, "arena-said", "A")
+        _answer(page, "arena-sounded", "Tie")
+        page.click("#arena-vote-b")
+        page.wait_for_selector("#arena-reveal", state="visible")
+        page.traffic.settle(streams=True)
+        found["after a vote"] = axe_violations(page)
+    finally:
+        ctx.close()
+    assert {k: v for k, v in found.items() if v} == {}
+
+
+def test_players_are_named_the_countdown_is_announced_and_vote_buttons_have_contrast(space, browser):
+    """What axe cannot see in one snapshot: the names of the three players, a live region that says when the
+    vote unlocks, and the colours of the vote buttons both locked and unlocked (axe skips disabled controls)."""
+    from tests.support.page_fixtures import PHONE
+    contrast = """async (sel) => {
+      await Promise.all(document.querySelector(sel).getAnimations({subtree: true}).map((a) => a.finished));
+      const rgb = (c) => (c.match(/[\\d.]+/g) || []).map(Number);
+      const lum = ([r, g, b]) => { const f = (v) => { v /= 255; return v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4; };
+                                   return 0.2126 * f(r) + 0.7152 * f(g) + 0.0722 * f(b); };
+      const el = document.querySelector(sel), cs = getComputedStyle(el);
+      let bg = cs.backgroundColor, e = el;
+      while (rgb(bg).length === 4 && rgb(bg)[3] === 0 && e.parentElement) { e = e.parentElement; bg = getComputedStyle(e).backgroundColor; }
+      let op = 1; for (let x = el; x; x = x.parentElement) op *= Number(getComputedStyle(x).opacity);
+      const fg = rgb(cs.color).slice(0, 3).map((v, i) => op * v + (1 - op) * rgb(bg)[i]);
+      const [a, b] = [lum(fg), lum(rgb(bg).slice(0, 3))].sort((x, y) => y - x);
+      return (a + 0.05) / (b + 0.05);
+    }"""
+    ctx, page = open_page(browser, space.url + "/", PHONE)
+    try:
+        assert page.evaluate(contrast, "#arena-next") >= 4.5                 # a primary button
+        _start_battle(page)
+        names = page.evaluate("() => [...document.querySelectorAll('#arena-players audio')]"
+                              ".map((a) => a.getAttribute('aria-label'))")
+        assert names == ["The user says", "Reply A", "Reply B"]
+        for sel in ("#arena-vote-a", "#arena-vote-tie"):
+            assert page.locator(sel).is_disabled()
+            assert page.evaluate(contrast, sel) >= 4.5, sel
+        live = "() => [...document.querySelectorAll('.arena-meter [aria-live]')].map((e) => e.textContent).join(' | ')"
+        assert "unlocks after about" in page.evaluate(live)
+        _listen_fast(page)
+        page.wait_for_function(f"() => ({live})().includes('you can vote')")
+        for sel in ("#arena-vote-a", "#arena-vote-tie"):
+            assert page.evaluate(contrast, sel) >= 4.5, sel
+    finally:
+        ctx.close()

@@ -160,12 +160,17 @@ class Traffic:
     def _end(self, request) -> None:
         self.open.discard(request)
 
-    def settle(self, quiet_s: float = 0.5, timeout_s: float = 60.0) -> None:
+    def settle(self, quiet_s: float = 0.5, timeout_s: float = 60.0, streams: bool = False) -> None:
+        """`streams`: a page with a running gr.Timer keeps its event stream (/queue/data) open: then only the
+        events' own requests count, and no output may still be marked pending."""
         import time
         deadline, quiet_since = time.monotonic() + timeout_s, None
         while time.monotonic() < deadline:
             self.page.wait_for_timeout(50)        # lets Playwright deliver the request events
-            if self.open or not self.seen:
+            busy = [r for r in self.open if not (streams and "/queue/data" in r.url)]
+            if streams and not busy:
+                busy = self.page.evaluate("() => document.querySelectorAll('.pending').length > 0")
+            if busy or not self.seen:
                 quiet_since = None
             elif quiet_since is None:
                 quiet_since = time.monotonic()
