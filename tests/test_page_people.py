@@ -520,6 +520,7 @@ def test_axe_finds_no_serious_or_critical_violation_on_any_tab_with_a_battle_ope
             found[tab.id] = axe_violations(page)
         finally:
             ctx.close()
+    assert {k: v for k, v in found.items() if v} == {}
     ctx, page = open_page(browser, space.url + "/", DEVICES[device])
     try:
         _start_battle(page)
