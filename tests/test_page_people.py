@@ -2,6 +2,17 @@
 chromium at 1366×800 and 390×844 (touch), over a seeded data dir (tests/support/page_fixtures.py: three espeak-ng
 "models", a few votes, scorer results on the served benchmark).
 
+What each test shows (each was seen to fail on the page before issue 24): every tab opens from its own `?tab=`
+link and keeps it; the README's `gradio_client` snippet runs and the API page lists only the named endpoints; on a
+phone no fixed element covers a player scrolled into view, and the vote ends with its confirmation and "Next
+battle" on screen; the two aspects are in view, answerable before or right after the overall vote, and their share
+is on the health view; the countdown tells the truth for "play all in order", says each thing once and goes with
+the vote; the arena board never says "no votes" beside votes and a provisional model says what it needs; the
+benchmark board's headers break between words only, no column is clipped, the table starts on the first screen
+and its CSV holds numbers; Browse opens on a playable reply and survives a quick collection switch, samples read
+for people; Submit has no key box without keys and no grey filler; axe-core finds no serious or critical
+violation; players are named, the countdown announced, the vote buttons readable.
+
 One started Space and one browser for the module; every test opens its own context and page (so the fixtures
 move onto a shared one as they are). `PAGE_APP_ROOT=/path/to/another/checkout` serves that checkout's app
 instead (how each test was seen to fail on the code before issue 24).

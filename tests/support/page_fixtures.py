@@ -16,10 +16,9 @@ import argparse
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
-import httpx
+from eval_backend.bootstrap import wait_http_ok
 
 MODELS = ("warm-model", "flat-model", "calm-model")
 # per model: the letter it answers to the benchmark's question and selection item (q0: answer B; e0: answer A)
@@ -79,18 +78,12 @@ class PageSpace:
         self.proc = subprocess.Popen([sys.executable, "-m", "tests.support.space_app", "--port", str(self.port),
                                       "--data-dir", str(self.data_dir)], cwd=self.root, env=env, stdout=log,
                                      stderr=subprocess.STDOUT)
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"the app exited with {self.proc.returncode}: {self.log()}")
-            try:
-                if httpx.get(f"{self.url}/api/arena/health", timeout=2).status_code == 200:
-                    return self
-            except httpx.HTTPError:
-                pass
-            time.sleep(0.3)
-        self.stop()
-        raise RuntimeError(f"the app did not answer within {timeout:.0f} s: {self.log()}")
+        try:
+            wait_http_ok(f"{self.url}/api/arena/health", timeout, self.proc)
+        except (RuntimeError, TimeoutError) as exc:
+            self.stop()
+            raise RuntimeError(f"the app did not start ({exc}): {self.log()}") from None
+        return self
 
     def log(self) -> str:
         return self.log_path.read_text(errors="replace")[-3000:] if self.log_path.exists() else ""
