@@ -279,7 +279,7 @@ def test_submit_cascade_cue_then_leaderboard_manifest_and_arena(env, page):
     bench_hash = _db(env, "SELECT benchmark_hash FROM replies WHERE model='Cue Submitted' LIMIT 1")[0]["benchmark_hash"]
     assert bench_hash[:12] in _text(page, "model-page-head")
     _wait_text(page, "model-page-other", "speech emotion")   # the MCQ's question-type breakdown
-    _wait_text(page, "model-page-sample-0", "/")              # a spoken reply: its request id and words
+    _wait_text(page, "model-page-sample-0", "“")              # a spoken reply: what it answers, its words
     assert page.locator("#model-page-audio-0").is_visible()   # with its audio
 
     # filter state in the URL: written on change, read on load
