@@ -127,7 +127,8 @@ if (!window.__arenaKeys) {
   // a clip the voter pauses or plays by hand leaves "play all in order"
   document.addEventListener("pause", (e) => {
     const c = e.target && e.target.tagName === "AUDIO" ? clipOf(e.target) : null;
-    if (c && c === S.current && !e.target.ended) { S.queue = []; S.current = null; }
+    // (a pause at 0 s is "play all" itself restarting the clip, not the voter)
+    if (c && c === S.current && !e.target.ended && e.target.currentTime > 0) { S.queue = []; S.current = null; }
   }, true);
   const KEYS = {"1": "arena-vote-a", "a": "arena-vote-a", "2": "arena-vote-b", "b": "arena-vote-b",
                 "3": "arena-vote-tie", "t": "arena-vote-tie", "4": "arena-vote-bad", "x": "arena-vote-bad",
