@@ -146,7 +146,8 @@ TAB_OPEN_JS = """() => {""" + TAB_WANTED_JS + """
 
 
 # Accessibility fixes to Gradio's own markup, for the whole page (axe-core, tests/test_page_people.py): a table's
-# search box is named only by its title, and an empty plot or JSON box carries an aria-label on a div with no role.
+# search box is named only by its title, an empty plot or JSON box carries an aria-label on a div with no role, and
+# a box that scrolls has nothing the keyboard can reach.
 A11Y_JS = """() => {
   if (window.__a11yFixes) return [];
   window.__a11yFixes = true;
@@ -156,7 +157,15 @@ A11Y_JS = """() => {
       if (name && !i.labels?.length) i.setAttribute('aria-label', name);
     }
     for (const d of document.querySelectorAll('div[aria-label]:not([role])')) d.setAttribute('role', 'img');
+    // a box that scrolls (a long job detail on a phone) must be reachable from the keyboard
+    for (const e of document.querySelectorAll('[role=tabpanel] [id]:not([tabindex])')) {
+      const cs = getComputedStyle(e);
+      const scrolls = (/(auto|scroll)/.test(cs.overflowX) && e.scrollWidth > e.clientWidth) ||
+                      (/(auto|scroll)/.test(cs.overflowY) && e.scrollHeight > e.clientHeight);
+      if (scrolls && !e.querySelector('a[href], button, input, select, textarea, [tabindex]')) e.setAttribute('tabindex', '0');
+    }
   };
+  window.addEventListener('resize', () => fix());
   let queued = false;
   new MutationObserver(() => { if (!queued) { queued = true; requestAnimationFrame(() => { queued = false; fix(); }); } })
     .observe(document.body, {childList: true, subtree: true});
