@@ -47,6 +47,7 @@ from leaderboard.bench_tab import build_bench_tab  # noqa: E402
 from leaderboard.browse_tab import build_browse_tab  # noqa: E402
 from leaderboard.health_tab import build_health_tab  # noqa: E402
 from leaderboard.moderation_tab import build_moderation_tab  # noqa: E402
+from leaderboard.public_api import hide_unnamed, register_public_api  # noqa: E402
 from leaderboard.submit_tab import build_submit_tab  # noqa: E402
 
 log = logging.getLogger("empathy_arena")
@@ -100,27 +101,75 @@ def build_blocks(ctx: AppContext, tabs: tuple[Tab, ...] = TABS) -> gr.Blocks:
         # ?tab=<id> selects that tab in the page itself (a server-side load that outputs to the tab bar puts it
         # back on its first tab under a visitor who has already chosen another)
         demo.load(None, None, None, js=TAB_OPEN_JS)
+        demo.load(None, None, None, js=A11Y_JS)
+        register_public_api(ctx)          # the named API (README, "The API"); everything else private
+    hide_unnamed(demo)
     return demo
 
 
 # A shared link opens the tab it was made on: choosing a tab writes ?tab=<id> into the address bar (the other
 # parameters, e.g. the benchmark filters, stay), and a page opened with ?tab=<id> selects that tab on load.
-TAB_URL_JS = """() => {
+# Gradio fires the first tab's `select` while the page mounts, which used to rewrite every link to ?tab=arena
+# before the load script could read it: so whichever script runs first keeps the asked-for id
+# (window.__tabWanted), and no other tab's select writes the address until the asked-for tab has been opened
+# (or could not be: an unknown or hidden id is given up after 10 s).
+TAB_WANTED_JS = """
+  if (window.__tabWanted === undefined) {
+    const asked = new URLSearchParams(window.location.search).get('tab') || '';
+    window.__tabWanted = /^[a-z0-9-]{1,32}$/.test(asked) ? asked : '';
+  }"""
+
+TAB_URL_JS = """() => {""" + TAB_WANTED_JS + """
+  const id = %s;
+  if (window.__tabWanted && window.__tabWanted !== id) return;     // the page is still opening the linked tab
+  window.__tabWanted = '';
   const p = new URLSearchParams(window.location.search);
-  p.set('tab', %s);
+  p.set('tab', id);
   window.history.replaceState(null, '', window.location.pathname + '?' + p.toString() + window.location.hash);
 }"""
 
 
-TAB_OPEN_JS = """() => {
-  const id = new URLSearchParams(window.location.search).get('tab');
-  if (!id || !/^[a-z0-9-]{1,32}$/.test(id)) return [];
+TAB_OPEN_JS = """() => {""" + TAB_WANTED_JS + """
+  const id = window.__tabWanted;
+  if (!id) return [];
   let tries = 0;
-  const pick = () => {          // the tab bar may still be mounting
+  const pick = () => {          // the tab bar may still be mounting; Gradio may select its first tab meanwhile
+    if (window.__tabWanted !== id) return;                // opened (its select ran), or the visitor chose a tab
     const button = document.querySelector(`[role='tab'][data-tab-id='${id}']`);
-    if (button && button.offsetParent !== null) button.click(); else if (tries++ < 100) setTimeout(pick, 100);
+    if (button && button.getAttribute('aria-selected') === 'true') { window.__tabWanted = ''; return; }
+    if (button && button.getClientRects().length) button.click();
+    if (tries++ < 100) setTimeout(pick, 100); else window.__tabWanted = '';
   };
-  setTimeout(pick, 100);
+  pick();
+  return [];
+}"""
+
+
+# Accessibility fixes to Gradio's own markup, for the whole page (axe-core, tests/test_page_people.py): a table's
+# search box is named only by its title, an empty plot or JSON box carries an aria-label on a div with no role, and
+# a box that scrolls has nothing the keyboard can reach.
+A11Y_JS = """() => {
+  if (window.__a11yFixes) return [];
+  window.__a11yFixes = true;
+  const fix = () => {
+    for (const i of document.querySelectorAll('input:not([aria-label]):not([id])')) {
+      const name = i.getAttribute('title') || i.getAttribute('placeholder');
+      if (name && !i.labels?.length) i.setAttribute('aria-label', name);
+    }
+    for (const d of document.querySelectorAll('div[aria-label]:not([role])')) d.setAttribute('role', 'img');
+    // a box that scrolls (a long job detail on a phone) must be reachable from the keyboard
+    for (const e of document.querySelectorAll('[role=tabpanel] [id]:not([tabindex])')) {
+      const cs = getComputedStyle(e);
+      const scrolls = (/(auto|scroll)/.test(cs.overflowX) && e.scrollWidth > e.clientWidth) ||
+                      (/(auto|scroll)/.test(cs.overflowY) && e.scrollHeight > e.clientHeight);
+      if (scrolls && !e.querySelector('a[href], button, input, select, textarea, [tabindex]')) e.setAttribute('tabindex', '0');
+    }
+  };
+  window.addEventListener('resize', () => fix());
+  let queued = false;
+  new MutationObserver(() => { if (!queued) { queued = true; requestAnimationFrame(() => { queued = false; fix(); }); } })
+    .observe(document.body, {childList: true, subtree: true});
+  fix();
   return [];
 }"""
 

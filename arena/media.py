@@ -63,10 +63,12 @@ def battle_clip_url(battle_id: str, clip: str) -> str:
 
 
 def audio_html(label: str, url: str | None, preload: str = "metadata") -> str:
-    """A labelled <audio> player for one of these routes' URLs, for a gr.HTML (an empty player without a URL)."""
+    """A labelled <audio> player for one of these routes' URLs, for a gr.HTML (an empty player without a URL).
+    The label is also the player's accessible name (a screen reader says "Reply A, audio")."""
     src = f' src="{html.escape(url)}"' if url else ""
     return (f'<div class="media-clip"><div class="media-clip-label"><strong>{html.escape(label)}</strong></div>'
-            f'<audio controls preload="{preload if url else "none"}"{src}></audio></div>')
+            f'<audio controls preload="{preload if url else "none"}"{src} aria-label="{html.escape(label)}">'
+            '</audio></div>')
 
 
 def _pack(values: list) -> str:

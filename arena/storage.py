@@ -317,6 +317,15 @@ def recent_votes(conn, col: str, key: str, now: float) -> tuple[int | None, int]
         (now - 60, key, now - 86400)).fetchone()
 
 
+def aspect_counts(store: Store, since: float = 0.0) -> dict[str, int]:
+    """{"votes", "said", "sounded"}: votes since `since` (unix time), and how many of them carry each aspect
+    (the health view's share of votes that feed the two aspect boards)."""
+    r = store.query("SELECT COUNT(*) AS votes, SUM(CASE WHEN said IS NOT NULL THEN 1 ELSE 0 END) AS said, "
+                    "SUM(CASE WHEN sounded IS NOT NULL THEN 1 ELSE 0 END) AS sounded FROM arena_votes "
+                    "WHERE created_at >= ?", (since,))[0]
+    return {k: int(r[k] or 0) for k in ("votes", "said", "sounded")}
+
+
 def overall_vote_counts(conn, model_a: str, model_b: str) -> dict[str, int]:
     return {r["model"]: r["votes"] for r in conn.execute(
         "SELECT model, votes FROM arena_ratings WHERE axis='overall' AND model IN (?, ?)", (model_a, model_b))}

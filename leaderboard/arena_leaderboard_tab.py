@@ -56,12 +56,15 @@ def board_rows(rows: list[dict], provisional_votes: int, all_columns: bool = Fal
     for r in rows:
         wr = win_rate(r)
         status = []
+        rated = r.get("bt_votes", 0)
         if r.get("provisional"):
-            status.append(f"provisional (< {provisional_votes} rated votes)")
+            more = max(provisional_votes - rated, 0)
+            status.append(f"provisional: {rated} of {provisional_votes} rated votes, "
+                          f"{more} more to be ranked")
         if r.get("paused"):
             status.append("paused")
         if r.get("provisional"):
-            score, interval = None, f"too few votes ({r.get('bt_votes', 0)} of {provisional_votes})"
+            score, interval = None, f"too few votes ({rated} of {provisional_votes})"
         else:
             score = None if _nan(r.get("bt")) else round(r["bt"], 1)
             interval = ("—" if _nan(r.get("bt_low")) or _nan(r.get("bt_high"))
@@ -79,6 +82,14 @@ def board_rows(rows: list[dict], provisional_votes: int, all_columns: bool = Fal
             "status": ", ".join(status) or "listed",
         })
     return pd.DataFrame(out, columns=columns)
+
+
+def unranked_text(rows: list[dict], provisional_votes: int) -> str:
+    """What the interval chart says when it has no ranked model: "no votes yet" only when there are none (the
+    table beside it would contradict it otherwise)."""
+    if not any(r.get("votes") for r in rows):
+        return "no votes yet"
+    return f"no model ranked yet: each needs {provisional_votes} rated votes (the table shows how many it has)"
 
 
 def bias_line(p, slot=None) -> str:
@@ -178,7 +189,8 @@ def build_arena_leaderboard_tab(ctx) -> TabHandles:
             bias_line(service.position_bias(), service.slot_bias()),
             health_line(service.integrity_health()),
             plots.interval_chart([r["model"] for r in fitted], [r["bt"] for r in fitted],
-                                 [r["bt_low"] for r in fitted], [r["bt_high"] for r in fitted]),
+                                 [r["bt_low"] for r in fitted], [r["bt_high"] for r in fitted],
+                                 empty=unranked_text(rows, provisional)),
             plots.win_rate_heatmap(mats["models"], mats["win_rate"]),
             plots.battle_count_heatmap(mats["models"], mats["battles"]),
             plots.rating_history_chart(history_series(service.rating_history(axis_name))),

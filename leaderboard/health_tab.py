@@ -1,9 +1,12 @@
 """Gradio wiring for the integrity-health view: counted vs refused votes over time, and the alert state."""
 from __future__ import annotations
 
+import time
+
 import gradio as gr
 import pandas as pd
 
+from arena import storage as arena_storage
 from arena.health import health_figure, live_models_line, pairs_line
 from eval_backend.inert import md
 from eval_backend.tab_contract import PageLoad, TabHandles
@@ -35,6 +38,17 @@ def live_health(ctx) -> list[dict]:
     return submitted.health() if submitted is not None else []
 
 
+def aspects_line(day: dict, ever: dict) -> str:
+    """How many votes carry the two aspects ("what was said", "how it sounded"), which feed the aspect boards:
+    the last 24 h and all votes (arena.storage.aspect_counts); no share where there is no vote."""
+    def part(c: dict) -> str:
+        if not c["votes"]:
+            return "no votes"
+        return (f"{share_text(c['said'] / c['votes'])} carry *what was said*, {share_text(c['sounded'] / c['votes'])} "
+                f"*how it sounded* (of {c['votes']} votes)")
+    return f"**Aspects answered:** last 24 h: {part(day)}; all votes: {part(ever)}."
+
+
 def build_health_tab(ctx) -> TabHandles:
     """Renders the app's one monitor (ctx.health, whose check() also logs alerts): on page load and Refresh
     here, and on the context's own schedule (app_context.py) so alerts reach the log with no page open."""
@@ -42,6 +56,7 @@ def build_health_tab(ctx) -> TabHandles:
     gr.Markdown("Share of vote submissions that were counted, and why the others were refused. An anti-abuse "
                 "rule that voids honest votes shows up here as a drop in the counted share.")
     status = gr.Markdown()
+    aspects = gr.Markdown(elem_id="health-aspects")      # the share of votes that feed the aspect boards
     pairs = gr.Markdown(elem_id="health-pairs")      # battles left out of matchmaking, and why (issue 22)
     plot = gr.Plot(elem_id="health-plot", show_label=False)
     table = gr.Dataframe(pd.DataFrame([["loading…", 0, 0, 0, "—", "—"]], columns=COLUMNS), interactive=False,
@@ -50,10 +65,14 @@ def build_health_tab(ctx) -> TabHandles:
 
     def render():
         report = monitor.check()
-        return (f"**{monitor.status}**", plots.fit(health_figure(report["rows"], monitor.cfg.alert_share)),
-                health_frame(report["rows"]), pairs_line(ctx.arena.left_out_pairs()).capitalize() + "."
-                + (f"\n\n{md(live_models_line(live))}" if (live := live_health(ctx)) else ""))
+        store = ctx.store
+        line = aspects_line(arena_storage.aspect_counts(store, time.time() - 86400), arena_storage.aspect_counts(store))
+        pairs_text = (pairs_line(ctx.arena.left_out_pairs()).capitalize() + "."
+                      + (f"\n\n{md(live_models_line(live))}" if (live := live_health(ctx)) else ""))
+        return (f"**{monitor.status}**", line, plots.fit(health_figure(report["rows"], monitor.cfg.alert_share)),
+                health_frame(report["rows"]), pairs_text)
 
-    refresh.click(render, None, [status, plot, table, pairs])
+    outputs = [status, aspects, plot, table, pairs]
+    refresh.click(render, None, outputs)
     operator = build_operator_status(ctx)        # bootstrap and Hub detail, for the operator only
-    return TabHandles(loads=(PageLoad(render, None, [status, plot, table, pairs]), operator))
+    return TabHandles(loads=(PageLoad(render, None, outputs), operator))

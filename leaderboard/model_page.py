@@ -14,6 +14,8 @@ from eval_backend.inert import md, md_inline as mi
 from eval_backend.scoring.labels import metric_label
 from eval_backend.tasks import SPOKEN_TASKS
 
+from .browse import request_label
+
 N_SAMPLES = 3
 OTHER_KEYS = ("dimension", "type", "kind")     # shown together in one table, one row per (key, label)
 CHOOSE = "choose a model above"
@@ -96,9 +98,10 @@ def headline_markdown(doc: dict) -> str:
     return "\n".join(lines)
 
 
-def sample_markdown(sample: dict) -> str:
-    """One sample reply: its request id and text, as inert text."""
-    return f"{mi(sample['request_id'])}\n\n> {md(sample['text'])}"
+def sample_markdown(sample: dict, label: str | None = None) -> str:
+    """One sample reply: what it answers (`label`, browse.request_label: for people, not the request id) and its
+    text, as inert text."""
+    return f"**{md(label or sample['request_id'])}**\n\n> {md(sample['text'])}"
 
 
 def build_model_page(ctx, docs_fn, scroll_js: str | None = None):
@@ -131,7 +134,8 @@ def build_model_page(ctx, docs_fn, scroll_js: str | None = None):
                     placeholder("breakdown", CHOOSE), *[""] * N_SAMPLES, *[gr.update(visible=False)] * N_SAMPLES, None]
         samples = sample_replies(ctx.store, name, doc["manifest"]["benchmark"]["hash"], media=ctx.media,
                                  shown=ctx.arena.reply_cleared)
-        mds = [sample_markdown(s) for s in samples] + [""] * (N_SAMPLES - len(samples))
+        mds = [sample_markdown(s, request_label(getattr(ctx, "benchmark", None), s["request_id"]))
+               for s in samples] + [""] * (N_SAMPLES - len(samples))
         audios = [gr.update(value=audio_html(f"reply {i + 1}", s["audio"]), visible=bool(s["audio"]))
                   for i, s in enumerate(samples)]
         audios += [gr.update(visible=False)] * (N_SAMPLES - len(samples))

@@ -61,16 +61,18 @@ def count_axis(max_count: float) -> dict:
 def _empty(title: str, why: str) -> go.Figure:
     fig = go.Figure()
     fig.update_layout(title=title, height=_HEIGHT, xaxis_visible=False, yaxis_visible=False,
-                      annotations=[dict(text=why, showarrow=False, x=0.5, y=0.5, xref="paper", yref="paper")])
+                      annotations=[dict(text=wrap_title(why)[0], showarrow=False, x=0.5, y=0.5, xref="paper",
+                                        yref="paper")])       # wrapped: it must fit a phone's width too
     return fit(fig)
 
 
 def interval_chart(models: Sequence[str], scores: Sequence[float], lows: Sequence[float],
                    highs: Sequence[float], title: str = "Bradley–Terry score, 95% bootstrap interval",
-                   provisional: Sequence[bool] | None = None) -> go.Figure:
-    """One point per model with its interval, best on top. `provisional` models are drawn hollow."""
+                   provisional: Sequence[bool] | None = None, empty: str = "no votes yet") -> go.Figure:
+    """One point per model with its interval, best on top. `provisional` models are drawn hollow; `empty`:
+    what the chart says when no model has an interval."""
     if not models:
-        return _empty(title, "no votes yet")
+        return _empty(title, empty)
     if not (len(models) == len(scores) == len(lows) == len(highs)):
         raise ValueError("models, scores, lows and highs must have the same length")
     prov = list(provisional) if provisional is not None else [False] * len(models)

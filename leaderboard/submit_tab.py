@@ -200,7 +200,8 @@ def build_submit_tab(ctx) -> TabHandles:
                             value="endpoint", label="What do you submit?", elem_id="submit-kind")
             err("kind")
     keys_ok = secretstore.available()       # read at start: the operator sets it before the Space starts
-    with gr.Group(visible=True) as endpoint_box:
+    # columns, not a gr.Group: a group paints its grey background under columns of unequal height (filler blocks)
+    with gr.Column(visible=True, elem_id="submit-endpoint") as endpoint_box:
         with gr.Row():                        # each box with its own error right under it
             with gr.Column():
                 base_url = gr.Textbox(label="Endpoint base URL (…/v1)", placeholder="https://api.example.com/v1",
@@ -221,9 +222,10 @@ def build_submit_tab(ctx) -> TabHandles:
                 counter(voice, "voice", "submit-voice-count")
                 err("voice")
             with gr.Column():
-                api_key = gr.Textbox(label=KEY_LABEL if keys_ok else KEY_OFF_LABEL, type="password",
-                                     elem_id="submit-api-key", interactive=keys_ok,
-                                     info=None if keys_ok else KEY_OFF_INFO)
+                # no key box at all when keys cannot be accepted (a disabled box reads as broken): the reason instead
+                api_key = gr.Textbox(label=KEY_LABEL, type="password", elem_id="submit-api-key", visible=keys_ok)
+                if not keys_ok:
+                    gr.Markdown(f"**{KEY_OFF_LABEL}.** {KEY_OFF_INFO}", elem_id="submit-key-note")
                 err("api_key")
         with gr.Row():                        # live battles (issue 22, arena/live_submitted.py): opt-in, a budget
             with gr.Column():
@@ -233,7 +235,7 @@ def build_submit_tab(ctx) -> TabHandles:
                 live_calls = gr.Number(label="Live calls per day (your budget)", value=100, minimum=1,
                                        maximum=LIVE_CALLS_MAX, precision=0, elem_id="submit-live-calls")
                 err("live_calls_per_day")
-    with gr.Group(visible=False) as predictions_box:
+    with gr.Column(visible=False, elem_id="submit-predictions-box") as predictions_box:
         predictions = gr.File(label="Predictions zip (JSONL + wav files)", file_types=[".zip"], type="filepath",
                               elem_id="submit-predictions")
         err("predictions")
@@ -295,7 +297,7 @@ def build_submit_tab(ctx) -> TabHandles:
         # must not put the old pick back (its answer arrives after the pick)
         pick = gr.update(choices=ids) if keep == picked else gr.update(choices=ids, value=keep)
         return (jobs_frame(jobs), pick, ident.describe(person),
-                gr.update(visible=operator), gr.update(visible=operator),
+                gr.update(visible=operator), gr.update(visible=operator and keys_ok),     # no key box without keys
                 gr.update(visible=cancel_visible(picked_job, person, operator)),
                 gr.update(visible=leave_live_visible(picked_job, person, operator)))
 

@@ -178,6 +178,8 @@ def test_arena_reveal_and_board_show_hostile_names_and_transcripts_as_text(env, 
     page.keyboard.press("p")                                   # play all: the vote unlocks once heard
     page.wait_for_function("() => !document.getElementById('arena-vote-a').disabled", timeout=120_000)
     page.keyboard.press("1")
+    page.wait_for_selector("#arena-send", state="visible")       # no aspect answered: Enter sends it as it is
+    page.keyboard.press("Enter")
     page.wait_for_selector("#arena-reveal", state="visible")
     page.wait_for_function("() => document.querySelector('#arena-reveal').innerText.includes('HOSTILE-REPLY')")
     reveal = page.inner_text("#arena-reveal")
