@@ -22,7 +22,7 @@ from eval_backend.moderation.texts import REASON, screen_later
 from eval_backend.store import Reply
 from eval_backend.tasks import SPOKEN_TASKS, build_requests
 
-from . import battle_clips, listening, storage
+from . import battle_clips, covariates, listening, storage
 from .abuse import Ticket
 from .matchmaking import MatchParams, choose_pair
 from .media import battle_clip_url
@@ -299,6 +299,8 @@ class Battles:
         model_a, model_b = pair if self.rng.random() < 0.5 else (pair[1], pair[0])
         audio_a = str(self.store.abspath(cand.replies[model_a].audio_path))
         audio_b = str(self.store.abspath(cand.replies[model_b].audio_path))
+        said = {m: r.transcript or r.text for m, r in cand.replies.items()}     # style covariates of the heard clips
+        cov = covariates.measure_battle((audio_a, said[model_a]), (audio_b, said[model_b]), measure=self._measures.get)
         rule = self.settings.listen_rule
         clips = {"user": self._duration(cand.user_audio), "A": self._duration(audio_a), "B": self._duration(audio_b)}
         listen = rule.needs(clips)
@@ -309,7 +311,7 @@ class Battles:
             storage.insert_battle(
                 conn, (battle_id, session_id, user, self.ip_hash(ip), cand.benchmark_hash, cand.request_id, cand.task,
                  cand.item_id, cand.variant, attribute, dimension_of(attribute) if attribute else None,
-                 model_a, model_b, "A", sum(listen.values()), now, now + self.settings.battle_ttl_s))
+                 model_a, model_b, "A", sum(listen.values()), now, now + self.settings.battle_ttl_s), covariates=cov)
             battle_clips.add_clips(conn, battle_id, clips)
         urls = [battle_clip_url(battle_id, clip) for clip in ("user", "A", "B")]
         notice = crisis_notice() if cand.crisis & {model_a, model_b} else None
@@ -439,7 +441,7 @@ class Battles:
                    "ip_hash": ip_hash, "first_heard": report.first_of(), "attribute": battle["attribute"],
                    "dimension": battle["dimension"], "benchmark_hash": battle["benchmark_hash"],
                    "request_id": battle["request_id"], "created_at": now, "source": "live",
-                   "battle_source": battle["source"]}
+                   "battle_source": battle["source"], **{c: battle[c] for c in covariates.COLUMNS}}
             vote_id, new = self._record(conn, row)
             storage.mark_voted(conn, battle_id)
             counts = storage.overall_vote_counts(conn, battle["model_a"], battle["model_b"])

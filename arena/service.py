@@ -44,17 +44,17 @@ from typing import Callable, Iterable
 from eval_backend.benchmark.model import Benchmark
 from eval_backend.store import Store
 
-from . import battle_clips
+from . import battle_clips, covariates
 from .abuse import BattleGate
 from .battles import (MAX_REASON_CHARS, Battles, BattleView, IdentityScreen, NoBattleAvailable, Revealed,
                       SkipRefused, VoteRefused, VoteResult, _Candidate, NotYet)
 from .config import ArenaSettings
-from .rating_queries import RatingQueries, _num, board_order, ratings_rows
+from .rating_queries import RatingQueries, _num, board_order
 from .storage import VoteRow
 from .vote_log import VoteLog
 
 __all__ = ["MAX_REASON_CHARS", "ArenaService", "BattleView", "IdentityScreen", "NoBattleAvailable", "Revealed",
-           "SkipRefused", "VoteRefused", "NotYet", "VoteResult", "board_order", "ratings_rows", "_Candidate", "_num"]
+           "SkipRefused", "VoteRefused", "NotYet", "VoteResult", "board_order", "_Candidate", "_num"]
 
 
 class ArenaService(Battles, VoteLog, RatingQueries):
@@ -73,6 +73,7 @@ class ArenaService(Battles, VoteLog, RatingQueries):
         self._index: list[_Candidate] | None = None
         self._index_key: tuple | None = None
         self._durations: dict[str, float] = {}
+        self._measures = covariates.ClipMeasures()          # the style covariates of each heard clip
         self._user_audio: dict[tuple[str, str], str] = {}   # (benchmark hash, request id) -> user clip
         self._pairs: set[tuple[str, str]] = set()      # model pairs sharing a servable request
         self._votes_lock = threading.RLock()

@@ -134,7 +134,10 @@ def test_rebuilt_table_differs_when_parameters_differ(tmp_path, capsys):
 def test_every_axis_is_released(tmp_path):
     svc = seed_votes(tmp_path / "data", n=40)
     m = release.write_release(svc, tmp_path / "rel", rounds=20)
-    assert sorted(m["files"]) == sorted(["votes.jsonl"] + [f"ratings/{a}.json" for a in AXES])
+    # format 4: each axis has its plain board, its style-controlled board and the style effects
+    assert sorted(m["files"]) == sorted(["votes.jsonl"] + [f"ratings/{a}.json" for a in AXES]
+                                        + [f"ratings/{a}.style.json" for a in AXES]
+                                        + [f"effects/{a}.json" for a in AXES])
     for axis in AXES:
         rows, report = release.rebuild(tmp_path / "rel", axis)
         assert report["identical"]
