@@ -61,7 +61,7 @@ from eval_backend.clients.limits import ReplyLimits
 from eval_backend.config import ModelSpec
 from eval_backend.tasks import SYSTEM_CONVERSATION, Request
 
-from . import battle_clips, live_store, storage
+from . import battle_clips, covariates, live_store, storage
 from .abuse import Refused
 from .matchmaking import MatchParams, choose_pair
 from .media import battle_clip_url
@@ -490,6 +490,8 @@ class LiveService:
             (folder / "B.wav").write_bytes(b.audio)
             rule = self.arena.settings.listen_rule     # the same listening rule as benchmark battles
             clips = {"user": len(samples) / sr, "A": _seconds(a.audio), "B": _seconds(b.audio)}
+            cov = await loop.run_in_executor(None, covariates.measure_battle, (folder / "A.wav", a.text),
+                                             (folder / "B.wav", b.text), (a.latency_s, b.latency_s))
             listen = rule.needs(clips)
             now = self.clock()
             expires = now + self.arena.settings.battle_ttl_s
@@ -502,7 +504,7 @@ class LiveService:
                     storage.insert_battle(conn, live_store.battle_values(
                         battle_id=battle_id, session_id=session, user=user, ip_hash=ip_hash, model_a=a.model,
                         model_b=b.model, min_listen_s=sum(listen.values()), served_at=now, expires_at=expires),
-                        source="live")
+                        source="live", covariates=cov)
                     battle_clips.add_clips(conn, battle_id, clips)
                     live_store.insert_live(
                         conn, battle_id=battle_id, user=user, ip_hash=ip_hash, served_at=now,

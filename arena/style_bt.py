@@ -8,21 +8,22 @@ gets its length's share in beta, not in s. Ties count half a win each, both-bad 
 carry a weight (0 = excluded), and the vote floor, the scale and the reference are the plain fit's
 (arena/bradley_terry.py): provisional models are left out, the mean of the others is 1000.
 
-The score is the exact maximum-likelihood fit over the individual battles (a Newton method on battle-level
-cells). The interval comes from a bootstrap that costs O(pairs) per round, as the plain fit's does, not
-O(battles): a resample of N battles is drawn as
+The score is the exact maximum-likelihood fit over the individual battles (a Newton method; battles summed
+per pair). The interval comes from a bootstrap whose rounds cost O(pairs), as the plain fit's do, not
+O(battles). A resample of the N battles is drawn as
 - the number of battles in each (pair, outcome) cell: Multinomial(N, cell share), exactly as a battle resample;
-- the mean covariate difference of the cell's resampled battles: normal around the cell's mean with the
-  cell's covariance / count (the central limit theorem: exact for a cell of one battle or of identical
-  battles, approximate for few different ones);
-and each round is fitted on the second-order expansion of the cells' exact log-likelihood around their
-means (the expansion keeps the within-cell spread, which is what tells apart "longer replies win" from "this
-pair's outcomes differ"). The interval is the full fit plus the 2.5-97.5 percentile range of the rounds'
-deviations from the same expansion fitted to the full data, widened to contain the score as in the plain
-fit. tests/test_style_bt.py checks the intervals against an exact battle-level bootstrap.
+- the sum of the resampled battles' score vectors within each cell around their mean: normal, with the
+  covariance of the cell's battles' own score vectors at the fit (the central limit theorem; exact for a cell
+  of one battle or of identical battles);
+and each round maximises the cells' log-likelihood at their mean covariate difference, corrected per cell to
+the exact battles' mean score and information at the fit: so the round with the data's own counts and no
+noise gives back the score exactly, every round has the exact battle-level information there, and the
+logistic curvature between cells (lopsided pairs, unbeaten records) is kept. The interval is the 2.5-97.5
+percentile range of the rounds, widened to contain the score as in the plain fit. tests/test_style_bt.py
+checks the intervals against an exact battle-level bootstrap.
 
-Cost (benchmarks/bench_style_bt.py, docs/benchmarks.md): O(battles) once for the cells and the exact fit,
-then O(rounds x pairs x covariates^2) for the bootstrap.
+Cost (benchmarks/bench_style_bt.py, docs/benchmarks.md): O(battles x covariates^2) once for the fit and the
+cells' moments, then O(rounds x pairs x covariates^2) for the bootstrap.
 """
 from __future__ import annotations
 
@@ -34,9 +35,8 @@ import numpy as np
 from .bradley_terry import BTResult, to_elo
 
 PRIOR = 1e-4        # the plain fit's ridge, on strengths and on the normalised coefficients
-# A bootstrap round stops when no step exceeds TOL logits: the steps shrink ~30-fold each, so the round is then
-# within ~1e-4 logits (0.02 points) of its maximum, far inside the Monte Carlo error of a percentile.
-TOL = 2e-3
+START_SAMPLE = 50_000   # battles in the sample whose fit starts the exact one
+TOL = 1e-3          # a round stops when no step exceeds this: Newton's quadratic phase then leaves ~1e-6 logits
 
 
 @dataclass
@@ -82,21 +82,18 @@ def _num(x) -> float | None:
 
 # ---------------------------------------------------------------- the fitter
 @dataclass
-class _Cells:
-    """Cells of battles: cell k belongs to pair pair[k] (models pi[p] < pj[p]). With `starts`, the cells are
-    sorted by pair and pair p holds cells starts[p]:starts[p+1]; without, any order (summed by bincount)."""
+class _Terms:
+    """Likelihood terms, each on one pair of models (pi[p] < pj[p]) with a covariate difference z (c, K) (the
+    battle's, or a pair's mean): term k belongs to pair `pair[k]`. With `starts` the terms are sorted by pair
+    (pair p holds starts[p]:starts[p+1]); without, in any order (summed per pair by bincount)."""
     pi: np.ndarray
     pj: np.ndarray
+    pair: np.ndarray
     starts: np.ndarray | None
-    pair: np.ndarray       # (K,) pair index of each cell
-    y: np.ndarray          # (K,) outcome seen from pi: 1, 0 or 0.5
-    n: np.ndarray          # (K,) battles in the cell (weights summed)
-    count: np.ndarray      # (K,) battles in the cell (unweighted: what a resample draws)
-    z: np.ndarray          # (c, K) weighted mean normalised difference (pi minus pj)
-    cov: np.ndarray | None  # (K, c, c) weighted within-cell covariance of one battle's difference
+    z: np.ndarray
 
     def to_pairs(self, x: np.ndarray) -> np.ndarray:
-        """Sum (..., K) over each pair's cells -> (..., P)."""
+        """Sum (..., K) over each pair's terms -> (..., P)."""
         if self.starts is not None:
             return np.add.reduceat(x, self.starts, axis=-1)
         flat = x.reshape(-1, x.shape[-1])
@@ -104,66 +101,73 @@ class _Cells:
         return out.reshape(x.shape[:-1] + (len(self.pi),))
 
 
-def _newton(m: int, cells: _Cells, n: np.ndarray, z: np.ndarray, cov: np.ndarray | None, prior: float,
-            start: np.ndarray | None = None, tol: float = 1e-9, max_iter: int = 100,
-            dtype: type = np.float64) -> np.ndarray:
-    """(R, m + c): strengths (centred) and coefficients maximising, for each round r, the cells' log-likelihood
-    sum_k n[r,k] * (l(eta) - w(eta) * beta' cov_k beta / 2), eta = s_i - s_j + beta . z[r,:,k], l the tie-aware
-    log-likelihood, w = p(1 - p): exact when cov is None (every cell's battles share one difference).
+@dataclass
+class _Correction:
+    """What a bootstrap round adds to its terms' log-likelihood: a constant gradient `g` (R, d) and a fixed
+    curvature `hess` (1 | R, d, d) around `at` (d,): gradient g - hess (theta - at), Hessian + hess."""
+    g: np.ndarray
+    hess: np.ndarray
+    at: np.ndarray
 
-    n (R, K); z (R or 1, c, K), cells along the last axis; cov (K, c, c) or None. The Newton steps use the
-    Fisher information of the expansion (positive definite), so they converge to its maximum. `dtype`: of the
-    per-cell arithmetic (the bootstrap rounds use single precision, ~1e-6 relative: half the time); the
-    parameters, sums per model and the Newton system stay in double precision."""
-    R, c, K = n.shape[0], z.shape[1], n.shape[1]
-    d = m + c
-    theta = np.zeros((R, d)) if start is None else np.repeat(start[None, :], R, axis=0)
-    pi, pj, pair, y = cells.pi, cells.pj, cells.pair, cells.y.astype(dtype)
-    n, z = n.astype(dtype, copy=False), z.astype(dtype, copy=False)
-    inc = np.zeros((len(pi), m))
-    inc[np.arange(len(pi)), pi] = 1.0
-    inc[np.arange(len(pi)), pj] = -1.0
-    absinc = np.abs(inc)
-    upper, lower, diag = pi * m + pj, pj * m + pi, np.arange(m) * (m + 1)
-    eye_c = np.eye(c)
-    hess = np.empty((R, d, d))
-    hs = np.empty((R, m * m))
-    flat_cov = cov.reshape(K, c * c).astype(dtype) if cov is not None else None
-    cell_inc = inc[pair].astype(dtype) if K * m <= 4_000_000 else None     # (K, m): one product, no reduceat
+
+class _Model:
+    """The parameter space of one fit, m strengths then c coefficients, and sums of per-term parts into it."""
+
+    def __init__(self, m: int, terms: _Terms):
+        self.m, self.terms = m, terms
+        self.inc = np.zeros((len(terms.pi), m))
+        self.inc[np.arange(len(terms.pi)), terms.pi] = 1.0
+        self.inc[np.arange(len(terms.pi)), terms.pj] = -1.0
+        self.absinc = np.abs(self.inc)
+        self.upper, self.lower = terms.pi * m + terms.pj, terms.pj * m + terms.pi
+
+    def vector(self, s_part: np.ndarray, b_part: np.ndarray) -> np.ndarray:
+        """(R, d) from per-term strength-difference parts (R, K) and coefficient parts (R, c)."""
+        return np.concatenate([self.terms.to_pairs(s_part) @ self.inc, b_part], axis=1)
+
+    def matrix(self, ss: np.ndarray, sb: np.ndarray, bb: np.ndarray) -> np.ndarray:
+        """(R, d, d) from per-term parts: ss (R, K) on (e_i - e_j)(e_i - e_j)', sb (R, c, K) on the strengths x
+        coefficients block, bb (R, c, c) already summed."""
+        m, (R, c) = self.m, bb.shape[:2]
+        out = np.empty((R, m + c, m + c))
+        pair = self.terms.to_pairs(ss)
+        lap = np.zeros((R, m * m))
+        lap[:, self.upper] = -pair
+        lap[:, self.lower] = -pair
+        lap[:, np.arange(m) * (m + 1)] = pair @ self.absinc
+        out[:, :m, :m] = lap.reshape(R, m, m)
+        cross = (self.terms.to_pairs(sb.reshape(R * c, sb.shape[-1])) @ self.inc).reshape(R, c, m)
+        out[:, m:, :m] = cross
+        out[:, :m, m:] = cross.transpose(0, 2, 1)
+        out[:, m:, m:] = bb
+        return out
+
+
+def _newton(model: _Model, n: np.ndarray, won: np.ndarray, prior: float, start: np.ndarray | None = None,
+            fix: _Correction | None = None, tol: float = 1e-9, max_iter: int = 100) -> np.ndarray:
+    """(R, m + c): strengths (centred) and coefficients maximising, for each round r, the terms' log-likelihood
+    sum_k won[r,k] log p_k + (n - won)[r,k] log(1 - p_k), p_k = 1 / (1 + exp(-(s_i - s_j + beta . z_k))) (a tie:
+    half a win), plus `fix`, minus the ridge. n, won: (R, K)."""
+    terms, m = model.terms, model.m
+    z = terms.z
+    R, c = n.shape[0], z.shape[0]
+    theta = np.zeros((R, m + c)) if start is None else np.repeat(start[None, :], R, axis=0)
     for _ in range(max_iter):
         s, beta = theta[:, :m], theta[:, m:]
-        sd, bd = s.astype(dtype), beta.astype(dtype)
-        eta = (sd[:, pi] - sd[:, pj])[:, pair] + np.matmul(bd[:, None, :], z)[:, 0, :]
-        p = 1.0 / (1.0 + np.exp(-eta))
-        h = n * p * (1.0 - p)
-        g = n * (y - p)
-        grad = np.empty((R, d))
-        if flat_cov is not None:
-            q = (bd[:, :, None] * bd[:, None, :]).reshape(R, c * c) @ flat_cov.T         # beta' cov_k beta
-            g -= 0.5 * h * (1.0 - 2.0 * p) * q
-            spread = (h @ flat_cov).reshape(R, c, c)                                     # sum_k h_k cov_k
-        hz = z * h[:, None, :]                                                           # (R, c, K)
-        grad[:, :m] = cells.to_pairs(g).astype(np.float64) @ inc - prior * s
-        grad[:, m:] = np.matmul(z, g[:, :, None])[..., 0] - prior * beta
-        hess[:, m:, m:] = np.matmul(hz, z.transpose(0, 2, 1)) + prior * eye_c
-        if flat_cov is not None:
-            grad[:, m:] -= np.matmul(spread, beta[:, :, None])[..., 0]
-            hess[:, m:, m:] += spread
-        # the strengths' block: the plain fit's weighted Laplacian + prior, plus c 11' to fix the gauge
-        h_pair = cells.to_pairs(h).astype(np.float64)
-        dd = h_pair @ absinc + prior
-        cg = dd.mean(axis=1, keepdims=True)
-        hs[:] = cg
-        hs[:, upper] = cg - h_pair
-        hs[:, lower] = cg - h_pair
-        hs[:, diag] = cg + dd
-        hess[:, :m, :m] = hs.reshape(R, m, m)
-        if cell_inc is not None:
-            cross = (hz.reshape(R * c, K) @ cell_inc).reshape(R, c, m)
-        else:
-            cross = (cells.to_pairs(hz.reshape(R * c, K)).astype(np.float64) @ inc).reshape(R, c, m)
-        hess[:, m:, :m] = cross
-        hess[:, :m, m:] = cross.transpose(0, 2, 1)
+        p = 1.0 / (1.0 + np.exp(-((s[:, terms.pi] - s[:, terms.pj])[:, terms.pair] + beta @ z)))
+        np_ = n * p
+        h = np_ * (1.0 - p)
+        g = won - np_
+        hz = h[:, None, :] * z                                                           # (R, c, K)
+        grad = model.vector(g, g @ z.T) - prior * theta
+        hess = model.matrix(h, hz, np.matmul(hz, z.T))
+        if fix is not None:
+            grad += fix.g - np.matmul(fix.hess, (theta - fix.at)[..., None])[..., 0]
+            hess += fix.hess
+        # + prior, and t 11' on the strengths (t = their mean diagonal): that fixes the gauge without changing
+        # the step, as the strengths' gradient sums to zero
+        hess[:, np.arange(m + c), np.arange(m + c)] += prior
+        hess[:, :m, :m] += np.einsum("rii->r", hess[:, :m, :m])[:, None, None] / m
         step = np.linalg.solve(hess, grad[..., None])[..., 0]
         big = np.abs(step).max(axis=1, keepdims=True)
         step *= np.minimum(1.0, 3.0 / np.maximum(big, 1e-300))   # damp overshoots on lopsided data
@@ -174,40 +178,80 @@ def _newton(m: int, cells: _Cells, n: np.ndarray, z: np.ndarray, cov: np.ndarray
     return theta
 
 
-def _battle_cells(m: int, pair: np.ndarray, y: np.ndarray, weight: np.ndarray, z: np.ndarray) -> _Cells:
-    """One cell per battle, in the battles' order (z: (c, N)): the exact likelihood (pairs summed by bincount)."""
+def _battle_terms(m: int, pair: np.ndarray, z: np.ndarray) -> _Terms:
+    """One term per battle, in the battles' order (z: (c, N)): the exact likelihood."""
     used = np.bincount(pair, minlength=m * m) > 0
     pairs = np.flatnonzero(used)
-    local = (np.cumsum(used) - 1)[pair]
-    return _Cells(pairs // m, pairs % m, None, local, y, weight, np.ones(len(y)), z, None)
+    return _Terms(pairs // m, pairs % m, (np.cumsum(used) - 1)[pair], None, z)
 
 
-def _pair_cells(m: int, pair: np.ndarray, rel: np.ndarray, weight: np.ndarray, z: np.ndarray) -> _Cells:
-    """Battles (z: (c, N)) -> (pair, outcome) cells, sorted by pair, with battle count, weight, weighted mean
-    difference and weighted within-cell covariance. O(battles), no sort: the keys are dense (< 3 m^2)."""
+def _fit(m: int, pair: np.ndarray, y: np.ndarray, weight: np.ndarray, z: np.ndarray, prior: float) -> np.ndarray:
+    """The exact maximum-likelihood fit, started from the fit to an evenly spaced sample of the battles: Newton
+    then needs ~2 steps over all of them (a step under 1e-4 logits is the quadratic phase: ~1e-8 is left)."""
+    every = max(1, len(pair) // START_SAMPLE)
+    start = None
+    if every > 1:
+        sample = slice(None, None, every)
+        start = _newton(_Model(m, _battle_terms(m, pair[sample], z[:, sample])), weight[None, sample],
+                        (weight * y)[None, sample], prior, tol=1e-4)[0]
+    return _newton(_Model(m, _battle_terms(m, pair, z)), weight[None], (weight * y)[None], prior, start=start,
+                   tol=1e-4)[0]
+
+
+@dataclass
+class _Cells:
+    """The battles by (pair, outcome): what a bootstrap resample draws. Sorted by pair; `pairs` are the pair
+    terms (each pair at its battles' mean covariate difference) and cell k belongs to pair term pair[k]."""
+    pairs: _Terms
+    pair: np.ndarray       # (K,)
+    starts: np.ndarray     # (P,) first cell of each pair
+    y: np.ndarray          # (K,) outcome seen from pi: 1, 0 or 0.5
+    count: np.ndarray      # (K,) battles (unweighted: a resample draws battles)
+    n: np.ndarray          # (K,) battles' weights summed
+    of: np.ndarray         # (N,) each battle's cell
+
+
+def _cells(m: int, pair: np.ndarray, rel: np.ndarray, weight: np.ndarray, z: np.ndarray) -> _Cells:
+    """O(battles), no sort: the keys are dense (pair * 3 + outcome < 3 m^2)."""
     key = pair * 3 + rel
-    size = 3 * m * m
-    used = np.bincount(key, minlength=size) > 0
+    used = np.bincount(key, minlength=3 * m * m) > 0
     keys = np.flatnonzero(used)
-    cell_of = (np.cumsum(used) - 1)[key]
-    K, c = len(keys), z.shape[0]
-    count = np.bincount(cell_of, minlength=K).astype(float)
-    n = np.bincount(cell_of, weights=weight, minlength=K)
-    safe = np.where(n > 0, n, 1.0)
-    zbar = np.zeros((c, K))
-    for j in range(c):
-        zbar[j] = np.bincount(cell_of, weights=weight * z[j], minlength=K) / safe
-    cov = np.zeros((K, c, c))
-    for a in range(c):              # E[z_a z_b] - mean_a mean_b: z is O(1), so no cancellation to fear
-        for b in range(a, c):
-            cov[:, a, b] = cov[:, b, a] = (np.bincount(cell_of, weights=weight * z[a] * z[b], minlength=K)
-                                           / safe - zbar[a] * zbar[b])
+    of = (np.cumsum(used) - 1)[key]
+    K = len(keys)
+    count = np.bincount(of, minlength=K).astype(float)
+    n = np.bincount(of, weights=weight, minlength=K)
     cell_pair = keys // 3
     new = np.r_[True, cell_pair[1:] != cell_pair[:-1]]
     starts = np.flatnonzero(new)
-    pairs = cell_pair[starts]
-    return _Cells(pairs // m, pairs % m, starts, np.cumsum(new) - 1, np.array([1.0, 0.0, 0.5])[keys % 3], n,
-                  count, zbar, cov)
+    local = np.cumsum(new) - 1
+    pairs_n = np.add.reduceat(n, starts)
+    zbar = np.stack([np.add.reduceat(np.bincount(of, weights=weight * row, minlength=K), starts) / pairs_n
+                     for row in z]).reshape(len(z), len(starts))
+    terms = _Terms(cell_pair[starts] // m, cell_pair[starts] % m, np.arange(len(starts)),
+                   np.arange(len(starts)), zbar)
+    return _Cells(terms, local, starts, np.array([1.0, 0.0, 0.5])[keys % 3], count, n, of)
+
+
+def _moments(cells: _Cells, theta: np.ndarray, m: int, pair: np.ndarray, y: np.ndarray, weight: np.ndarray,
+             z: np.ndarray):
+    """Per cell, over its battles at the fit `theta`, per battle drawn: the mean score vector (K, 1+c), its
+    covariance (K, 1+c, 1+c), and the mean information (K, 1+c, 1+c); x = (1, z) on (s_i - s_j, beta)."""
+    p = 1.0 / (1.0 + np.exp(-(theta[pair // m] - theta[pair % m] + theta[m:] @ z)))
+    x = np.concatenate([np.ones((1, len(y))), z])
+    K, d = len(cells.n), x.shape[0]
+
+    def per_cell(w: np.ndarray) -> np.ndarray:
+        return np.bincount(cells.of, weights=w, minlength=K) / cells.count
+
+    score, info = weight * (y - p), weight * p * (1.0 - p)
+    u = np.stack([per_cell(score * x[a]) for a in range(d)], axis=1)
+    cov, hess = np.empty((K, d, d)), np.empty((K, d, d))
+    for a in range(d):
+        for b in range(a, d):
+            xx = x[a] * x[b]
+            cov[:, a, b] = cov[:, b, a] = per_cell(score * score * xx) - u[:, a] * u[:, b]
+            hess[:, a, b] = hess[:, b, a] = per_cell(info * xx)
+    return u, cov, hess
 
 
 # ---------------------------------------------------------------- the fit with intervals
@@ -221,6 +265,42 @@ def _widen(point: np.ndarray, dev: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """point + the 2.5-97.5 percentile range of the rounds' deviations, widened to contain the point."""
     lo, hi = np.percentile(dev, [2.5, 97.5], axis=0)
     return np.minimum(point + lo, point), np.maximum(point + hi, point)
+
+
+def _rounds(m: int, theta: np.ndarray, pair: np.ndarray, rel: np.ndarray, y: np.ndarray, weight: np.ndarray,
+            z: np.ndarray, rounds: int, seed: int, prior: float, chunk: int) -> np.ndarray:
+    """(rounds, m + c): the bootstrap rounds (module docstring). Each round is a Bradley-Terry fit on pair totals
+    (as the plain fit's rounds), each pair at its battles' mean covariate difference, corrected to the exact
+    battles at the fit: the cells' mean score (per battle drawn, times the round's counts), the within-pair
+    spread of the battles' scores (a normal per pair and round) and the within-pair information (fixed)."""
+    cells = _cells(m, pair, rel, weight, z)
+    model, c, K = _Model(m, cells.pairs), len(z), len(cells.n)
+    u, cov, info = _moments(cells, theta, m, pair, y, weight, z)
+    mean_w = cells.n / cells.count
+    zp = cells.pairs.z[:, cells.pair]                                              # (c, K): each cell's pair mean
+    p = 1.0 / (1.0 + np.exp(-((theta[cells.pairs.pi] - theta[cells.pairs.pj])[cells.pair] + theta[m:] @ zp)))
+    x = np.concatenate([np.ones((1, K)), zp]).T                                     # (K, 1 + c)
+    du = u - (mean_w * (cells.y - p))[:, None] * x                                  # exact minus the pair term
+    dh = (info - (mean_w * p * (1.0 - p))[:, None, None] * x[:, :, None] * x[:, None, :]) * cells.count[:, None, None]
+    per_pair = np.add.reduceat(dh, cells.starts)                                    # at the data's counts
+    curvature = model.matrix(per_pair[None, :, 0, 0], per_pair[None, :, 0, 1:].transpose(0, 2, 1),
+                             per_pair[None, :, 1:, 1:].sum(axis=1))
+    spread = _root(np.add.reduceat(cov * cells.count[:, None, None], cells.starts)).astype(np.float32)
+    rng = np.random.default_rng(seed)
+    draws = []
+    for start in range(0, rounds, chunk):
+        size = min(chunk, rounds - start)
+        k = rng.multinomial(int(cells.count.sum()), cells.count / cells.count.sum(), size=size).astype(float)
+        # the battles' score spread within each pair: one normal per pair (single precision: ~1e-7, far below a
+        # bootstrap's resolution, at half the cost)
+        xi = np.matmul(spread, rng.standard_normal((len(cells.starts), c + 1, size), dtype=np.float32))
+        kw = k * mean_w
+        g = model.vector(np.add.reduceat(k * du[:, 0], cells.starts, axis=1) + xi[:, 0].T,
+                         k @ du[:, 1:] + xi[:, 1:].sum(axis=0).T)
+        draws.append(_newton(model, np.add.reduceat(kw, cells.starts, axis=1),
+                             np.add.reduceat(kw * cells.y, cells.starts, axis=1), prior, start=theta,
+                             fix=_Correction(g, curvature, theta), tol=TOL))
+    return np.concatenate(draws)
 
 
 def bootstrap(battles: StyleBattles, rounds: int = 1000, seed: int = 0, min_votes: int = 0,
@@ -261,43 +341,23 @@ def bootstrap(battles: StyleBattles, rounds: int = 1000, seed: int = 0, min_vote
     fitted = sd > 1e-12
     why = {names[k]: "the heard clips never differed in this" for k in np.flatnonzero(~fitted)}
     scale[fitted] = sd[fitted]
-    z = diffs.T[fitted] / sd[fitted, None]                          # (c, N), oriented lo - hi below
+    # (c, N), in row order for the per-covariate passes below; oriented lo - hi
+    z = np.multiply(diffs[:, fitted], 1.0 / sd[fitted], order="F").T
     z *= np.where(a < b, 1.0, -1.0)
     rel = np.where(out == 2, 2, np.where(a < b, out, 1 - out))       # 0: lo won, 1: hi won, 2: tie
     y = np.array([1.0, 0.0, 0.5])[rel]
     pair = np.minimum(a, b) * m + np.maximum(a, b)
 
-    cells = _pair_cells(m, pair, rel, weight, z)
-    assert cells.cov is not None
-    tilde = _newton(m, cells, cells.n[None], cells.z[None], cells.cov, prior)[0]
-    exact = _battle_cells(m, pair, y, weight, z)
-    # from the expansion's maximum the exact Newton converges quadratically: a step under 1e-6 leaves ~1e-12
-    theta = _newton(m, exact, exact.n[None], exact.z[None], None, prior, start=tilde, tol=1e-6)[0]
+    theta = _fit(m, pair, y, weight, z, prior)
     score = nan.copy()
     score[idx] = to_elo(theta[:m])
-    c = int(fitted.sum())
     coef[fitted] = theta[m:] / sd[fitted]
     if rounds <= 0:
         return result(score, nan.copy(), nan.copy(), len(a), why)
-    root32 = (_root(cells.cov) if c else np.zeros((len(cells.n), 0, 0))).astype(np.float32)
-    mean_w = cells.n / cells.count
-    pvals = cells.count / cells.count.sum()
-    rng = np.random.default_rng(seed)
-    draws_s, draws_b = [], []
-    for start in range(0, rounds, chunk):
-        size = min(chunk, rounds - start)
-        k = rng.multinomial(int(cells.count.sum()), pvals, size=size).astype(float)
-        # single precision for the noise: ~1e-7 relative, far below what a bootstrap resolves, at half the cost
-        eps = rng.standard_normal((len(cells.n), c, size), dtype=np.float32)
-        noise = np.matmul(root32, eps).transpose(2, 1, 0)                         # (size, c, K)
-        zr = np.ascontiguousarray(cells.z[None].astype(np.float32) + noise
-                                  / np.sqrt(np.maximum(k, 1.0)).astype(np.float32)[:, None, :])
-        th = _newton(m, cells, k * mean_w, zr, cells.cov, prior, start=tilde, tol=TOL, dtype=np.float32)
-        draws_s.append(to_elo(th[:, :m]) - to_elo(tilde[:m]))
-        draws_b.append(th[:, m:] - tilde[m:])
+    th = _rounds(m, theta, pair, rel, y, weight, z, rounds, seed, prior, chunk)
     low, high = nan.copy(), nan.copy()
-    low[idx], high[idx] = _widen(score[idx], np.concatenate(draws_s))
-    if c:
-        lo_b, hi_b = _widen(theta[m:], np.concatenate(draws_b))
+    low[idx], high[idx] = _widen(score[idx], to_elo(th[:, :m]) - score[idx])
+    if fitted.any():
+        lo_b, hi_b = _widen(theta[m:], th[:, m:] - theta[m:])
         coef_low[fitted], coef_high[fitted] = lo_b / sd[fitted], hi_b / sd[fitted]
     return result(score, low, high, len(a), why, rounds)
