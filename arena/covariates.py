@@ -7,7 +7,7 @@ function that reads audio here, so a change of which file is heard only changes 
 - duration_s: the clip's length in seconds;
 - loudness_lufs: integrated loudness, ITU-R BS.1770-4 (pyloudnorm), of the heard clip. Once battle clips are
   loudness-normalised the differences shrink to ~0 and the fit then reports this covariate as not fitted
-  ("the heard clips never differed in this"), which is the truth about what voters heard;
+  ("the difference between the two heard clips never varied"), which is the truth about what voters heard;
 - speech_rate: syllable nuclei per second of speech (eval_backend.audio.features.speaking_rate: the project's
   one measure of pace, the same as the scorer's `audio.speaking_rate`);
 - words: whitespace-separated words of what the reply said (its transcript, else its text);
@@ -88,7 +88,10 @@ def effect_sentence(name: str, effect: dict) -> str:
     words a visitor understands; plain text (the caller renders it)."""
     cov = BY_NAME[name]
     if effect.get("coef") is None:
-        return f"{cov.label.capitalize()}: not estimated ({effect.get('not_fitted') or 'not enough battles'})."
+        why = effect.get("not_fitted") or "not enough battles"
+        if cov.absent_is_equal and "never varied" in why:       # benchmark battles have no waiting time at all
+            why = "no battle here made its voter wait longer for one reply than for the other"
+        return f"{cov.label.capitalize()}: not estimated ({why})."
     share = win_share(cov, effect["coef"])
     text = f"All else equal, when one reply {cov.change}, it wins {100 * share:.1f}% of the time"
     if effect.get("low") is not None and effect.get("high") is not None:

@@ -97,7 +97,9 @@ class _Terms:
         if self.starts is not None:
             return np.add.reduceat(x, self.starts, axis=-1)
         flat = x.reshape(-1, x.shape[-1])
-        out = np.stack([np.bincount(self.pair, weights=row, minlength=len(self.pi)) for row in flat])
+        out = np.zeros((len(flat), len(self.pi)))
+        for r, row in enumerate(flat):
+            out[r] = np.bincount(self.pair, weights=row, minlength=len(self.pi))
         return out.reshape(x.shape[:-1] + (len(self.pi),))
 
 
@@ -225,8 +227,9 @@ def _cells(m: int, pair: np.ndarray, rel: np.ndarray, weight: np.ndarray, z: np.
     starts = np.flatnonzero(new)
     local = np.cumsum(new) - 1
     pairs_n = np.add.reduceat(n, starts)
-    zbar = np.stack([np.add.reduceat(np.bincount(of, weights=weight * row, minlength=K), starts) / pairs_n
-                     for row in z]).reshape(len(z), len(starts))
+    zbar = np.zeros((len(z), len(starts)))
+    for j, row in enumerate(z):
+        zbar[j] = np.add.reduceat(np.bincount(of, weights=weight * row, minlength=K), starts) / pairs_n
     terms = _Terms(cell_pair[starts] // m, cell_pair[starts] % m, np.arange(len(starts)),
                    np.arange(len(starts)), zbar)
     return _Cells(terms, local, starts, np.array([1.0, 0.0, 0.5])[keys % 3], count, n, of)
@@ -305,12 +308,14 @@ def _rounds(m: int, theta: np.ndarray, pair: np.ndarray, rel: np.ndarray, y: np.
 
 def bootstrap(battles: StyleBattles, rounds: int = 1000, seed: int = 0, min_votes: int = 0,
               prior: float = PRIOR, chunk: int = 250) -> StyleResult:
-    """Strengths and covariate coefficients with 95% intervals (module docstring). A battle without one of the
-    covariates (NaN) is left out; a model with fewer than `min_votes` battles left is provisional; a covariate
-    that never differs in the fitted battles is not fitted (NaN, and `why_not` says so)."""
+    """Strengths and covariate coefficients with 95% intervals (module docstring). A covariate no battle has, or
+    that never differs in the fitted battles, is not fitted (NaN, and `why_not` says why); a battle without one
+    of the others (NaN) is left out; a model with fewer than `min_votes` battles left is provisional."""
     names = battles.covariates
     m_all, c_all = len(battles.models), len(names)
-    usable = (battles.weight > 0) & np.all(np.isfinite(battles.diffs), axis=1)
+    counted = battles.weight > 0
+    measured = np.isfinite(battles.diffs[counted]).any(axis=0)     # a covariate no battle has is not fitted
+    usable = counted & np.all(np.isfinite(battles.diffs[:, measured]), axis=1)
     a, b = battles.a[usable], battles.b[usable]
     votes = (np.bincount(a, minlength=m_all) + np.bincount(b, minlength=m_all)).astype(np.int64)
     provisional = votes < max(int(min_votes), 1)
@@ -338,8 +343,10 @@ def bootstrap(battles: StyleBattles, rounds: int = 1000, seed: int = 0, min_vote
     total_w = weight.sum()
     mean = weight @ diffs / total_w
     sd = np.sqrt(np.maximum(weight @ (diffs * diffs) / total_w - mean * mean, 0.0))
+    sd[~measured] = 0.0
     fitted = sd > 1e-12
-    why = {names[k]: "the heard clips never differed in this" for k in np.flatnonzero(~fitted)}
+    why = {names[k]: "the difference between the two heard clips never varied" if measured[k]
+           else "not measured in these battles" for k in np.flatnonzero(~fitted)}
     scale[fitted] = sd[fitted]
     # (c, N), in row order for the per-covariate passes below; oriented lo - hi
     z = np.multiply(diffs[:, fitted], 1.0 / sd[fitted], order="F").T

@@ -64,8 +64,8 @@ def test_differences_and_sentences():
     text = covariates.effect_sentence("duration", {"coef": coef, "low": coef / 2, "high": coef * 1.5})
     assert text.startswith("All else equal, when one reply is twice as long as the other, it wins 54.0% of the time")
     assert "95% interval 52.0–56.0%" in text and "50% would mean length makes no difference" in text
-    assert "not estimated (the heard clips never differed in this)" in covariates.effect_sentence(
-        "loudness", {"coef": None, "not_fitted": "the heard clips never differed in this"})
+    assert "not estimated (the difference between the two heard clips never varied)" in covariates.effect_sentence(
+        "loudness", {"coef": None, "not_fitted": "the difference between the two heard clips never varied"})
 
 
 def test_battles_store_their_clips_covariates_and_votes_and_exports_carry_them(tmp_path):

@@ -163,8 +163,14 @@ def test_floor_missing_and_constant_covariates():
                                                    ("duration", "loudness", "words")), rounds=50, seed=0,
                              min_votes=30)
     assert res.battles == len(a) - 50
-    assert math.isnan(res.coef[1]) and "never differed" in res.why_not["loudness"]
+    assert math.isnan(res.coef[1]) and "never varied" in res.why_not["loudness"]
     assert res.effects()["loudness"]["coef"] is None
+    # a covariate no battle has (an imported log with durations only) is not fitted, and no battle is lost for it
+    only = style_bt.bootstrap(style_bt.StyleBattles(MODELS, a, b, out, np.ones(len(a)),
+                                                    np.stack([dlen, np.full(len(a), np.nan)], axis=1),
+                                                    ("duration", "latency")), rounds=0)
+    assert only.battles == len(a) and only.why_not == {"latency": "not measured in these battles"}
+    assert only.coef[0] > 0
     # a model under the floor is provisional: no score, and the others are fitted without it
     extra = style_bt.StyleBattles(MODELS + ["newcomer"], np.r_[a, [6, 6]], np.r_[b, [0, 1]], np.r_[out, [0, 0]],
                                   np.ones(len(a) + 2), np.r_[dlen, [1.0, 1.0]][:, None], ("duration",))
