@@ -116,7 +116,8 @@ class TrueSkillRater:
 
     def rate(self, votes: Sequence[VoteRow], ctx: RateContext) -> Fit:
         # both-bad votes included: they rate nothing but give a model its row
-        return Fit(trueskill=replay([v.as_vote(ctx.axis) for v, _ in rated(votes, ctx.axis)], ctx.trueskill))
+        return Fit(trueskill=replay([vote for v, _ in rated(votes, ctx.axis) if (vote := v.as_vote(ctx.axis))],
+                                    ctx.trueskill))
 
 
 class BradleyTerryRater:
