@@ -109,3 +109,41 @@ def test_style_rank_effects_vocal_states_and_the_heat_map(app, page):
     assert "too few votes (6)" in labels and "breathless" in labels and "sad" in labels and "whisper" in labels
     bg = page.evaluate("() => document.querySelector('#arena-board-states .bg')?.getAttribute('style') || ''")
     assert "217, 217, 217" in bg                          # the grey a provisional (empty) cell shows
+
+
+# ---------------------------------------------------------------- the views' pure parts (no browser)
+def test_style_columns_effects_and_heat_map_from_rows():
+    import pandas as pd
+
+    from arena import raters
+    from leaderboard import arena_style_views as views
+
+    rows = [raters.RatingRow("a", 25, 1, votes=80, scores={"bt": raters.Score(1010, 990, 1030, 1, False, 80),
+                                                           "style_bt": raters.Score(995, 975, 1015, 2, False, 80)}),
+            raters.RatingRow("b", 24, 1, votes=12, scores={"bt": raters.Score(votes=12),
+                                                           "style_bt": raters.Score(votes=12)})]
+    table = pd.DataFrame([{"rank": 1, "model": "a", "BT 95% interval": "990 – 1030"},
+                          {"rank": "—", "model": "b", "BT 95% interval": "too few votes"}])
+    out = views.with_style_columns(table, rows, 30)
+    assert list(out.columns) == ["rank", views.STYLE_RANK, "model", "BT 95% interval", views.STYLE_SCORE]
+    assert out[views.STYLE_RANK].tolist() == [2, "—"]
+    assert out[views.STYLE_SCORE].tolist() == ["995 (975 – 1015)", "too few votes (12 of 30)"]
+    assert views.with_style_columns(table.iloc[:1], rows, 30).equals(table.iloc[:1])     # "no votes" line kept
+    assert "not estimated yet" in views.effects_markdown({"battles": 0, "effects": {}})
+    md = views.effects_markdown({"battles": 40, "rounds": 10, "effects": {
+        "duration": {"coef": 0.3, "low": 0.1, "high": 0.5}, "latency": {"coef": None,
+                                                                     "not_fitted": "the difference between the two "
+                                                                                   "heard clips never varied"}}})
+    assert "fitted on 40 battles" in md and "twice as long" in md
+    assert "no battle here made its voter wait longer for one reply than for the other" in md
+    assert "**\\<b\\>x\\<\\/b\\>**" in views.attribute_note("<b>x</b>")        # an imported name stays text
+    choices = views.attribute_choices(["neutral", "sad", "made-up"])
+    assert choices == [("Every battle", ""), ("neutral (plainly spoken)", "neutral"),
+                       ("sad (paralinguistic: emotion)", "sad"), ("made-up", "made-up")]
+    grid = {"sad": {"a": raters.Score(1050, 1020, 1080, 1, False, 40), "b": raters.Score(votes=4)},
+            "whisper": {"a": raters.Score(950, 920, 980, 1, False, 35)}}
+    fig = views.heat_map(grid, 30)
+    heat = fig.data[0]
+    assert list(heat.y) == ["a", "b"] and list(heat.x) == ["sad", "whisper"]
+    assert list(heat.text[1]) == ["too few votes (4)", ""] and list(heat.z[0]) == [1050.0, 950.0]
+    assert "b, whisper: no votes" in heat.customdata[1][1]
