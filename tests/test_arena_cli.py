@@ -114,23 +114,8 @@ def test_import_of_deeply_nested_json_is_a_line_error(tmp_path):
 def test_boards_per_vocal_state_and_the_style_board(tmp_path):
     """import-votes takes attribute and a_*/b_* columns; `ratings --attribute` ranks on that vocal state only (with
     the vote floor), `--style` adds the style-controlled fit, `style-effects` says what length does."""
-    import random
-    rng = random.Random(5)
-    data, votes = tmp_path / "data", tmp_path / "votes.csv"
-    with votes.open("w", newline="") as f:
-        w = csv.writer(f)
-        w.writerow(["model_a", "model_b", "winner", "attribute", "a_duration_s", "b_duration_s", "timestamp"])
-        for k in range(300):
-            a, b = rng.sample(["ear", "flat", "other"], 2)
-            attr = ("sad", "whisper")[k % 2]
-            dur = {m: rng.uniform(2, 10) for m in (a, b)}
-            if "ear" in (a, b):                 # hears sadness, misses whispering
-                good = rng.random() < 0.85
-                winner = "ear" if good == (attr == "sad") else (b if a == "ear" else a)
-            else:                               # otherwise the longer reply tends to win
-                longer = a if dur[a] > dur[b] else b
-                winner = longer if rng.random() < 0.8 else (b if longer == a else a)
-            w.writerow([a, b, winner, attr, dur[a], dur[b], 1_767_000_000 + k])
+    from tests.support.vote_logs import vocal_state_log
+    data, votes = tmp_path / "data", vocal_state_log(tmp_path / "votes.csv")
     assert run("import-votes", str(votes), "--data-dir", str(data)).returncode == 0
 
     def board(*args):

@@ -2,18 +2,18 @@
 the style-controlled rank beside the plain one, the covariates' effects in words, the vocal-state picker that
 re-ranks the table, and the models x vocal states heat map with its provisional cells greyed and labelled.
 
-The vote log is imported (arena/votes_io.py): 'ear' hears sadness and misses whispers, the other two differ only
-in length, and length sways votes; one vocal state ('breathless') has too few votes for anyone."""
+The vote log is imported (arena/votes_io.py, tests/support/vote_logs.py): 'ear' hears sadness and misses whispers,
+the other two differ only in length, and length sways votes; one vocal state ('breathless') has too few votes."""
 from __future__ import annotations
 
 import csv
-import random
 
 import pytest
 
 from arena.service import ArenaService
 from eval_backend.store import Store
 from tests.support.arena_fixtures import AppProcess, seed
+from tests.support.vote_logs import vocal_state_log
 from tests.test_arena_ui import CHROMIUM_ARGS
 
 MODULE_DATABASE_FIXTURES = ("app",)
@@ -23,23 +23,9 @@ MODULE_DATABASE_FIXTURES = ("app",)
 def app(tmp_path_factory):
     data = tmp_path_factory.mktemp("style_board")
     seed(data, ("warm-model", "flat-model"), n_scripts=1)
-    rng = random.Random(5)
-    votes = data / "votes.csv"
-    with votes.open("w", newline="") as f:
-        w = csv.writer(f)
-        w.writerow(["model_a", "model_b", "winner", "attribute", "a_duration_s", "b_duration_s", "timestamp"])
-        for k in range(300):
-            a, b = rng.sample(["ear", "flat", "wordy"], 2)
-            attr = ("sad", "whisper")[k % 2]
-            dur = {m: rng.uniform(2, 10) for m in (a, b)}
-            if "ear" in (a, b):
-                winner = "ear" if (rng.random() < 0.9) == (attr == "sad") else (b if a == "ear" else a)
-            else:
-                longer = a if dur[a] > dur[b] else b
-                winner = longer if rng.random() < 0.8 else (b if longer == a else a)
-            w.writerow([a, b, winner, attr, dur[a], dur[b], 1_767_000_000 + k])
-        for k in range(6):
-            w.writerow(["ear", "flat", "ear", "breathless", 3, 4, 1_767_001_000 + k])
+    votes = vocal_state_log(data / "votes.csv", hears=0.9)
+    with votes.open("a", newline="") as f:
+        csv.writer(f).writerows(["ear", "flat", "ear", "breathless", 3, 4, 1_767_001_000 + k] for k in range(6))
     assert ArenaService(Store(data)).import_votes(votes) == 306
     proc = AppProcess(data).start()
     yield proc
