@@ -45,7 +45,7 @@ def cmd_ratings(args) -> int:
     if not rows:
         print("no votes yet")
         return 0
-    style = f" {'style BT':>8} {'95% interval':>17}" if args.style else ""
+    style = f" {'rank*':>5} {'style BT':>8} {'95% interval':>17}" if args.style else ""
     print(f"{'rank':>4} {'model':30} {'BT':>7} {'95% interval':>17}{style} {'votes':>7} {'mu':>7} {'sigma':>6} "
           f"{'cons.':>7}")
 
@@ -57,9 +57,12 @@ def cmd_ratings(args) -> int:
         return "   too few votes " if provisional else f"[{f(r[key + '_low'])}, {f(r[key + '_high'])}]"
     for r in rows:
         rank = "-" if r["bt_rank"] is None else str(r["bt_rank"])
-        styled = f" {f(r['style_bt']):>8} {interval(r, 'style_bt')}" if args.style else ""
+        srank = "-" if r.get("style_bt_rank") is None else str(r["style_bt_rank"])
+        styled = f" {srank:>5} {f(r['style_bt']):>8} {interval(r, 'style_bt')}" if args.style else ""
         print(f"{rank:>4} {r['model'][:30]:30} {f(r['bt'])} {interval(r, 'bt')}{styled} {r['votes']:7d} "
               f"{r['mu']:7.2f} {r['sigma']:6.2f} {r['conservative']:7.2f}")
+    if args.style:
+        print("rank*, style BT: the style-controlled fit (all else equal: length, loudness, pace, words, waiting time)")
     return 0
 
 
