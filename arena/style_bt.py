@@ -10,17 +10,20 @@ carry a weight (0 = excluded), and the vote floor, the scale and the reference a
 
 The score is the exact maximum-likelihood fit over the individual battles (a Newton method; battles summed
 per pair). The interval comes from a bootstrap whose rounds cost O(pairs), as the plain fit's do, not
-O(battles). A resample of the N battles is drawn as
+O(battles). A round stands for a resample of the N battles:
 - the number of battles in each (pair, outcome) cell: Multinomial(N, cell share), exactly as a battle resample;
-- the sum of the resampled battles' score vectors within each cell around their mean: normal, with the
-  covariance of the cell's battles' own score vectors at the fit (the central limit theorem; exact for a cell
-  of one battle or of identical battles);
-and each round maximises the cells' log-likelihood at their mean covariate difference, corrected per cell to
-the exact battles' mean score and information at the fit: so the round with the data's own counts and no
-noise gives back the score exactly, every round has the exact battle-level information there, and the
-logistic curvature between cells (lopsided pairs, unbeaten records) is kept. The interval is the 2.5-97.5
-percentile range of the rounds, widened to contain the score as in the plain fit. tests/test_style_bt.py
-checks the intervals against an exact battle-level bootstrap.
+- the spread of the resampled battles' score vectors within each pair: one normal vector per pair, with the
+  covariance of that pair's battles' own score vectors at the fit (the central limit theorem; nothing to
+  spread for a pair of identical battles);
+and maximises the Bradley-Terry likelihood of the pair totals, each pair at its battles' mean covariate
+difference (as the plain fit's rounds work on pair counts), corrected to the exact battles at the fit: each
+cell's drawn battles add their exact mean score beyond what the pair term gives them, and the within-pair
+information is added as a fixed curvature. So the round with the data's own counts and no noise gives back the
+score exactly, every round has the exact battle-level information at the fit, and the logistic curvature
+between pairs (lopsided pairs, unbeaten records) is kept. The interval is the 2.5-97.5 percentile range of the
+rounds, widened to contain the score as in the plain fit. tests/test_style_bt.py checks it against an exact
+battle-level bootstrap (widths within the reference's Monte Carlo error) and against the plain fit where no
+covariate sways the votes.
 
 Cost (benchmarks/bench_style_bt.py, docs/benchmarks.md): O(battles x covariates^2) once for the fit and the
 cells' moments, then O(rounds x pairs x covariates^2) for the bootstrap.
@@ -214,7 +217,8 @@ class _Cells:
 
 
 def _cells(m: int, pair: np.ndarray, rel: np.ndarray, weight: np.ndarray, z: np.ndarray) -> _Cells:
-    """O(battles), no sort: the keys are dense (pair * 3 + outcome < 3 m^2)."""
+    """The battles (z: (c, N)) in their (pair, outcome) cells, and each pair at its battles' weighted mean
+    difference. O(battles), no sort: the keys are dense (pair * 3 + outcome < 3 m^2)."""
     key = pair * 3 + rel
     used = np.bincount(key, minlength=3 * m * m) > 0
     keys = np.flatnonzero(used)
