@@ -102,6 +102,8 @@ def test_rebuild_in_a_fresh_process_matches_ratings_json(tmp_path):
 
     run("release", "--out", str(tmp_path / "r"), "--data-dir", str(data))
     assert run("rebuild", str(tmp_path / "r"), "--json") == run("ratings", "--json", "--data-dir", str(data))
+    assert run("rebuild", str(tmp_path / "r"), "--json", "--style") == \
+        run("ratings", "--json", "--style", "--data-dir", str(data))
 
 
 def test_tampered_or_reused_release_is_refused(tmp_path, capsys):
