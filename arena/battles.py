@@ -20,7 +20,7 @@ from eval_backend.moderation.texts import REASON, screen_later
 from eval_backend.store import Reply
 from eval_backend.tasks import SPOKEN_TASKS, build_requests
 
-from . import battle_clips, distinct, listening, storage
+from . import battle_clips, covariates, distinct, listening, storage
 from .abuse import Ticket
 from .matchmaking import MatchParams, choose_pair
 from .media import battle_clip_url
@@ -291,8 +291,12 @@ class Battles:
         model_a, model_b = pair if self.rng.random() < 0.5 else (pair[1], pair[0])
         audio_a = str(self.store.abspath(cand.replies[model_a].audio_path))
         audio_b = str(self.store.abspath(cand.replies[model_b].audio_path))
-        rule = self.settings.listen_rule     # the lengths of the clips as heard (arena/battle_audio.py)
-        clips = {c: self.heard.clip(p).seconds for c, p in (("user", cand.user_audio), ("A", audio_a), ("B", audio_b))}
+        heard_a, heard_b = self.heard.clip(audio_a), self.heard.clip(audio_b)    # as heard (arena/battle_audio.py)
+        said = {m: r.transcript or r.text for m, r in cand.replies.items()}     # style covariates of the heard clips
+        cov = covariates.measure_battle((heard_a.path, said[model_a]), (heard_b.path, said[model_b]),
+                                        measure=self._measures.get)
+        rule = self.settings.listen_rule
+        clips = {"user": self.heard.clip(cand.user_audio).seconds, "A": heard_a.seconds, "B": heard_b.seconds}
         listen = rule.needs(clips)
         now = self.clock()
         battle_id = secrets.token_urlsafe(24)
@@ -301,7 +305,7 @@ class Battles:
             storage.insert_battle(
                 conn, (battle_id, session_id, user, self.ip_hash(ip), cand.benchmark_hash, cand.request_id, cand.task,
                  cand.item_id, cand.variant, attribute, dimension_of(attribute) if attribute else None,
-                 model_a, model_b, "A", sum(listen.values()), now, now + self.settings.battle_ttl_s))
+                 model_a, model_b, "A", sum(listen.values()), now, now + self.settings.battle_ttl_s), covariates=cov)
             battle_clips.add_clips(conn, battle_id, clips)
         urls = [battle_clip_url(battle_id, clip) for clip in ("user", "A", "B")]
         notice = crisis_notice() if cand.crisis & {model_a, model_b} else None
@@ -431,7 +435,7 @@ class Battles:
                    "ip_hash": ip_hash, "first_heard": report.first_of(), "attribute": battle["attribute"],
                    "dimension": battle["dimension"], "benchmark_hash": battle["benchmark_hash"],
                    "request_id": battle["request_id"], "created_at": now, "source": "live",
-                   "battle_source": battle["source"]}
+                   "battle_source": battle["source"], **{c: battle[c] for c in covariates.COLUMNS}}
             vote_id, new = self._record(conn, row)
             storage.mark_voted(conn, battle_id)
             counts = storage.overall_vote_counts(conn, battle["model_a"], battle["model_b"])

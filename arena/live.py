@@ -63,7 +63,7 @@ from eval_backend.clients.limits import ReplyLimits
 from eval_backend.config import ModelSpec
 from eval_backend.tasks import SYSTEM_CONVERSATION, Request
 
-from . import battle_clips, distinct, live_store, storage
+from . import battle_clips, covariates, distinct, live_store, storage
 from .abuse import Refused
 from .live_heard import VOID_SAME, LiveHeard
 from .live_heard import seconds as heard_seconds
@@ -519,7 +519,7 @@ class LiveService:
                     storage.insert_battle(conn, live_store.battle_values(
                         battle_id=battle_id, session_id=session, user=user, ip_hash=ip_hash, model_a=a.model,
                         model_b=b.model, min_listen_s=sum(listen.values()), served_at=now, expires_at=expires),
-                        source="live")
+                        source="live")       # covariates: _store_covariates, once the clips as heard exist
                     battle_clips.add_clips(conn, battle_id, clips)
                     live_store.insert_live(
                         conn, battle_id=battle_id, user=user, ip_hash=ip_hash, served_at=now,
@@ -529,6 +529,9 @@ class LiveService:
             t_write = time.perf_counter()
             await loop.run_in_executor(WRITER, write)
             heard_clips.write_later(folder, sources)    # the clip route waits for them (live_heard.wait_written)
+            # the style covariates are measured on the clips as heard, once written (the vote copies them; a voter
+            # must first fetch and hear the clips, which wait for the same writes)
+            heard_clips.when_written(folder, ("A", "B"), lambda: self._store_covariates(battle_id, folder, a, b))
             t_stored = time.perf_counter()
         except BaseException:
             shutil.rmtree(folder, ignore_errors=True)     # a battle not made leaves nothing behind
@@ -543,6 +546,16 @@ class LiveService:
                           {"replies_s": t_replies - t0, "total_s": t_done - t0,
                            "slowest_model_s": max(a.latency_s, b.latency_s),
                            "asked_s": t_asked - t0, "store_s": t_stored - t_write}, rule.payload(clips), pending)
+
+    def _store_covariates(self, battle_id: str, folder: Path, a, b) -> None:
+        cov = covariates.measure_battle((folder / "A.heard.wav", a.text), (folder / "B.heard.wav", b.text),
+                                        (a.latency_s, b.latency_s))
+        from .writer import WRITER
+
+        def write() -> None:
+            with self.store.transaction() as conn:
+                storage.set_battle_covariates(conn, battle_id, cov)
+        WRITER.submit(write).result()
 
     # --------------------------------------------------------- the contestants
     def _pair(self, specs: dict[str, ModelSpec]) -> tuple[str, str]:

@@ -110,3 +110,16 @@ class LiveHeard:
                         _WRITING.pop(path, None)
             with _WRITING_LOCK:
                 _WRITING[path] = WRITERS.submit(one)
+
+    @staticmethod
+    def when_written(folder: Path, names: tuple[str, ...], fn) -> None:
+        """Call `fn()` on a thread of its own once the heard files `names` of `folder` are written (or failed):
+        what must be measured on the clips as heard (the battle's style covariates) without holding the battle."""
+        def run() -> None:
+            for name in names:
+                wait_written(Path(folder) / f"{name}.heard.wav")
+            try:
+                fn()
+            except Exception:
+                log.exception("after the live battle clips %s were written", ", ".join(names))
+        threading.Thread(target=run, name="live-heard-after", daemon=True).start()

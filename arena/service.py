@@ -47,20 +47,20 @@ from eval_backend.audio.io import BadAudio
 from eval_backend.benchmark.model import Benchmark
 from eval_backend.store import Store
 
-from . import battle_clips, distinct, storage
+from . import battle_clips, covariates, distinct, storage
 from .battle_audio import HeardAudio, HeardClip, named_clip
 from .abuse import BattleGate
 from .battles import (MAX_REASON_CHARS, Battles, BattleView, IdentityScreen, NoBattleAvailable, Revealed,
                       SkipRefused, VoteRefused, VoteResult, _Candidate, NotYet)
 from .config import ArenaSettings
-from .rating_queries import RatingQueries, _num, board_order, ratings_rows
+from .rating_queries import RatingQueries, _num, board_order
 from .storage import VoteRow
 from .vote_log import VoteLog
 
 log = logging.getLogger(__name__)
 SYNC_MEASURE = 8           # clips measured while a voter waits, when nothing else is servable (_servable_index)
 __all__ = ["MAX_REASON_CHARS", "ArenaService", "BattleView", "IdentityScreen", "NoBattleAvailable", "Revealed",
-           "SkipRefused", "VoteRefused", "NotYet", "VoteResult", "board_order", "ratings_rows", "_Candidate", "_num"]
+           "SkipRefused", "VoteRefused", "NotYet", "VoteResult", "board_order", "_Candidate", "_num"]
 
 
 class ArenaService(Battles, VoteLog, RatingQueries):
@@ -79,6 +79,7 @@ class ArenaService(Battles, VoteLog, RatingQueries):
         self._index: list[_Candidate] | None = None
         self._index_key: tuple | None = None
         self.heard = HeardAudio(store.root)            # what voters hear: normalised clips (arena/battle_audio.py)
+        self._measures = covariates.ClipMeasures()          # the style covariates of each heard clip
         self._user_audio: dict[tuple[str, str], str] = {}   # (benchmark hash, request id) -> user clip
         self._pairs: set[tuple[str, str]] = set()      # model pairs sharing a servable request
         self._votes_lock = threading.RLock()

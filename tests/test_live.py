@@ -15,6 +15,7 @@ import httpx
 import numpy as np
 import pytest
 
+from arena.covariates import COLUMNS, measure_clip
 from arena.live import LiveSettings
 from tests.support.fault_server import FaultServer
 from tests.support.live_fixtures import LiveApp, baseline_specs, post_live, spec, utterance, wav
@@ -105,6 +106,12 @@ def test_live_battle_against_the_baselines(tmp_path, baselines, speech):
         assert reveal["A"]["transcript"] and reveal["B"]["transcript"]   # the replies' words at the reveal
         row = app.store.query("SELECT source, battle_source, winner FROM arena_votes")[0]
         assert (row["source"], row["battle_source"]) == ("live", "live")
+        # the style covariates of the heard replies and how long each took, in the battle and copied into the vote
+        cov = dict(app.store.query(f"SELECT {', '.join(COLUMNS)} FROM arena_votes")[0])
+        assert cov == dict(app.store.query(f"SELECT {', '.join(COLUMNS)} FROM arena_battles WHERE id=?",
+                                           (body["battle_id"],))[0])
+        assert cov["a_latency_s"] > 0 and cov["b_latency_s"] > 0 and cov["a_words"] > 0 and cov["b_words"] > 0
+        assert cov["a_duration_s"] == measure_clip(app.arena.battle_clip(body["battle_id"], "A"))["duration_s"]
         live_rows = {r["model"]: r for r in app.arena.replayed_table(rounds=10, source="live")}
         assert live_rows[row["winner"]]["mu"] > 25 and live_rows[row["winner"]]["votes"] == 1
         assert app.arena.replayed_table(rounds=10, source="benchmark") == []
