@@ -1,6 +1,6 @@
 """The whole demo bootstrap: every baseline on every request, run, scored and screened (issue 22).
 
-    python benchmarks/bench_bootstrap.py [--runs 1] [--models-file models.yaml]
+    python benchmarks/bench_bootstrap.py [--runs 1] [--models-file models.yaml] [--keep DIR]
 
 Each run: an empty data dir, `eval_backend.bootstrap.Bootstrap` as `python app.py` starts it (demo build, the
 baseline server, the first slice and its screening, every baseline on the whole benchmark, scoring with every
@@ -43,29 +43,33 @@ def proc_cpu_s(pid: int) -> float:
     return sum(int(x) for x in fields[11:15]) / tick     # utime stime cutime cstime
 
 
-def one_run(models_file: str | None) -> dict:
+def one_run(models_file: str | None, keep: str | None = None) -> dict:
     with tempfile.TemporaryDirectory(prefix="bench_bootstrap_") as tmp:
-        boot = Bootstrap(Path(tmp), models_file=models_file, screen_replies=True)
+        data = Path(keep) if keep else Path(tmp)
+        boot = Bootstrap(data, models_file=models_file, screen_replies=True)
         load_before = os.getloadavg()[0]
         t0, cpu0 = time.perf_counter(), proc_cpu_s(os.getpid())
-        stages: list[tuple[str, float]] = []
+        stages: list[tuple[str, float, float]] = []      # (stage, wall since start, CPU since start)
         server_cpu = 0.0
         boot.start()
         last = None
         while not boot.ready.wait(0.5):
-            key = (boot.status.stage, boot.status.message)
-            if key != last:
-                stages.append((f"{key[0]}: {key[1]}", time.perf_counter() - t0))
-                last = key
             if boot.server is not None and boot.server.poll() is None:
                 server_cpu = max(server_cpu, proc_cpu_s(boot.server.pid))
+            key = (boot.status.stage, boot.status.message)
+            if key != last:
+                stages.append((f"{key[0]}: {key[1]}", time.perf_counter() - t0,
+                               proc_cpu_s(os.getpid()) - cpu0 + server_cpu))
+                last = key
         wall = time.perf_counter() - t0
         own_cpu = proc_cpu_s(os.getpid()) - cpu0
         boot.stop()
         errors = list(boot.status.errors)
         spans = []
-        for (name, start), nxt in zip(stages, [s for _, s in stages[1:]] + [wall]):
-            spans.append({"stage": name, "start_s": round(start, 1), "wall_s": round(nxt - start, 1)})
+        ends = [(w, c) for _, w, c in stages[1:]] + [(wall, own_cpu + server_cpu)]
+        for (name, start, cpu), (end, cpu_end) in zip(stages, ends):
+            spans.append({"stage": name, "start_s": round(start, 1), "wall_s": round(end - start, 1),
+                          "cpu_s": round(cpu_end - cpu, 1)})
         return {"wall_s": round(wall, 1), "own_cpu_s": round(own_cpu, 1), "server_cpu_s": round(server_cpu, 1),
                 "cpu_s": round(own_cpu + server_cpu, 1), "stage": boot.status.stage, "errors": errors,
                 "stages": spans, "load_avg_before": round(load_before, 1),
@@ -76,13 +80,14 @@ def main() -> int:
     p = argparse.ArgumentParser()
     p.add_argument("--runs", type=int, default=1)
     p.add_argument("--models-file", default=None)
+    p.add_argument("--keep", default=None, help="use (and keep) this data dir instead of a temporary one")
     args = p.parse_args()
     runs = []
     for i in range(args.runs):
-        r = one_run(args.models_file)
+        r = one_run(args.models_file, args.keep)
         runs.append(r)
         for s in r["stages"]:
-            print(f"  {s['start_s']:7.1f} s  +{s['wall_s']:6.1f} s  {s['stage']}")
+            print(f"  {s['start_s']:7.1f} s  +{s['wall_s']:6.1f} s wall  {s['cpu_s']:6.1f} s CPU  {s['stage']}")
         print(f"run {i + 1}: {r['stage']} in {r['wall_s']} s wall, CPU {r['cpu_s']} s (this process "
               f"{r['own_cpu_s']}, baseline server {r['server_cpu_s']}), load average {r['load_avg_before']} -> "
               f"{r['load_avg_after']}; errors: {r['errors'] or 'none'}", flush=True)
