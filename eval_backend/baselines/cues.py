@@ -11,7 +11,8 @@ acoustics of a real recording support, and abstains otherwise:
                voice: shouting, crying out, cheering)                      reaches F0 390 Hz but stays under
                                                                            1000 Hz); cries / shouts / cheers:
                                                                            F0 ~300-490 Hz, centroid 1190-1730 Hz
-    laughter   Whisper writes the laugh out ('ha ha', 'hahaha')            3 of 4 laughs; no other recording
+    laughter   Whisper writes the laugh out ('ha ha', 'hahaha'); a laugh   3 of 4 laughs, and 4 other lines the
+               is not also claimed as a raised voice                       actors laughed through
     whisper    < 8% of active frames voiced, and Whisper hears >= 2 words  neutral minimum 13% (no real whisper
                                                                            installs: not validated)
     fast/slow  > 7.0 / < 1.7 syllable nuclei per second over >= 1.5 s of   neutral speech (>= 1.5 s): 1.9-6.5
@@ -246,8 +247,8 @@ def hear(f, transcript: str = "") -> Heard:
     rate_ok = f.speech_s >= RATE_MIN_SPEECH_S and n_words >= RATE_MIN_WORDS
     conf["fast"] = round(_margin(f.speaking_rate, FAST_RATE, 0.3), 3) if rate_ok else 0.0
     conf["slow"] = round(_margin(f.speaking_rate, SLOW_RATE, -0.2), 3) if rate_ok else 0.0
-    if conf["whisper"] >= CLAIM_AT:
-        conf["raised"] = 0.0          # no pitch to be raised in an unvoiced voice
+    if conf["whisper"] >= CLAIM_AT or conf["laughter"] >= CLAIM_AT:
+        conf["raised"] = 0.0          # no pitch to raise in an unvoiced voice; a laugh's own pitch and brightness
     claims = tuple(c for c in ORDER if conf[c] >= CLAIM_AT)
     evidence = {"pitch_median_hz": None if f0 is None else round(f0, 1), "spectral_centroid_hz": round(centroid),
                 "voiced_fraction": round(f.voiced_fraction, 2), "speaking_rate": round(f.speaking_rate, 2),

@@ -31,24 +31,34 @@ class Contestant:
     voice: str              # an espeak-ng voice, or "neural" (eval_backend/baselines/neural_voice.py)
     matched_delivery: bool  # the claimed cue sets the delivery (else one flat delivery)
     hears_cues: bool
+    blurb: str = ""         # what a visitor is told it does (the About tab), one clause
 
 
 CONTESTANTS = {c.name: c for c in (
     Contestant("cascade-blind", "baseline: Whisper tiny.en ASR -> word-only reply templates -> flat espeak-ng "
-                                "speech (en-us)", "blind", "en-us", False, False),
+                                "speech (en-us)", "blind", "en-us", False, False,
+               "answers the words alone in a flat espeak-ng voice"),
     Contestant("cascade-cue", "baseline: Whisper tiny.en ASR + a cue detector calibrated on real voices (it "
                               "abstains when unsure) -> a reply naming the cue it claims -> espeak-ng speech "
-                              "with matching prosody", "cue", "en-us", True, True),
+                              "with matching prosody", "cue", "en-us", True, True,
+               "also names a vocal cue when its detector is sure of one (whispering, laughter, a raised voice, a "
+               "very fast or slow pace) and matches its espeak-ng delivery to it"),
     Contestant("cascade-reflect-piper", "baseline: Whisper tiny.en ASR -> reflective listening (hands the "
                                         "speaker's words back, asks an open question; cue-blind) -> flat speech "
                                         "in a neural voice (Piper en_US-joe-medium)", "reflective", NEURAL,
-               False, False),
+               False, False, "hands your own words back and asks an open question, in a neural voice (Piper)"),
     Contestant("cascade-advice-cue", "baseline: Whisper tiny.en ASR + the cue detector -> advice first, then a "
                                      "word on the claimed cue -> espeak-ng speech (en-gb-x-rp, female variant) "
                                      "with prosody matched to the claimed cue", "advice", "en-gb-x-rp+f4", True,
-               True),
+               True, "gives a practical suggestion first, in a female espeak-ng voice matched to a cue it is sure of"),
 )}
 MODELS = {name: c.description for name, c in CONTESTANTS.items()}
+
+
+def contestants_sentence() -> str:
+    """One sentence naming what each offline contestant does (the About tab, README's "Baselines")."""
+    parts = [f"**{c.name}** {c.blurb}" for c in CONTESTANTS.values()]
+    return "; ".join(parts[:-1]) + "; and " + parts[-1] + "."
 FINGERPRINT = "baseline-cascade-v2"
 
 
