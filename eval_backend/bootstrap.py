@@ -299,6 +299,11 @@ class Bootstrap:
         self.opening.finish("slice")
 
     def _run_baselines(self) -> None:
+        """Every baseline on the whole benchmark, one after the other; each is scored on a second thread as soon
+        as its run ends, so scoring one overlaps the next one's run (after the first run the server has every
+        clip transcribed and runs little more than speech synthesis: a core would idle)."""
+        from concurrent.futures import ThreadPoolExecutor
+
         from .runner import run_model
         from .tasks import build_requests
 
@@ -308,19 +313,23 @@ class Bootstrap:
         port = self._ensure_server()
         store = Store(self.data_dir)
         total = len(build_requests(self.benchmark)) * len(specs)
-        for i, spec in enumerate(specs):
-            spec = dataclasses.replace(spec, base_url=f"http://127.0.0.1:{port}/v1")
-            self._set("running baselines", spec.name, done=i * total // len(specs), total=total)
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="bootstrap-score") as scorer:
+            scored = []
+            for i, spec in enumerate(specs):
+                spec = dataclasses.replace(spec, base_url=f"http://127.0.0.1:{port}/v1")
+                self._set("running baselines", spec.name, done=i * total // len(specs), total=total)
 
-            def count(_reply) -> None:
-                self.status.done += 1
-            summary = asyncio.run(run_model(spec, self.benchmark, store, concurrency=self.concurrency,
-                                            progress=False, on_stored=count))
-            self.status.done = (i + 1) * total // len(specs)
-            failed = getattr(summary, "failed", 0)
-            if failed:
-                self.status.errors.append(f"{spec.name}: {failed} requests failed (see the Browse tab)")
-            self._score(spec.name, store)
+                def count(_reply) -> None:
+                    self.status.done += 1
+                summary = asyncio.run(run_model(spec, self.benchmark, store, concurrency=self.concurrency,
+                                                progress=False, on_stored=count))
+                self.status.done = (i + 1) * total // len(specs)
+                failed = getattr(summary, "failed", 0)
+                if failed:
+                    self.status.errors.append(f"{spec.name}: {failed} requests failed (see the Browse tab)")
+                scored.append(scorer.submit(self._score, spec.name, None))   # its own store, on its thread
+            for job in scored:
+                job.result()            # a scoring error fails the bootstrap as before
         self.status.done = total
 
     def _screen_first_slice(self) -> None:
@@ -354,13 +363,15 @@ class Bootstrap:
             self.start_server(self.baseline_port)
             self.opening.launched("server")
 
-    def _score(self, model: str, store: Store) -> None:
-        """Baselines get leaderboard rows like any submission (no judge: judge columns say "not computed")."""
+    def _score(self, model: str, store: Store | None = None) -> None:
+        """Baselines get leaderboard rows like any submission (no judge: judge columns say "not computed").
+        Runs on the scoring thread, with that thread's own store."""
         from .scoring.cli import build_settings
         from .scoring.run import score_model
 
         self._set("scoring baselines", model, done=self.status.done, total=self.status.total)
-        score_model(store, model, self.benchmark, build_settings(None, self.data_dir), spec=self.benchmark_spec)
+        score_model(store or Store(self.data_dir), model, self.benchmark, build_settings(None, self.data_dir),
+                    spec=self.benchmark_spec)
 
     def start_server(self, port: int) -> subprocess.Popen:
         self.server = start_baseline_server(port, self.data_dir / "baselines.log")
