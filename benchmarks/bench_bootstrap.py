@@ -46,6 +46,7 @@ def proc_cpu_s(pid: int) -> float:
 def one_run(models_file: str | None, keep: str | None = None) -> dict:
     with tempfile.TemporaryDirectory(prefix="bench_bootstrap_") as tmp:
         data = Path(keep) if keep else Path(tmp)
+        data.mkdir(parents=True, exist_ok=True)
         boot = Bootstrap(data, models_file=models_file, screen_replies=True)
         load_before = os.getloadavg()[0]
         t0, cpu0 = time.perf_counter(), proc_cpu_s(os.getpid())
