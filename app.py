@@ -4,7 +4,7 @@ Serves at once; the embedded default (demo benchmark, SQLite, local baselines)
 is prepared in the background with its progress shown at the top of the page.
 Settings: EMPATHY_ARENA_DATA_DIR (./data), EMPATHY_ARENA_BENCHMARK (demo),
 EMPATHY_ARENA_BOOTSTRAP (1: build the demo and run the baselines if needed),
-EMPATHY_ARENA_FIRST_SLICE (24: spoken requests both baselines answer first, so the arena opens early),
+EMPATHY_ARENA_FIRST_SLICE (12: spoken requests every baseline answers first, so the arena opens early),
 EMPATHY_ARENA_WORKER (1: run an evaluation worker in-process), its judges (EMPATHY_ARENA_JUDGE_* and
 EMPATHY_ARENA_AUDIO_JUDGE_*, see eval_backend/scoring/judge_env.py), Hub sync (README),
 GRADIO_SERVER_NAME / GRADIO_SERVER_PORT (127.0.0.1:7860; Spaces sets 0.0.0.0),

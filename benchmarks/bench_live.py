@@ -1,6 +1,6 @@
 """Live battle speed (issue 13): from the upload's last byte to both replies ready, with the two baselines.
 
-    python benchmarks/bench_live.py [--runs 20] [--seconds 5] [--warmup 2] [--rate 90]
+    python benchmarks/bench_live.py [--runs 20] [--seconds 5] [--warmup 2] [--rate 90] [--models cascade-blind,cascade-cue]
 
 Starts the baseline server (a subprocess on loopback: Whisper tiny.en + espeak-ng, as the Space runs it) and the
 arena + live routes on uvicorn in this process (tests/support/live_fixtures.py: the app's real routes, SQLite in a temp
@@ -48,7 +48,7 @@ import numpy as np  # noqa: E402
 import soundfile as sf  # noqa: E402
 
 from arena.live import LiveSettings  # noqa: E402
-from tests.support.live_fixtures import LiveApp, baseline_specs, utterance  # noqa: E402
+from tests.support.live_fixtures import LiveApp, spec, utterance  # noqa: E402
 from tests.support.baselines import BaselineServer  # noqa: E402
 
 
@@ -136,14 +136,16 @@ def main() -> int:
     p.add_argument("--runs", type=int, default=20)
     p.add_argument("--warmup", type=int, default=2)
     p.add_argument("--seconds", type=float, default=5.0)
-    # the two baselines answer a neutral voice with the very same clip, and identical replies never battle
+    # the two baselines may answer a neutral voice with the very same clip, and identical replies never battle
     # (issue 22: the battle is void); spoken slowly, the cue-aware baseline answers the pace and the replies differ
     p.add_argument("--rate", type=int, default=90, help="espeak-ng words a minute of the voter's utterance")
+    p.add_argument("--models", default="cascade-blind,cascade-cue",
+                   help="the live contestants, from the baseline server's (e.g. cascade-reflect-piper,cascade-advice-cue)")
     args = p.parse_args()
     load0 = os.getloadavg()
     rows = []
     with BaselineServer() as baselines, tempfile.TemporaryDirectory() as tmp:
-        specs = baseline_specs(baselines.base_url)
+        specs = [spec(m.strip(), baselines.base_url) for m in args.models.split(",") if m.strip()]
         settings = LiveSettings(user_per_hour=10**6)
         overrides = {"session_open_battles": 10**6, "ip_battles_per_minute": 10**6}
         with LiveApp(tmp, specs, settings, arena_overrides=overrides, screen=None) as app, \

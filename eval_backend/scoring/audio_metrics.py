@@ -11,15 +11,18 @@ and EmoAlign as an optional plugin.
   descriptive (no better direction), so not headline columns.
 - prosody_fit: see `prosody_fit.py` (our own metric, not EmoAlign).
 
-Each clip is decoded and measured once per run (`ctx.cache`), whichever metrics ask for it.
+Each clip is decoded and measured once per run (`ctx.cache`), whichever metrics ask for it, and once per
+process for what depends only on its content (`_by_content`: DNSMOS, features, espeak-ng readings of a text,
+the benchmark's reference clips), so the same clip in another reply or another model's run (the bootstrap scores
+four baselines in one process) is not measured again.
 A reply without audio is not an item; a clip that cannot be decoded is counted as `bad_audio`.
 """
 from __future__ import annotations
 
 import hashlib
 import threading
+from collections import OrderedDict, defaultdict
 from concurrent.futures import ThreadPoolExecutor
-from collections import defaultdict
 from statistics import mean
 from typing import Any, Callable
 
@@ -46,6 +49,34 @@ def transcriber():
             from ..baselines.asr import Transcriber
             _ASR = Transcriber()
         return _ASR
+
+
+_CONTENT: "OrderedDict[tuple, Any]" = OrderedDict()
+_CONTENT_SIZE = 20_000
+_CONTENT_LOCK = threading.Lock()
+
+
+def _by_content(kind: str, key: Any, make: Callable[[], Any]) -> Any:
+    """Process-wide memo of a pure measurement of content (a clip's digest, a text); computed outside the lock."""
+    with _CONTENT_LOCK:
+        if (kind, key) in _CONTENT:
+            _CONTENT.move_to_end((kind, key))
+            return _CONTENT[(kind, key)]
+    value = make()
+    with _CONTENT_LOCK:
+        _CONTENT[(kind, key)] = value
+        if len(_CONTENT) > _CONTENT_SIZE:
+            _CONTENT.popitem(last=False)
+    return value
+
+
+def content_key(ctx: ScoringContext, rel: str) -> str:
+    """A stored reply clip's content digest: its file name (the store names reply audio by sha256), else the
+    sha256 of its bytes."""
+    stem = rel.rsplit("/", 1)[-1].rsplit(".", 1)[0]
+    if len(stem) == 32 and all(c in "0123456789abcdef" for c in stem):
+        return stem
+    return hashlib.sha256(ctx.store.abspath(rel).read_bytes()).hexdigest()[:32]
 
 
 def _clip(ctx: ScoringContext, rel: str) -> tuple[np.ndarray, int]:
@@ -106,8 +137,7 @@ def features_of(ctx: ScoringContext, rel: str):
     from ..audio.features import extract
     memo = ctx.cache.setdefault("audio:features", {})
     if rel not in memo:
-        samples, sr = _clip(ctx, rel)
-        memo[rel] = extract(samples, sr)
+        memo[rel] = _by_content("features", content_key(ctx, rel), lambda: extract(*_clip(ctx, rel)))
     return memo[rel]
 
 
@@ -197,7 +227,9 @@ def _result(ctx: ScoringContext, values: dict, pick: Callable[[Any], float | Non
 # ---------------------------------------------------------------- DNSMOS
 def _dnsmos_values(ctx: ScoringContext) -> dict:
     # two clips at once: each ONNX session runs single-threaded, so one clip leaves a core idle
-    return _per_clip(ctx, "dnsmos", lambda c, r, i: dnsmos(*_clip(c, r.audio_path)), workers=DNSMOS_WORKERS)
+    return _per_clip(ctx, "dnsmos", lambda c, r, i: _by_content("dnsmos", content_key(c, r.audio_path),
+                                                                lambda: dnsmos(*_clip(c, r.audio_path))),
+                     workers=DNSMOS_WORKERS)
 
 
 def _dnsmos_metric(field: str):
@@ -284,7 +316,8 @@ def espeak_reference(ctx: ScoringContext, text: str) -> Prosody:
     from ..audio.synth import espeak
     memo = ctx.cache.setdefault("audio:espeak_ref", {})
     if text not in memo:
-        memo[text] = Prosody.from_features(extract(espeak(text, voice="en", rate=175), 16_000))
+        memo[text] = _by_content("espeak_ref", text, lambda: Prosody.from_features(
+            extract(espeak(text, voice="en", rate=175), 16_000)))
     return memo[text]
 
 
@@ -348,9 +381,12 @@ PLAIN_VOICE, PLAIN_WPM, PLAIN_SR = "en-us", 175, 16_000     # the word control: 
 def file_features(ctx: ScoringContext, path: str):
     """Features of a benchmark clip (an absolute path, e.g. a reference reply), memoised per run."""
     from ..audio.features import extract
+    import os
     memo = ctx.cache.setdefault("audio:file_features", {})
     if path not in memo:
-        memo[path] = extract(*read_wav(path))
+        st = os.stat(path)
+        memo[path] = _by_content("file_features", (path, st.st_size, st.st_mtime_ns),
+                                 lambda: extract(*read_wav(path)))
     return memo[path]
 
 
@@ -361,7 +397,8 @@ def plain_reading(ctx: ScoringContext, text: str) -> dict:
     from .delivery_shift import measures_of
     memo = ctx.cache.setdefault("audio:plain_reading", {})
     if text not in memo:
-        memo[text] = measures_of(extract(espeak(text, voice=PLAIN_VOICE, rate=PLAIN_WPM, sr=PLAIN_SR), PLAIN_SR))
+        memo[text] = _by_content("plain_reading", text, lambda: measures_of(
+            extract(espeak(text, voice=PLAIN_VOICE, rate=PLAIN_WPM, sr=PLAIN_SR), PLAIN_SR)))
     return memo[text]
 
 
