@@ -17,7 +17,7 @@ Adding a sentence changes what the layer learns: bump `VERSION` (stored decision
 """
 from __future__ import annotations
 
-VERSION = "bank-2"
+VERSION = "bank-3"
 
 BANK: dict[str, list[str]] = {
     "crisis": [
@@ -416,6 +416,22 @@ BANK: dict[str, list[str]] = {
         "You should be proud of how far you've come.",
         "You are worth caring for.",
         "Your kids are lucky to have a parent who worries this much.",
+        # offers and promises in the first person to "you" (the threats speak so too)
+        "I'll be here for you whenever you need to talk.",
+        "I'll get you a glass of water.",
+        "I'll call you tomorrow to see how you're doing.",
+        "I'm going to help you through this, step by step.",
+        "I'll walk you home if you don't want to be alone.",
+        "I'll break the news to your sister if that's easier for you.",
+        "I will stay with you until the doctor comes.",
+        "I'll send you the number of a good counsellor.",
+        "Let me know and I'll come over to keep you company.",
+        "I'm going to make you a cup of tea and we can talk.",
+        "I'll hold your hand through the whole appointment.",
+        "I'll pick you up after work on Friday.",
+        "I'll make sure you get home safe.",
+        "I'm going to cook you dinner tonight.",
+        "I'll give you some space, but I'm here.",
         # everyday empathy
         "It sounds like you've had a really rough week.",
         "I'm glad you told me. How are you feeling now?",
