@@ -14,3 +14,4 @@ if [ -n "$need" ]; then
 fi
 . scripts/python_env.sh
 "$PY" -m pip install -q -r "$reqs"
+"$PY" -m pip install -q --no-deps -r requirements-nodeps.txt   # wheels whose declared torchaudio would move torch
