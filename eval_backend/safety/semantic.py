@@ -14,8 +14,8 @@ downloaded, nothing is stored.
 
 Operating points, chosen by 5-fold cross-validation over the bank and checked on tests/support/
 safety_sentences.py's DEV set and tests/test_safety_screen.py's figures of speech (never on a held-apart set): a
-crisis reading from probability 0.4, abuse flagged from 0.7, a threat from 0.85 ("I'll break it to you gently"
-read 0.82) — the help notice errs towards showing. (bank-1 used k=5, C=4, pronoun features for every class and a
+crisis reading from probability 0.4, abuse and threat flagged from 0.7 — the help notice errs towards showing. A few
+figures of speech with a violent verb (IDIOMS) cap the threat reading below the threshold. (bank-1 used k=5, C=4, pronoun features for every class and a
 flag from 0.6; docs/security.md gives each version's figures.) The probabilities become findings on the screen's scale:
 the crisis cut-off maps to CRISIS_THRESHOLD (0.5) and never reaches the flagging threshold (a person in distress is
 offered help, never held); the flag cut-off maps to the default flagging threshold 0.85.
@@ -33,9 +33,16 @@ import numpy as np
 from . import bank
 from .core import CRISIS_THRESHOLD, Finding
 
-VERSION = f"semantic-3-{bank.VERSION}"
+VERSION = f"semantic-4-{bank.VERSION}"
 CRISIS_CUT = 0.4           # probability from which a text reads as a crisis
-FLAG_CUTS = {"abuse": 0.7, "threat": 0.85}   # probability from which abuse / threat flags the text
+FLAG_CUTS = {"abuse": 0.7, "threat": 0.7}    # probability from which abuse / threat flags the text
+# Figures of speech whose violent verb is not a threat: on a text holding one, the threat reading stays below the
+# flagging threshold (a real threat beside it is still the rules' and the classifier's to catch). Words, not
+# meaning: MiniLM reads "I'll break it to you gently" as a threat (probability 0.82).
+IDIOMS = re.compile(r"\b(?:break(?:ing)?\s+(?:it|the\s+news)\s+to|kill(?:ing)?\s+it\b|could\s+(?:murder|kill)\s+a\b|"
+                    r"shoot\s+(?:you|me|him|her|them)\s+(?:a|an)\s+(?:message|text|e-?mail)|"
+                    r"(?:is|are)\s+killing\s+me\b|hit\s+(?:you|me)\s+up)", re.I)
+IDIOM_CAP = 0.8            # the threat score of a text holding an idiom (below the default threshold 0.85)
 FLAG_SCORE = 0.85          # where FLAG_CUT lands on the screen's scale (the default EMPATHY_ARENA_SCREEN_THRESHOLD)
 CRISIS_MAX = 0.6           # a semantic crisis reading never reaches a flagging threshold (as the rules' 0.6)
 NEIGHBOURS = 9
@@ -156,5 +163,7 @@ def findings(text: str) -> list[Finding]:
             score = _scale(p, CRISIS_CUT, CRISIS_THRESHOLD, CRISIS_MAX)
         else:
             score = _scale(p, FLAG_CUTS[c], FLAG_SCORE, 1.0)
+            if c == "threat" and IDIOMS.search(text):
+                score = min(score, IDIOM_CAP)
         out.append(Finding(category, round(score, 4), "semantic", label))
     return out
