@@ -13,12 +13,16 @@ Steps, in order, so bad input costs nothing and a refusal stores nothing:
 3. both contestants are asked at once (eval_backend/clients/openai_chat.py, its caps and failure classes), while
    the voter's clip is transcribed (the scorer's Whisper; `hear`) on one thread of lower CPU priority, started once
    the first good reply is in: on the Space's 2 cores the local baselines are CPU-bound, and a transcription
-   running beside them made their replies ~0.4 s later at the median (docs/benchmarks.md). A contestant that fails, times out, sends no audio or a
-   reply the screen flags (or that names a model: the arena's IdentityScreen), or whose reply is the same as the
-   other's (arena/live_heard.py, issue 22), is replaced by another contestant not yet tried; when none is left or
-   the deadline passes, the battle is void (503, nothing stored). Never a one-sided battle. A *submitted* model
-   that opted in to live battles (arena/live_submitted.py) is called through the SSRF guard and the submission
-   caps; its failed or slow call voids the battle at once and counts towards its live pause.
+   running beside them made their replies ~0.4 s later at the median (docs/benchmarks.md). Each reply is screened
+   as soon as it is in, on our Whisper transcript of its audio and on the words the model says it spoke
+   (eval_backend/moderation/replies.py's `screen_reply_audio`, as benchmark replies are); with screening on, the
+   voter's clip is transcribed after both replies, so it never holds the Whisper a reply waits for. A contestant
+   that fails, times out, sends no audio or a reply the screen flags or cannot screen (or that names a model: the
+   arena's IdentityScreen), or whose reply is the same as the other's (arena/live_heard.py, issue 22), is replaced
+   by another contestant not yet tried; when none is left or the deadline passes, the battle is void (503, nothing
+   stored). Never a one-sided battle. A *submitted* model that opted in to live battles (arena/live_submitted.py)
+   is called through the SSRF guard and the submission caps; its failed or slow call voids the battle at once and
+   counts towards its live pause.
 4. the transcript is screened: a crisis utterance gets the help notice (it does not block the battle). The
    battle does not wait for it: when the transcript is not ready once both replies are, the battle is stored and
    returned with `transcript_pending`, and the transcript, its screen verdict and the notice follow
@@ -61,6 +65,7 @@ from eval_backend.clients import openai_chat
 from eval_backend.clients.failures import CallFailure
 from eval_backend.clients.limits import ReplyLimits
 from eval_backend.config import ModelSpec
+from eval_backend.moderation.replies import screen_reply_audio
 from eval_backend.tasks import SYSTEM_CONVERSATION, Request
 
 from . import battle_clips, covariates, distinct, live_store, storage
@@ -297,6 +302,7 @@ class LiveService:
     def __init__(self, arena, contestants: Iterable[ModelSpec] | Callable[[], list[ModelSpec]],
                  settings: LiveSettings | None = None, screen: Callable | None | str = "default",
                  transcribe: Callable[[np.ndarray, int], str] = default_transcribe,
+                 transcribe_reply: Callable[[np.ndarray, int], str] = default_transcribe,
                  clock: Callable[[], float] = time.time, rng: random.Random | None = None,
                  submitted=None):
         """`submitted`: the submitted models that opted in to live battles (arena/live_submitted.py), or None."""
@@ -307,6 +313,7 @@ class LiveService:
         self.settings = settings or LiveSettings()
         self.screen = default_screen() if screen == "default" else screen
         self.transcribe = transcribe
+        self.transcribe_reply = transcribe_reply     # our transcript of each reply's audio, for the screen
         self.clock = clock
         self.rng = rng or random.SystemRandom()
         self._slots = threading.BoundedSemaphore(self.settings.concurrency)
@@ -495,8 +502,10 @@ class LiveService:
             t_asked = time.perf_counter()
             heard_clips = LiveHeard()      # the clips as heard, made once: the replies' check and the folder
             heard_clips.start(user_wav)    # the voter's clip is made while the models answer
-            replies, replaced = await self._answer(battle_id, folder / "user.wav", user_wav, start_hearing,
-                                                   heard_clips)
+            # with reply screening, each reply is transcribed by the same Whisper (one clip at a time): the voter's
+            # clip waits until both replies are screened, so it never delays a reply (it is off the path anyway)
+            early = start_hearing if self.screen is None else (lambda: None)
+            replies, replaced = await self._answer(battle_id, folder / "user.wav", user_wav, early, heard_clips)
             start_hearing()
             t_replies = time.perf_counter()
             pending = not hearing.done()      # the battle does not wait for the voter's transcript
@@ -603,12 +612,15 @@ class LiveService:
             words = answer.transcript or answer.text
             if leak.leaks(answer.text, answer.transcript):
                 raise CallFailure("screened", "the reply names a model or vendor")
-            if words and self.screen is not None:
+            if self.screen is not None:
+                # our transcript of the audio and the model's words, like a benchmark reply (issue 26); each
+                # reply is transcribed as soon as it is in, so the first one's overlaps the other contestant
                 loop = asyncio.get_running_loop()
-                verdict = await loop.run_in_executor(None, self.screen, words)
+                shown, verdict = await loop.run_in_executor(None, screen_reply_audio, answer.audio, words,
+                                                            self.screen, self.transcribe_reply)
                 if verdict.flagged or getattr(verdict, "status", "screened") != "screened":
                     # the operator's queue shows which contestant said what (the model's words, not the voter's)
-                    await loop.run_in_executor(None, record_live_reply, self.store, battle_id, name, words, verdict)
+                    await loop.run_in_executor(None, record_live_reply, self.store, battle_id, name, shown, verdict)
                     raise CallFailure("screened", f"the reply was flagged by the screen ({verdict.screen})")
             return _Reply(name, words, answer.audio, answer.latency_s)
 

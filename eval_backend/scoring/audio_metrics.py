@@ -1,5 +1,6 @@
-"""Audio metrics of spoken replies, all offline: DNSMOS, speech-text consistency, prosody, prosody_fit,
-and EmoAlign as an optional plugin.
+"""Audio metrics of spoken replies, all offline: DNSMOS, speech-text consistency, prosody, prosody_fit.
+(A learned MOS, Distill-MOS, is in learned_mos.py. EchoMind's EmoAlign is not here: it needs emotion2vec, whose
+weights no package that installs here ships; README "What is not available" says so.)
 
 - DNSMOS SIG/BAK/OVRL (P.835) and P.808 MOS come from PyPI `speechmos` (Microsoft's ONNX
   models inside the package), on audio resampled to 16 kHz. Clips under 9 s are looped by
@@ -498,42 +499,3 @@ def delivery_shift_agreement(ctx: ScoringContext) -> MetricResult:
         breakdown={"sign_agreement": {k: mean(v) for k, v in sorted(signs.items())},
                    "pairs": {"scripts": float(len(script_means)), "model_unchanged": unchanged / n_pairs}})
 
-
-# ---------------------------------------------------------------- EmoAlign (optional plugin)
-# Reply emotions that suit a user state (our table). Scored as the probability emotion2vec gives them.
-SUITABLE_EMOTIONS = {
-    **{k: ("neutral", "sad") for k in ("sad", "sobbing", "fear", "sigh", "hoarse", "vocal fatigue", "breathless",
-                                        "cough", "yawn", "moan", "sad music")},
-    **{k: ("neutral",) for k in ("angry", "shout", "disgust", "angry music")},
-    **{k: ("happy", "surprised") for k in ("happy", "surprise", "laughter", "happy music", "funny music",
-                                            "exciting music", "cheering", "applause")},
-}
-DEFAULT_SUITABLE = ("neutral", "happy")
-
-
-def emotion_fit(attribute: str, probs: dict[str, float]) -> float:
-    """Probability mass on the emotions that suit the user's attribute (labels like '难过/sad' or 'sad')."""
-    want = SUITABLE_EMOTIONS.get(attribute, DEFAULT_SUITABLE)
-    return float(sum(p for label, p in probs.items() if label.split("/")[-1].strip().lower() in want))
-
-
-@metric("audio.emoalign", "audio",
-        note="EmoAlign-like: emotion2vec's probability for reply emotions that suit the user's attribute (our "
-             "table); computed only when settings['emotion2vec_path'] names a local model and funasr is installed")
-def emoalign(ctx: ScoringContext) -> MetricResult:
-    path = ctx.settings.get("emotion2vec_path")
-    if not path:
-        return MetricResult.not_computed("no emotion2vec model configured")
-    try:
-        from funasr import AutoModel
-    except ImportError:
-        return MetricResult.not_computed(f"emotion2vec configured at {path} but funasr is not installed")
-    model = ctx.cache.get("audio:emotion2vec") or AutoModel(model=str(path), disable_update=True)
-    ctx.cache["audio:emotion2vec"] = model
-
-    def one(c, reply, info):
-        from ..baselines.asr import to_16k
-        samples, sr = _clip(c, reply.audio_path)
-        out = model.generate(to_16k(samples, sr), granularity="utterance", extract_embedding=False)[0]
-        return emotion_fit(info.voice_label, dict(zip(out["labels"], out["scores"])))
-    return _result(ctx, _per_clip(ctx, "emoalign", one), lambda v: v)
