@@ -20,6 +20,7 @@ from eval_backend.moderation import ledger
 from eval_backend.moderation.replies import KIND, subject_of
 from eval_backend.moderation.texts import REASON, screen_later
 from eval_backend.store import Reply
+from eval_backend.showcase import in_arena_pool
 from eval_backend.tasks import SPOKEN_TASKS, build_requests
 
 from . import battle_clips, listening, storage
@@ -228,7 +229,7 @@ class Battles:
             for b in benchmarks:
                 by_id = {}
                 for req in build_requests(b, SPOKEN_TASKS):
-                    if req.usable and req.audios and Path(req.audios[0].path).is_file():
+                    if req.usable and req.audios and in_arena_pool(req.id) and Path(req.audios[0].path).is_file():
                         text = req.text.strip() or None
                         by_id[req.id] = _Candidate(b.hash, req.id, req.task, req.item_id, req.variant,
                                                    str(Path(req.audios[0].path).resolve()), text, req.voice)

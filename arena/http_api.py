@@ -96,6 +96,8 @@ async def _json_body(request: Request) -> dict | JSONResponse:
         return _error(400, "bad_json", "the request body must be a JSON object")
     if not isinstance(body, dict):
         return _error(400, "bad_json", "the request body must be a JSON object")
+    if safejson.lone_surrogates(body):    # "\ud800": not text any database or response can hold
+        return _error(400, "bad_json", "the request body holds text that is not valid Unicode (a lone surrogate)")
     return body
 
 

@@ -42,6 +42,7 @@ import time
 from typing import Callable, Iterable
 
 from eval_backend.benchmark.model import Benchmark
+from eval_backend import showcase
 from eval_backend.store import Store
 
 from . import battle_clips
@@ -84,3 +85,17 @@ class ArenaService(Battles, VoteLog, RatingQueries):
                                s.battle_ttl_s, clock)
         self._signer = None
         self.fetches = battle_clips.FetchLog(store, clock)
+        # blinding (eval_backend/showcase.py): models whose arena-pool replies battles may play
+        self.arena_models = showcase.ArenaModels(store, lambda: [b.hash for b in self._load_benchmarks()])
+
+    def reply_blinded(self, reply) -> bool:
+        """Must this reply stay nameless? True when a battle can play it: a reply to an arena-pool request by a
+        model in the arena (eval_backend/showcase.py). Browse, the model page and /media/reply show it only when
+        False, so nothing public names a battle's audio."""
+        return reply is not None and not showcase.publishable(reply.request_id, reply.model, self.arena_models())
+
+    def clip_sent(self, battle_id: str, clip: str, start: int, end: int, size: int) -> None:
+        """The audio route sent bytes [start, end) of a clip's `size`-byte file: the clip counts as fetched once
+        what was sent covers what the listening rule asks (arena/battle_clips.py)."""
+        self.fetches.sent(battle_id, clip, start, end, size, lambda: battle_clips.need_share(
+            self.store, battle_id, clip, self.settings.listen_rule.need))

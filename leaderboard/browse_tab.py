@@ -64,6 +64,8 @@ def build_browse_tab(ctx) -> TabHandles:
         if b is None or not model_name or not request_id:
             return "", audio_html("reply audio", None)
         reply = browse.find_reply(ctx.store, b.hash, model_name, request_id)
+        if ctx.arena.reply_blinded(reply):          # a battle can play it: never shown with its model's name
+            return browse.BLINDED, audio_html("reply audio", None)
         if reply is not None and playable(ctx.store, reply) and not ctx.arena.reply_cleared(reply):
             return browse.HELD, audio_html("reply audio", None)      # not screened clean: nothing of it shown
         ok = reply is not None and reply.status == "ok" and reply.audio_path
