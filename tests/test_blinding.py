@@ -125,9 +125,10 @@ def public_corpus(space) -> tuple[dict[str, list[dict]], str]:  # noqa: C901
     corpus: dict[str, list[dict]] = {m: [] for m in MODELS}
     text = []
     shown_names: set[tuple[str, str]] = set()
-    list_items, = g.deps(["Collection"])
-    show_item, = g.deps(["Collection", "Item"])
-    show_reply, = g.deps(["Model", "Request (task/item/variant)"])
+    # (several events share a handler: a change and a click, a page load; any one of them will do)
+    list_items = g.deps(["Collection"])[0]
+    show_item = g.deps(["Collection", "Item"])[0]
+    show_reply = g.deps(["Model", "Request (task/item/variant)"])[0]
     for coll in ("scripts", "context_groups", "tone_groups"):
         items, _ = g.call(list_items, [coll])
         for _, item in items.get("choices", []):
@@ -139,7 +140,7 @@ def public_corpus(space) -> tuple[dict[str, list[dict]], str]:  # noqa: C901
                     for link in re.findall(r'src="(/media/reply/[^"]+)"', html):
                         corpus[model].append(features(g.c.get(link)))
                         shown_names.add((model, rid))
-    pick, = g.deps(["model-page-pick"]) or g.deps(["Model (measured here)"])
+    pick = (g.deps(["Model (measured here)"]) or g.deps(["model-page-pick"]))[0]
     for model in MODELS:
         out = g.call(pick, [model])
         assert out and model in json.dumps(out[0]), out          # the model page was shown

@@ -6,8 +6,9 @@
 2. Sessions: 5,000 `queue/join`s with new session hashes from one address grow the app (`python app.py`, every tab)
    by at most 64 MiB; past the budget they get 429; another address is still served meanwhile.
 3. Live retention covers every copy: a recording sent through the page's Gradio protocol (upload, consent, send)
-   makes a live battle; nothing of it stays in Gradio's folder (`/gradio_api/file=` answers 404), and after the
-   retention sweep nothing of it stays anywhere (data dir, Gradio's folder) and the battle's clip route answers 404.
+   makes a live battle; nothing of it stays in Gradio's folder (`/gradio_api/file=` answers as for a path that never
+   existed: Gradio's one answer, 403, for every file it does not serve), and after the retention sweep nothing of it
+   stays anywhere (data dir, Gradio's folder) and the battle's clip route answers 404.
 """
 from __future__ import annotations
 
@@ -87,6 +88,11 @@ def wait_events(c: httpx.Client, url: str, session: str, event_ids: set[str], ti
                 if not event_ids:
                     break
     return done
+
+
+def _answer(c: httpx.Client, url: str, path: str, mask: str) -> tuple[int, str]:
+    r = c.get(url + "/gradio_api/file=" + quote(path))
+    return r.status_code, r.text.replace(path, mask)
 
 
 # ----------------------------------------------------------------------------------------------- fixtures
@@ -200,8 +206,12 @@ def test_live_recording_leaves_no_copy_after_the_retention_sweep(live_app, gradi
         battle = rows[0]["battle_id"]
         user = c.get(f"{proxy.url}/api/arena/audio/{battle}/user")
         assert user.status_code == 200
-        # the battle keeps its own copy; Gradio's is gone at once
-        assert c.get(proxy.url + "/gradio_api/file=" + quote(path)).status_code == 404
+        # the battle keeps its own copy; Gradio's is gone at once: Gradio's file route answers as for a path that
+        # never existed (it gives every file it does not serve one answer, 403, so it tells nothing of existence)
+        never = str(Path(path).parent.parent / secrets.token_hex(32) / "voice.wav")
+        gone = c.get(proxy.url + "/gradio_api/file=" + quote(path))
+        assert gone.status_code in (403, 404) and not gone.content.startswith(b"RIFF")
+        assert (gone.status_code, gone.text.replace(path, "P")) == _answer(c, proxy.url, never, "P")
         assert not Path(path).exists()
         time.sleep(3.5)                                  # past the retention (3 s); the next live battle sweeps
         path2 = c.post(proxy.url + "/gradio_api/upload",
@@ -211,7 +221,7 @@ def test_live_recording_leaves_no_copy_after_the_retention_sweep(live_app, gradi
         wait_events(c, proxy.url, session, ids)
         assert store.query("SELECT deleted_at FROM arena_live WHERE battle_id=?", (battle,))[0][0] is not None
         assert c.get(f"{proxy.url}/api/arena/audio/{battle}/user").status_code == 404
-        assert c.get(proxy.url + "/gradio_api/file=" + quote(path)).status_code == 404
+        assert _answer(c, proxy.url, path, "P") == _answer(c, proxy.url, never, "P")
     copies = [str(p) for root in (proc.data_dir, gradio_tmp) for p in Path(root).rglob("*")
               if p.is_file() and window in p.read_bytes()]
     assert not copies, copies

@@ -70,17 +70,19 @@ def routes(space):
 
 def _query_ids(app, template: str) -> bool:
     """Whether the route's handler reads a battle id or session from the query string (FastAPI's own record)."""
-    from fastapi.routing import APIRoute
+    from fastapi.routing import APIRoute, _IncludedRouter
 
     def walk(routes):
         for r in routes:
-            if isinstance(r, APIRoute) and r.path == template:
+            if isinstance(r, _IncludedRouter):
+                yield from walk(getattr(c, "original_route", c) for c in r.effective_candidates())
+            elif isinstance(r, APIRoute):
                 yield r
-            yield from walk(getattr(r, "routes", None) or [])
     inner = app
     while not hasattr(inner, "router"):
         inner = inner.app
-    return any(p.name in ID_FIELDS for r in walk(inner.routes) for p in r.dependant.query_params)
+    return any(p.name in ID_FIELDS for r in walk(inner.routes) if r.path == template
+               for p in r.dependant.query_params)
 
 
 def url_part(value: str) -> str:
