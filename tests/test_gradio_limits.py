@@ -110,7 +110,8 @@ def live_app(tmp_path_factory, gradio_tmp):
              "cascade-cue": lambda rid: ("Oh no. I can hear that you are upset.", None)}
     with SpeakingServer(lines) as models:
         env = {"EMPATHY_ARENA_TRUSTED_PROXIES": PROXY_SOURCE, "GRADIO_TEMP_DIR": str(gradio_tmp),
-               "EMPATHY_ARENA_TEST_LIVE_URL": models.base_url, "EMPATHY_ARENA_LIVE_RETENTION_S": "3"}
+               "EMPATHY_ARENA_TEST_LIVE_URL": models.base_url, "EMPATHY_ARENA_LIVE_RETENTION_S": "3",
+               "EMPATHY_ARENA_LIVE_SWEEP_EVERY_S": "1"}
         proc = AppProcess(data, {"min_listen_s": 0.0}, env=env).start()
         try:
             with ng.nginx_proxy(f"127.0.0.1:{proc.port}", source=PROXY_SOURCE) as proxy:
@@ -213,13 +214,10 @@ def test_live_recording_leaves_no_copy_after_the_retention_sweep(live_app, gradi
         assert gone.status_code in (403, 404) and not gone.content.startswith(b"RIFF")
         assert (gone.status_code, gone.text.replace(path, "P")) == _answer(c, proxy.url, never, "P")
         assert not Path(path).exists()
-        time.sleep(3.5)                                  # past the retention (3 s); the next live battle sweeps
-        path2 = c.post(proxy.url + "/gradio_api/upload",
-                       files={"files": ("again.wav", utterance(), "audio/wav")}).json()[0]
-        fd2 = {**fd, "path": path2, "orig_name": "again.wav"}
-        ids = {join(c, proxy.url, send["id"], [fd2, None, None], session).json()["event_id"]}
-        wait_events(c, proxy.url, session, ids)
-        assert store.query("SELECT deleted_at FROM arena_live WHERE battle_id=?", (battle,))[0][0] is not None
+        deadline = time.monotonic() + 60                 # retention 3 s, the sweep every second
+        while store.query("SELECT deleted_at FROM arena_live WHERE battle_id=?", (battle,))[0][0] is None:
+            assert time.monotonic() < deadline, "the retention sweep did not run"
+            time.sleep(0.2)
         assert c.get(f"{proxy.url}/api/arena/audio/{battle}/user").status_code == 404
         assert _answer(c, proxy.url, path, "P") == _answer(c, proxy.url, never, "P")
     copies = [str(p) for root in (proc.data_dir, gradio_tmp) for p in Path(root).rglob("*")

@@ -43,6 +43,7 @@ def build(data_dir=None):
         from arena.live import LiveService, LiveSettings, contestants_from_models
         live = LiveService(service, contestants_from_models(baseline_url=os.environ[LIVE_ENV]),
                            LiveSettings.from_env())
+        live.start_sweeper()          # retention, as app.py's context starts it
     # what these two tabs read of app.py's AppContext (live: the "Use my voice" section, when set)
     ctx = types.SimpleNamespace(store=store, arena=service, live=live)
     with gr.Blocks(title="Empathy Arena (test)") as demo:
