@@ -155,9 +155,6 @@ def public_corpus(space) -> tuple[dict[str, list[dict]], str]:  # noqa: C901
 def test_an_attacker_guesses_battles_no_better_than_chance(space):
     url, data = space["app"].url, space["data"]
     corpus, public_text = public_corpus(space)
-    # what Browse and the model pages show: showcase replies, and never an arena-pool reply of an arena model
-    assert space["shown"] and all(in_showcase(rid) for _, rid in space["shown"]), space["shown"]
-    assert {rid for _, rid in space["shown"]} == {r for r in space["requests"] if in_showcase(r)}
 
     store = Store(data)
     right, evidence = 0.0, 0
@@ -198,6 +195,9 @@ def test_an_attacker_guesses_battles_no_better_than_chance(space):
     print(f"attacker over {N_BATTLES} battles: {rate:.0%} right (expected, a coin counting 1/2); "
           f"{evidence} battles with any evidence; {sum(len(v) for v in corpus.values())} named audio files seen")
     assert rate <= 0.60, (rate, evidence)
+    # what Browse and the model pages show: showcase replies, and never an arena-pool reply of an arena model
+    assert space["shown"] and all(in_showcase(rid) for _, rid in space["shown"]), space["shown"]
+    assert {rid for _, rid in space["shown"]} == {r for r in space["requests"] if in_showcase(r)}
 
 
 def test_a_release_holds_no_reply_a_battle_can_play(space, tmp_path):
