@@ -119,69 +119,25 @@ async def honest_voters(url: str, voters: int, duration_s: float, pause: tuple[f
             "server_p50_ms": pct(server_ms, 0.50), "server_p99_ms": pct(server_ms, 0.99)}
 
 
-def _flood_main(url: str, duration_s: float, connections: int, out) -> None:
-    """The flooder (own process, so its CPU use never slows the honest clients' event loop)."""
+def _run_flood(source: str, duration_s: float, connections: int, send, setup=None) -> dict:
+    """`connections` workers from `source`, each awaiting `send(http, context, n) -> label` back to back for
+    `duration_s`; the labels counted (aiohttp; in the flooder's own process, so its CPU use never slows the honest
+    clients' event loop)."""
     import aiohttp
 
     async def run() -> dict:
         statuses: Counter = Counter()
         errors: Counter = Counter()
         stop_at = time.monotonic() + duration_s
-        connector = aiohttp.TCPConnector(limit=connections, local_addr=(FLOOD_SOURCE, 0))
+        connector = aiohttp.TCPConnector(limit=connections, local_addr=(source, 0))
         async with aiohttp.ClientSession(connector=connector, timeout=aiohttp.ClientTimeout(total=30)) as http:
-            async def worker():
+            context = await setup(http) if setup else None
+
+            async def worker(n: int):
                 while time.monotonic() < stop_at:
+                    n += connections
                     try:
-                        async with http.post(url + "/api/arena/battle", json={}) as r:
-                            await r.read()
-                            statuses[r.status] += 1
-                    except (aiohttp.ClientError, asyncio.TimeoutError, ConnectionError) as exc:
-                        errors[type(exc).__name__] += 1
-            t0 = time.monotonic()
-            await asyncio.gather(*(worker() for _ in range(connections)))
-            wall = time.monotonic() - t0
-        total = sum(statuses.values())
-        return {"requests": total, "requests_per_s": total / wall if wall else math.nan,
-                "statuses": {str(k): v for k, v in statuses.items()}, "errors": dict(errors)}
-
-    out.put(asyncio.run(run()))
-
-
-def _gradio_flood_main(url: str, duration_s: float, connections: int, out) -> None:
-    """The flooder of Gradio's routes (own process): joins under new session hashes, joins under one session,
-    small uploads, in turn."""
-    import secrets
-
-    import aiohttp
-
-    async def run() -> dict:
-        statuses: Counter = Counter()
-        errors: Counter = Counter()
-        stop_at = time.monotonic() + duration_s
-        connector = aiohttp.TCPConnector(limit=connections, local_addr=(GRADIO_FLOOD_SOURCE, 0))
-        async with aiohttp.ClientSession(connector=connector, timeout=aiohttp.ClientTimeout(total=30)) as http:
-            async with http.get(url + "/config") as r:
-                cfg = await r.json()
-            fn = next(d["id"] for d in cfg["dependencies"] if d.get("backend_fn") and not d["inputs"])
-            one = "flood" + secrets.token_hex(6)
-
-            async def worker(k: int):
-                n = k
-                while time.monotonic() < stop_at:
-                    n += 1
-                    kind = ("new_session", "one_session", "upload")[n % 3]
-                    try:
-                        if kind == "upload":
-                            form = aiohttp.FormData()
-                            form.add_field("files", b"RIFF" + bytes(1020), filename="f.wav")
-                            req = http.post(url + "/gradio_api/upload", data=form)
-                        else:
-                            session = one if kind == "one_session" else "flood" + secrets.token_hex(6)
-                            req = http.post(url + "/gradio_api/queue/join",
-                                            json={"data": [], "fn_index": fn, "session_hash": session})
-                        async with req as r:
-                            await r.read()
-                            statuses[f"{kind} {r.status}"] += 1
+                        statuses[await send(http, context, n)] += 1
                     except (aiohttp.ClientError, asyncio.TimeoutError, ConnectionError) as exc:
                         errors[type(exc).__name__] += 1
             t0 = time.monotonic()
@@ -191,7 +147,45 @@ def _gradio_flood_main(url: str, duration_s: float, connections: int, out) -> No
         return {"requests": total, "requests_per_s": total / wall if wall else math.nan,
                 "statuses": dict(sorted(statuses.items())), "errors": dict(errors)}
 
-    out.put(asyncio.run(run()))
+    return asyncio.run(run())
+
+
+def _flood_main(url: str, duration_s: float, connections: int, out) -> None:
+    """The battle flooder: battle requests back to back."""
+    async def send(http, _, n):
+        async with http.post(url + "/api/arena/battle", json={}) as r:
+            await r.read()
+            return str(r.status)
+    out.put(_run_flood(FLOOD_SOURCE, duration_s, connections, send))
+
+
+def _gradio_flood_main(url: str, duration_s: float, connections: int, out) -> None:
+    """The flooder of Gradio's routes: joins under new session hashes, joins under one session, small uploads, in
+    turn."""
+    import secrets
+
+    import aiohttp
+
+    async def setup(http):
+        async with http.get(url + "/config") as r:
+            cfg = await r.json()
+        return {"fn": next(d["id"] for d in cfg["dependencies"] if d.get("backend_fn") and not d["inputs"]),
+                "one": "flood" + secrets.token_hex(6)}
+
+    async def send(http, ctx, n):
+        kind = ("new_session", "one_session", "upload")[n % 3]
+        if kind == "upload":
+            form = aiohttp.FormData()
+            form.add_field("files", b"RIFF" + bytes(1020), filename="f.wav")
+            req = http.post(url + "/gradio_api/upload", data=form)
+        else:
+            session = ctx["one"] if kind == "one_session" else "flood" + secrets.token_hex(6)
+            req = http.post(url + "/gradio_api/queue/join", json={"data": [], "fn_index": ctx["fn"],
+                                                                   "session_hash": session})
+        async with req as r:
+            await r.read()
+            return f"{kind} {r.status}"
+    out.put(_run_flood(GRADIO_FLOOD_SOURCE, duration_s, connections, send, setup))
 
 
 def flood_phase(url: str, voters: int, duration_s: float, pause, connections: int, seed_: int = 0,

@@ -58,21 +58,26 @@ class TokenBuckets:
             tokens = self._tokens(key, now)
         return 0.0 if tokens >= need else (need - tokens) / self.rate
 
+    def _refilled(self, key: str, now: float) -> list[float]:
+        """The key's [tokens, time] brought up to `now` (a new key starts full); call under the lock."""
+        item = self._items.get(key)
+        if item is None:
+            item = self._items[key] = [self.capacity, now]
+            while len(self._items) > self.max_keys:
+                self._items.popitem(last=False)
+        else:
+            self._items.move_to_end(key)
+            item[0] = min(self.capacity, item[0] + (now - item[1]) * self.rate)
+            item[1] = now
+        return item
+
     def take(self, key: str, cost: float = 1.0) -> float:
         """Take `cost` tokens: 0.0 when granted, else the seconds until they would be."""
         if self.capacity <= 0:                # a limit of 0 closes the door: ask again in a window
             return self.window_s
         now = self.clock()
         with self._lock:
-            item = self._items.get(key)
-            if item is None:
-                item = self._items[key] = [self.capacity, now]
-                while len(self._items) > self.max_keys:
-                    self._items.popitem(last=False)
-            else:
-                self._items.move_to_end(key)
-                item[0] = min(self.capacity, item[0] + (now - item[1]) * self.rate)
-                item[1] = now
+            item = self._refilled(key, now)
             if item[0] >= cost:
                 item[0] -= cost
                 return 0.0
@@ -82,10 +87,4 @@ class TokenBuckets:
         """Spend `cost` more tokens of a grant already made (the bytes of an upload as they arrive)."""
         now = self.clock()
         with self._lock:
-            item = self._items.get(key)
-            if item is None:
-                item = self._items[key] = [self.capacity, now]
-                while len(self._items) > self.max_keys:
-                    self._items.popitem(last=False)
-            item[0] = min(self.capacity, item[0] + (now - item[1]) * self.rate) - cost
-            item[1] = now
+            self._refilled(key, now)[0] -= cost
