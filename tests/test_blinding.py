@@ -157,7 +157,7 @@ def test_an_attacker_guesses_battles_no_better_than_chance(space):
     corpus, public_text = public_corpus(space)
 
     store = Store(data)
-    right, evidence = 0.0, 0
+    right, evidence, requests = 0.0, 0, set()
     with httpx.Client(base_url=url, timeout=120) as c:
         gradio = GradioSession(url)
         button = next(i for i, x in gradio.components.items() if x["props"].get("elem_id") == "arena-next")
@@ -169,7 +169,7 @@ def test_an_attacker_guesses_battles_no_better_than_chance(space):
             assert all(r.status_code == 200 for r in clips.values())
             seen = json.dumps(b) + json.dumps({s: dict(r.headers) for s, r in clips.items()})
             truth = store.query("SELECT model_a, request_id FROM arena_battles WHERE id=?", (b["battle_id"],))[0]
-            assert in_arena_pool(truth["request_id"])
+            requests.add(truth["request_id"])
             guess = None
             for slot, r in clips.items():
                 f = features(r)
@@ -195,6 +195,7 @@ def test_an_attacker_guesses_battles_no_better_than_chance(space):
     print(f"attacker over {N_BATTLES} battles: {rate:.0%} right (expected, a coin counting 1/2); "
           f"{evidence} battles with any evidence; {sum(len(v) for v in corpus.values())} named audio files seen")
     assert rate <= 0.60, (rate, evidence)
+    assert all(in_arena_pool(r) for r in requests), requests          # battles use the arena pool only
     # what Browse and the model pages show: showcase replies, and never an arena-pool reply of an arena model
     assert space["shown"] and all(in_showcase(rid) for _, rid in space["shown"]), space["shown"]
     assert {rid for _, rid in space["shown"]} == {r for r in space["requests"] if in_showcase(r)}
