@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Callable
 
 import anyio
+from starlette.responses import Response
 
 CHUNK = 64 * 2**10
 _RANGE = re.compile(r"^bytes=(\d*)-(\d*)$")
@@ -39,11 +40,13 @@ def parse_range(header: str | None, size: int) -> tuple[int, int] | None | str:
     return start, end
 
 
-class ClipResponse:
-    """An ASGI response for one audio file (see the module's doc)."""
+class ClipResponse(Response):
+    """An ASGI response for one audio file (see the module's doc). A starlette Response, so a route may return it."""
 
     def __init__(self, path: Path, media_type: str, filename: str, on_sent: Callable[[int, int, int], None]):
-        self.path, self.media_type, self.filename, self.on_sent = Path(path), media_type, filename, on_sent
+        super().__init__(media_type=media_type)     # status and headers are set when the range is known
+        self.path, self.filename, self.on_sent = Path(path), filename, on_sent
+        self.clip_type = media_type
 
     async def __call__(self, scope, receive, send):
         try:
@@ -57,7 +60,7 @@ class ClipResponse:
             if span == "unsatisfiable":
                 return await _plain(send, 416, b"", [(b"content-range", f"bytes */{size}".encode())])
             start, end = span if isinstance(span, tuple) else (0, size)
-            out = [(b"content-type", self.media_type.encode()), (b"content-length", str(end - start).encode()),
+            out = [(b"content-type", self.clip_type.encode()), (b"content-length", str(end - start).encode()),
                    (b"accept-ranges", b"bytes"), (b"cache-control", b"private, no-store"),
                    (b"x-content-type-options", b"nosniff"),
                    (b"content-disposition", f'inline; filename="{self.filename}"'.encode())]

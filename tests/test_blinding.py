@@ -166,7 +166,7 @@ def test_an_attacker_guesses_battles_no_better_than_chance(space):
         for n in range(N_BATTLES):
             b = c.post("/api/arena/battle", json={}).json()
             clips = {slot: c.get(b["audio"][slot]) for slot in ("A", "B")}
-            assert all(r.status_code == 200 for r in clips.values())
+            assert all(r.status_code == 200 and wav_seconds(r.content) for r in clips.values())   # real audio
             seen = json.dumps(b) + json.dumps({s: dict(r.headers) for s, r in clips.items()})
             truth = store.query("SELECT model_a, request_id FROM arena_battles WHERE id=?", (b["battle_id"],))[0]
             requests.add(truth["request_id"])

@@ -214,7 +214,7 @@ def test_live_recording_leaves_no_copy_after_the_retention_sweep(live_app, gradi
         assert len(rows) == 1, "no live battle was made"
         battle = rows[0]["battle_id"]
         user = c.get(f"{proxy.url}/api/arena/audio/{battle}/user")
-        assert user.status_code == 200
+        assert user.status_code == 200 and user.content.startswith(b"RIFF")
         # the battle keeps its own copy; Gradio's is gone at once: Gradio's file route answers as for a path that
         # never existed (it gives every file it does not serve one answer, 403, so it tells nothing of existence)
         never = str(Path(path).parent.parent / secrets.token_hex(32) / "voice.wav")
