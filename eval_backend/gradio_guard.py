@@ -236,11 +236,13 @@ class GradioGuard:
     # ------------------------------------------------------------------ uploads
     def _upload_refusal(self, key: str):
         with self._lock:
-            if self._in_flight.get(key, 0) >= self.s.uploads_in_flight:
-                self._refuse("uploads_in_flight")
-                return _reply(429, "rate_limited", f"at most {self.s.uploads_in_flight} uploads at once from one "
-                              "network address", 5)
-            full = self.ledger.total_bytes() + self._in_flight_bytes >= self.s.upload_total_bytes
+            busy = self._in_flight.get(key, 0) >= self.s.uploads_in_flight
+            in_flight_bytes = self._in_flight_bytes
+        if busy:
+            self._refuse("uploads_in_flight")
+            return _reply(429, "rate_limited", f"at most {self.s.uploads_in_flight} uploads at once from one "
+                          "network address", 5)
+        full = self.ledger.total_bytes() + in_flight_bytes >= self.s.upload_total_bytes
         if full:
             self._refuse("uploads_full")
             return _reply(503, "busy", "this Space holds as many uploads as it can; try again in a while", 300)

@@ -165,6 +165,39 @@ def test_one_address_is_refused_past_its_upload_budget_while_another_still_uploa
         third.close()
 
 
+def test_uploads_at_once_are_bounded_and_the_app_keeps_answering(live_app):
+    """Four slow uploads at once from one address: two are taken, the others refused at once (429); the app
+    answers another request meanwhile."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    _, proxy = live_app
+    boundary = "b" * 16
+
+    def slow_body():
+        yield (f"--{boundary}\r\nContent-Disposition: form-data; name=\"files\"; filename=\"s.wav\"\r\n"
+               "Content-Type: audio/wav\r\n\r\n").encode()
+        for _ in range(12):
+            time.sleep(0.25)
+            yield b"\0" * 4096
+        yield f"\r\n--{boundary}--\r\n".encode()
+
+    def slow_upload(_):
+        with client("127.0.0.8") as c:
+            return c.post(proxy.url + "/gradio_api/upload", content=slow_body(),
+                          headers={"Content-Type": f"multipart/form-data; boundary={boundary}"}).status_code
+
+    with ThreadPoolExecutor(4) as pool:
+        running = pool.map(slow_upload, range(4))
+        time.sleep(1.0)
+        with client("127.0.0.9") as other:
+            t0 = time.monotonic()
+            assert other.get(proxy.url + "/api/arena/health").status_code == 200
+            answered_s = time.monotonic() - t0
+        statuses = sorted(running)
+    assert statuses.count(200) == 2 and statuses.count(429) == 2, statuses
+    assert answered_s < 5.0, answered_s
+
+
 # ----------------------------------------------------------------------------------------------- 2. sessions
 def test_new_session_flood_is_bounded_in_memory_and_others_are_still_served(space):
     cfg, comps, _ = config_parts(space.url)
