@@ -233,7 +233,8 @@ def measure(voters: int, duration_s: float, pause: tuple[float, float], connecti
         data = data_dir or tmp
         if data_dir is None:
             seed(data, MODELS, n_scripts=3)
-        app = AppProcess(data, SETTINGS).start()
+        # the seeded replies were never screened: with screening on (the default) no battle could be served
+        app = AppProcess(data, SETTINGS, env={"EMPATHY_ARENA_SCREEN_REPLIES": "0"}).start()
         try:
             asyncio.run(honest_voters(app.url, min(voters, 10), 3.0, (0.2, 0.5), seed_=99))     # warm-up
             out = {}
