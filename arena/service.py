@@ -3,7 +3,8 @@
     svc = ArenaService(Store(data_dir))                 # settings: arena.config.ArenaSettings
     view = svc.serve_battle(session_id, ip)            # BattleView: audio URLs only, no names, no paths
     svc.battle_clip(view.battle_id, "A")               # the file behind a clip URL (arena/media.py serves it)
-    svc.clip_fetched(view.battle_id, "A")              # the audio route records each clip's first fetch
+    svc.clip_sent(view.battle_id, "A", 0, n, size)     # the audio route: bytes sent; fetched once they cover
+                                                        # what the listening rule asks (clip_fetched: all of it)
     result = svc.submit_vote(view.battle_id, session_id, ip, "A", said="B", sounded="A",
                              listen={"played_s": {"user": 2.4, "A": 3, "B": 3}, "order": ["user", "B", "A"]})
     # -> VoteResult (names, transcripts, new ratings) or raises VoteRefused(reason_code, message);
