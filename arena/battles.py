@@ -320,7 +320,7 @@ class Battles:
     def battle_clip(self, battle_id: str, clip: str) -> Path | None:
         """The file behind clip user | A | B of a served, unexpired battle, from the battle's row (so any
         replica on the database can answer); None for anything else."""
-        if not isinstance(battle_id, str) or clip not in ("user", "A", "B"):
+        if not storage.plausible_id(battle_id) or clip not in ("user", "A", "B"):
             return None
         battle = storage.battle_clip_row(self.store, battle_id)
         if battle is None or self.clock() > battle["expires_at"]:
@@ -351,7 +351,7 @@ class Battles:
         """Close the session's unvoted battle without a vote ("Skip": the voter wants another battle). Nothing
         enters the ratings or the refusal log; the battle's open-battle slot is freed; a later vote on it is
         refused (`skipped`). Skipping a skipped battle again is a no-op. Raises SkipRefused."""
-        if not isinstance(battle_id, str) or not isinstance(session_id, str):
+        if not storage.plausible_id(battle_id) or not storage.plausible_id(session_id):
             raise SkipRefused("bad_value", "battle id and session id must be text")
         with self.store.transaction() as conn:
             _unvoted_battle_of(conn, battle_id, session_id, SkipRefused, "")
@@ -375,8 +375,8 @@ class Battles:
         except NotYet:
             raise                                  # early, not abuse: no refusal row
         except VoteRefused as refusal:
-            storage.log_refusal(self.store, battle_id if isinstance(battle_id, str) else None,
-                                session_id if isinstance(session_id, str) else None, ip_hash,
+            storage.log_refusal(self.store, battle_id if storage.plausible_id(battle_id) else None,
+                                session_id if storage.plausible_id(session_id) else None, ip_hash,
                                 refusal.reason_code, refusal.message)
             raise
 
@@ -388,7 +388,7 @@ class Battles:
                 raise VoteRefused("bad_value", f"'{name}' must be A, B, tie or empty, got {value!r}")
         if reason is not None and (not isinstance(reason, str) or len(reason) > MAX_REASON_CHARS):
             raise VoteRefused("bad_value", f"the reason must be text of at most {MAX_REASON_CHARS} characters")
-        if not isinstance(battle_id, str) or not isinstance(session_id, str):
+        if not storage.plausible_id(battle_id) or not storage.plausible_id(session_id):
             raise VoteRefused("bad_value", "battle id and session id must be text")
         if claimed is not None and (not isinstance(claimed, (tuple, list)) or len(claimed) != 2):
             raise VoteRefused("bad_value", "claimed models must be a pair of names")
