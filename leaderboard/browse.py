@@ -97,8 +97,8 @@ HELD = ("_This reply is not shown: it has not been screened clean by the safety 
 
 
 BLINDED = ("_This request is in the arena's pool: its replies play in anonymous battles, so they are not shown "
-           "here with their model's name while the model is in the arena. Requests marked in the showcase set "
-           "(one in five) show every model's reply._")
+           "here with their model's name while the model is in the arena. One request in five (the showcase set, "
+           "never battled) shows every model's reply._")
 
 
 def reply_markdown(reply: Reply | None) -> str:
