@@ -128,7 +128,7 @@ def public_corpus(space) -> tuple[dict[str, list[dict]], str]:  # noqa: C901
     # (several events share a handler: a change and a click, a page load; any one of them will do)
     list_items = g.deps(["Collection"])[0]
     show_item = g.deps(["Collection", "Item"])[0]
-    show_reply = g.deps(["Model", "Request (task/item/variant)"])[0]
+    show_reply = g.deps(["Model", "Request"])[0]
     for coll in ("scripts", "context_groups", "tone_groups"):
         items, _ = g.call(list_items, [coll])
         for _, item in items.get("choices", []):
@@ -137,7 +137,7 @@ def public_corpus(space) -> tuple[dict[str, list[dict]], str]:  # noqa: C901
                 for model in MODELS:
                     md, html = g.call(show_reply, [model, rid])
                     text.append(json.dumps([md, html]))
-                    for link in re.findall(r'src="(/media/reply/[^"]+)"', html):
+                    for link in re.findall(r'src=\\?"(/media/reply/[^"\\]+)', json.dumps(html)):
                         corpus[model].append(features(g.c.get(link)))
                         shown_names.add((model, rid))
     pick = (g.deps(["Model (measured here)"]) or g.deps(["model-page-pick"]))[0]
