@@ -4,7 +4,7 @@ Serves at once; the embedded default (demo benchmark, SQLite, local baselines)
 is prepared in the background with its progress shown at the top of the page.
 Settings: EMPATHY_ARENA_DATA_DIR (./data), EMPATHY_ARENA_BENCHMARK (demo),
 EMPATHY_ARENA_BOOTSTRAP (1: build the demo and run the baselines if needed),
-EMPATHY_ARENA_FIRST_SLICE (24: spoken requests both baselines answer first, so the arena opens early),
+EMPATHY_ARENA_FIRST_SLICE (12: spoken requests every baseline answers first, so the arena opens early),
 EMPATHY_ARENA_WORKER (1: run an evaluation worker in-process), its judges (EMPATHY_ARENA_JUDGE_* and
 EMPATHY_ARENA_AUDIO_JUDGE_*, see eval_backend/scoring/judge_env.py), Hub sync (README),
 GRADIO_SERVER_NAME / GRADIO_SERVER_PORT (127.0.0.1:7860; Spaces sets 0.0.0.0),
@@ -39,7 +39,8 @@ from arena.layout_css import LAYOUT_CSS  # noqa: E402
 from arena.live_api import mount_live_api  # noqa: E402
 from arena.live_ui import build_arena_live_tab  # noqa: E402
 from arena.media import mount_media  # noqa: E402
-from eval_backend.body_limit import BodyLimit, app_caps  # noqa: E402
+from eval_backend.body_limit import BodyLimit  # noqa: E402
+from eval_backend.gradio_guard import mount_gradio  # noqa: E402
 from eval_backend.tab_contract import TabHandles  # noqa: E402
 from leaderboard import browse  # noqa: E402
 from leaderboard.about_tab import build_about_tab  # noqa: E402
@@ -48,6 +49,7 @@ from leaderboard.bench_tab import build_bench_tab  # noqa: E402
 from leaderboard.browse_tab import build_browse_tab  # noqa: E402
 from leaderboard.health_tab import build_health_tab  # noqa: E402
 from leaderboard.moderation_tab import build_moderation_tab  # noqa: E402
+from leaderboard.public_api import hide_unnamed, register_public_api  # noqa: E402
 from leaderboard.submit_tab import build_submit_tab  # noqa: E402
 
 log = logging.getLogger("empathy_arena")
@@ -101,27 +103,75 @@ def build_blocks(ctx: AppContext, tabs: tuple[Tab, ...] = TABS) -> gr.Blocks:
         # ?tab=<id> selects that tab in the page itself (a server-side load that outputs to the tab bar puts it
         # back on its first tab under a visitor who has already chosen another)
         demo.load(None, None, None, js=TAB_OPEN_JS)
+        demo.load(None, None, None, js=A11Y_JS)
+        register_public_api(ctx)          # the named API (README, "The API"); everything else private
+    hide_unnamed(demo)
     return demo
 
 
 # A shared link opens the tab it was made on: choosing a tab writes ?tab=<id> into the address bar (the other
 # parameters, e.g. the benchmark filters, stay), and a page opened with ?tab=<id> selects that tab on load.
-TAB_URL_JS = """() => {
+# Gradio fires the first tab's `select` while the page mounts, which used to rewrite every link to ?tab=arena
+# before the load script could read it: so whichever script runs first keeps the asked-for id
+# (window.__tabWanted), and no other tab's select writes the address until the asked-for tab has been opened
+# (or could not be: an unknown or hidden id is given up after 10 s).
+TAB_WANTED_JS = """
+  if (window.__tabWanted === undefined) {
+    const asked = new URLSearchParams(window.location.search).get('tab') || '';
+    window.__tabWanted = /^[a-z0-9-]{1,32}$/.test(asked) ? asked : '';
+  }"""
+
+TAB_URL_JS = """() => {""" + TAB_WANTED_JS + """
+  const id = %s;
+  if (window.__tabWanted && window.__tabWanted !== id) return;     // the page is still opening the linked tab
+  window.__tabWanted = '';
   const p = new URLSearchParams(window.location.search);
-  p.set('tab', %s);
+  p.set('tab', id);
   window.history.replaceState(null, '', window.location.pathname + '?' + p.toString() + window.location.hash);
 }"""
 
 
-TAB_OPEN_JS = """() => {
-  const id = new URLSearchParams(window.location.search).get('tab');
-  if (!id || !/^[a-z0-9-]{1,32}$/.test(id)) return [];
+TAB_OPEN_JS = """() => {""" + TAB_WANTED_JS + """
+  const id = window.__tabWanted;
+  if (!id) return [];
   let tries = 0;
-  const pick = () => {          // the tab bar may still be mounting
+  const pick = () => {          // the tab bar may still be mounting; Gradio may select its first tab meanwhile
+    if (window.__tabWanted !== id) return;                // opened (its select ran), or the visitor chose a tab
     const button = document.querySelector(`[role='tab'][data-tab-id='${id}']`);
-    if (button && button.offsetParent !== null) button.click(); else if (tries++ < 100) setTimeout(pick, 100);
+    if (button && button.getAttribute('aria-selected') === 'true') { window.__tabWanted = ''; return; }
+    if (button && button.getClientRects().length) button.click();
+    if (tries++ < 100) setTimeout(pick, 100); else window.__tabWanted = '';
   };
-  setTimeout(pick, 100);
+  pick();
+  return [];
+}"""
+
+
+# Accessibility fixes to Gradio's own markup, for the whole page (axe-core, tests/test_page_people.py): a table's
+# search box is named only by its title, an empty plot or JSON box carries an aria-label on a div with no role, and
+# a box that scrolls has nothing the keyboard can reach.
+A11Y_JS = """() => {
+  if (window.__a11yFixes) return [];
+  window.__a11yFixes = true;
+  const fix = () => {
+    for (const i of document.querySelectorAll('input:not([aria-label]):not([id])')) {
+      const name = i.getAttribute('title') || i.getAttribute('placeholder');
+      if (name && !i.labels?.length) i.setAttribute('aria-label', name);
+    }
+    for (const d of document.querySelectorAll('div[aria-label]:not([role])')) d.setAttribute('role', 'img');
+    // a box that scrolls (a long job detail on a phone) must be reachable from the keyboard
+    for (const e of document.querySelectorAll('[role=tabpanel] [id]:not([tabindex])')) {
+      const cs = getComputedStyle(e);
+      const scrolls = (/(auto|scroll)/.test(cs.overflowX) && e.scrollWidth > e.clientWidth) ||
+                      (/(auto|scroll)/.test(cs.overflowY) && e.scrollHeight > e.clientHeight);
+      if (scrolls && !e.querySelector('a[href], button, input, select, textarea, [tabindex]')) e.setAttribute('tabindex', '0');
+    }
+  };
+  window.addEventListener('resize', () => fix());
+  let queued = false;
+  new MutationObserver(() => { if (!queued) { queued = true; requestAnimationFrame(() => { queued = false; fix(); }); } })
+    .observe(document.body, {childList: true, subtree: true});
+  fix();
   return [];
 }"""
 
@@ -129,20 +179,21 @@ TAB_OPEN_JS = """() => {
 def build_app(ctx: AppContext) -> BodyLimit:
     """The JSON API (/api/arena/...) and the media routes beside the Gradio UI mounted at /.
 
-    Gradio serves no file of the data dir: audio goes through arena/media.py's token routes, and the data dir
-    is in Gradio's blocked_paths, so neither its file routes nor a component's output can reach the database,
-    the salt, the signing key, submissions or results (reading the database file here would also drop
-    SQLite's locks and could lose acknowledged votes)."""
+    Gradio serves no file of the data dir: audio goes through arena/media.py's token routes, the data dir is in
+    Gradio's blocked_paths, and an event's input may name only a file this browser uploaded
+    (eval_backend/gradio_guard.py, eval_backend/uploads.py), so neither its file routes nor a component's input
+    or output can reach the database, the salt, the signing key, submissions or results (reading the database
+    file here would also drop SQLite's locks and could lose acknowledged votes)."""
     app = FastAPI(title="Empathy Arena")
     mount_http_api(app, ctx.arena)
     if ctx.live is not None:
         mount_live_api(app, ctx.live)
     mount_media(app, ctx.arena, ctx.media, lambda: ctx.benchmark, browse.clip_file)
     ctx.identity.mount(app)             # /operator sign-in and the guest cookie (leaderboard/identity.py)
-    app = gr.mount_gradio_app(app, build_blocks(ctx), path="/", blocked_paths=[str(ctx.data_dir)],
-                              footer_links=["gradio", "settings"], css=LAYOUT_CSS)   # arena/layout_css.py
-    # request-body caps in front of everything, Gradio's routes included (eval_backend/body_limit.py)
-    return BodyLimit(app, app_caps(ctx.submissions.max_upload_bytes))
+    # Gradio mounted with its input check on and its routes bounded (uploads, sessions, file references), the
+    # request-body caps in front of everything (eval_backend/gradio_guard.py, eval_backend/body_limit.py)
+    return mount_gradio(app, build_blocks(ctx), data_dir=ctx.data_dir, zip_bytes=ctx.submissions.max_upload_bytes,
+                        footer_links=["gradio", "settings"], css=LAYOUT_CSS)   # arena/layout_css.py
 
 
 def _terminate(*_) -> None:

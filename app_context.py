@@ -28,6 +28,7 @@ from arena.config import settings_from_env as arena_settings_from_env
 from arena.handoff import arena_handoff
 from arena.health import HealthConfig, HealthMonitor
 from arena.live import LiveService, LiveSettings, contestants_from_models
+from arena.live_submitted import SubmittedContestants
 from arena.media import MediaTokens
 from arena.opening_banner import header_line
 from arena.service import ArenaService
@@ -99,6 +100,8 @@ class AppContext:
         service, identity = _submission_parts(store, settings, benchmarks)
         # Live battles (arena/live.py): the models file's audio models answer the voter's own recording; the
         # baselines at the bootstrap's port, which the bootstrap starts first, so live mode does not wait for it.
+        # Submitted models that opted in join them once evaluated (arena/live_submitted.py, same settings: the
+        # submission allowlist, caps and call timeout).
         try:
             contestants = contestants_from_models(baseline_url=f"http://127.0.0.1:{bootstrap.baseline_port}/v1")
         except (ValueError, OSError) as exc:
@@ -109,7 +112,8 @@ class AppContext:
                    health=HealthMonitor(store, HealthConfig.from_settings(arena.settings)),
                    hub=HubSync(store, append_votes=arena.append_votes),
                    media=MediaTokens(Signer.for_data_dir(data_dir)), judge_error=judge_error,
-                   live=LiveService(arena, contestants, LiveSettings.from_env()))
+                   live=LiveService(arena, contestants, LiveSettings.from_env(),
+                                    submitted=SubmittedContestants(store, settings)))
 
     # ------------------------------------------------------------------ submission settings
     @property

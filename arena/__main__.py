@@ -1,19 +1,23 @@
 """`python -m arena <command>`: the arena's command line.
 
-    ratings [--json] [--rounds N] [--source all|benchmark|live]
+    ratings [--json] [--rounds N] [--source all|benchmark|live] [--attribute NAME] [--style]
                                          Bradley-Terry (95% interval, interval rank; provisional below the vote
-                                         floor) + replayed TrueSkill per model, in the board's order
+                                         floor) + replayed TrueSkill per model, in the board's order; --attribute:
+                                         over the battles whose user utterance has that vocal state; --style: the
+                                         style-controlled fit beside it (style_bt, style_bt_low, ...)
+    style-effects [--json] [...]         each style covariate's effect with its interval (same options)
     import-votes FILE                    append votes from CSV / JSONL (all or nothing)
     export --format jsonl|csv --out F    the public vote log (no session ids, IP hashes, user names)
-    pause MODEL [--reason R] / unpause MODEL
+    pause MODEL [--reason R] / unpause MODEL   (unpause also lifts a submitted model's live pause: live_submitted.py)
     health [--json] [--hours N]          accepted vs refused votes over the last day (--hours: per-hour series), of
-                                         the accepted ones counted / down-weighted / excluded and why, gold checks
+                                         the accepted ones counted / down-weighted / excluded and why, gold checks,
+                                         and the battle pairs left out of matchmaking, by reason
     sweep [--json]                       run the integrity sweep once (arena/vote_flags.py; the app runs it every 5 min)
     flags [--json]                       the flagged votes per kind and subject, and the operator's decisions
     reverse-flag KIND SUBJECT --operator NAME [--note N] / restore-flag ...
                                          the operator reverses a flag (its votes count again) or restores it
     release --out DIR [--rounds N]       public data release: votes, ratings, vote-log hash, code version, parameters
-    rebuild DIR [--json] [--axis A]      recompute the leaderboard from a release (exit 1 if it differs)
+    rebuild DIR [--json] [--axis A] [--style]   recompute the leaderboard from a release (exit 1 if it differs)
 
 Every command takes --data-dir (else EMPATHY_ARENA_DATA_DIR, else ./data).
 """
@@ -35,23 +39,52 @@ def _service(args):
 
 
 def cmd_ratings(args) -> int:
-    rows = _service(args).replayed_table(args.rounds, args.axis, source=args.source)
+    try:
+        rows = _service(args).replayed_table(args.rounds, args.axis, source=args.source, attribute=args.attribute,
+                                             style=args.style)
+    except ValueError as exc:                   # an unknown attribute
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     if args.json:
         print(json.dumps(rows, indent=1))
         return 0
     if not rows:
         print("no votes yet")
         return 0
-    print(f"{'rank':>4} {'model':30} {'BT':>7} {'95% interval':>17} {'votes':>7} {'mu':>7} {'sigma':>6} "
+    style = f" {'rank*':>5} {'style BT':>8} {'95% interval':>17}" if args.style else ""
+    print(f"{'rank':>4} {'model':30} {'BT':>7} {'95% interval':>17}{style} {'votes':>7} {'mu':>7} {'sigma':>6} "
           f"{'cons.':>7}")
 
     def f(x):
         return "   n/a" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:7.1f}"
+
+    def interval(r, key):
+        provisional = r["provisional"] if key == "bt" else r[f"{key}_provisional"]
+        return "   too few votes " if provisional else f"[{f(r[key + '_low'])}, {f(r[key + '_high'])}]"
     for r in rows:
         rank = "-" if r["bt_rank"] is None else str(r["bt_rank"])
-        interval = "   too few votes " if r["provisional"] else f"[{f(r['bt_low'])}, {f(r['bt_high'])}]"
-        print(f"{rank:>4} {r['model'][:30]:30} {f(r['bt'])} {interval} {r['votes']:7d} {r['mu']:7.2f} "
-              f"{r['sigma']:6.2f} {r['conservative']:7.2f}")
+        srank = "-" if r.get("style_bt_rank") is None else str(r["style_bt_rank"])
+        styled = f" {srank:>5} {f(r['style_bt']):>8} {interval(r, 'style_bt')}" if args.style else ""
+        print(f"{rank:>4} {r['model'][:30]:30} {f(r['bt'])} {interval(r, 'bt')}{styled} {r['votes']:7d} "
+              f"{r['mu']:7.2f} {r['sigma']:6.2f} {r['conservative']:7.2f}")
+    if args.style:
+        print("rank*, style BT: the style-controlled fit (all else equal: length, loudness, pace, words, waiting time)")
+    return 0
+
+
+def cmd_style_effects(args) -> int:
+    from .covariates import effect_sentence
+    try:
+        effects = _service(args).style_effects(args.axis, args.rounds, args.source, args.attribute)
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    if args.json:
+        print(json.dumps(effects, indent=1))
+        return 0
+    print(f"style fit over {effects['battles']} battles, {effects['rounds']} bootstrap rounds")
+    for name, effect in effects["effects"].items():
+        print(effect_sentence(name, effect))
     return 0
 
 
@@ -79,18 +112,24 @@ def cmd_pause(args) -> int:
         svc.pause_model(args.model, args.reason)
         print(f"paused {args.model}")
     else:
+        import time
+
+        from .live_submitted import unpause_live
         svc.unpause_model(args.model)
-        print(f"unpaused {args.model}")
+        live = unpause_live(svc.store, args.model, time.time())     # a submitted model's live pause too
+        print(f"unpaused {args.model}" + (" (also in live battles)" if live else ""))
     return 0
 
 
 def cmd_health(args) -> int:
     if args.hours:
         return _health_series(args)
-    h = _service(args).integrity_health()
+    svc = _service(args)
+    h = {**svc.integrity_health(), "battle_pairs": _battle_pairs(svc), "live_models": _live_models(svc)}
     if args.json:
         print(json.dumps(h, indent=1))
     else:
+        from .health import live_models_line, pairs_line
         share = "n/a" if h["counted_share"] is None else f"{h['counted_share']:.1%}"
         held = (f" ({h['down_weighted']} down-weighted, {h['excluded']} excluded: "
                 f"{h['excluded_by_reason'] or 'none'})" if h["down_weighted"] or h["excluded"] else "")
@@ -98,7 +137,30 @@ def cmd_health(args) -> int:
         print(f"last 24 h: {h['accepted']} votes accepted, {h['counted']} counted in full{held}, refused "
               f"{h['refused'] or 'none'}, counted share {share}; gold checks: {checks.get('pass', 0)} passed, "
               f"{checks.get('fail', 0)} failed" + ("  ALERT: most submissions are not counted" if h["alert"] else ""))
+        print(pairs_line(h["battle_pairs"]))
+        if h["live_models"]:
+            print(live_models_line(h["live_models"]))
     return 0
+
+
+def _live_models(svc) -> list[dict]:
+    """Submitted models that battle live: their calls, failures and pause (arena/live_submitted.py)."""
+    from eval_backend.submissions import settings_from_env
+
+    from .live_submitted import SubmittedContestants
+    return SubmittedContestants(svc.store, settings_from_env()).health()
+
+
+def _battle_pairs(svc) -> dict:
+    """The pairs left out of matchmaking (arena/distinct.py), once the clips that decide them are measured (the
+    first run measures them: a few minutes for a whole benchmark; later runs read the cache)."""
+    pairs = svc.left_out_pairs()
+    if pairs["left_out"]["not_measured"]:
+        print(f"measuring the delivery of replies with the same words ({pairs['left_out']['not_measured']} "
+              "request pairs wait for it)...", file=sys.stderr)
+        svc.heard.wait_idle()
+        pairs = svc.left_out_pairs()
+    return pairs
 
 
 def _health_series(args) -> int:
@@ -172,7 +234,7 @@ def cmd_release(args) -> int:
 def cmd_rebuild(args) -> int:
     from .release import ReleaseError, rebuild, table_json
     try:
-        rows, report = rebuild(args.dir, args.axis)
+        rows, report = rebuild(args.dir, args.axis, style=args.style)
     except ReleaseError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -184,7 +246,8 @@ def cmd_rebuild(args) -> int:
         print(f"release {report['release']}, axis {report['axis']}, {report['votes']} votes: "
               + ("identical to the released table" if report["identical"] else "DIFFERS from the released table"))
     if not report["identical"]:
-        print(f"rebuilt table differs from {args.dir}/ratings/{args.axis}.json", file=sys.stderr)
+        print(f"rebuilt tables differ from {', '.join(f'{args.dir}/{n}' for n in report['differs'])}",
+              file=sys.stderr)
     return 0 if report["identical"] else 1
 
 
@@ -199,7 +262,19 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--axis", default="overall", choices=AXES, help="overall, said, sounded or a vocal dimension")
     r.add_argument("--source", default="all", choices=("all", "benchmark", "live"),
                    help="votes on every battle, on benchmark battles only, or on live battles only")
+    r.add_argument("--attribute", default=None, metavar="NAME",
+                   help="only battles whose user utterance has this vocal state (a label of the benchmark's "
+                        "vocabulary, e.g. sad, whisper, breathless; or neutral)")
+    r.add_argument("--style", action="store_true",
+                   help="add the style-controlled Bradley-Terry fit (length, loudness, pace, words, waiting time)")
     r.set_defaults(func=cmd_ratings)
+    se = sub.add_parser("style-effects", parents=[common], help="each style covariate's effect, with its interval")
+    se.add_argument("--json", action="store_true")
+    se.add_argument("--rounds", type=int, default=None, help="bootstrap rounds (default: settings)")
+    se.add_argument("--axis", default="overall", choices=AXES)
+    se.add_argument("--source", default="all", choices=("all", "benchmark", "live"))
+    se.add_argument("--attribute", default=None, metavar="NAME")
+    se.set_defaults(func=cmd_style_effects)
     i = sub.add_parser("import-votes", parents=[common], help="append votes from a CSV or JSONL file")
     i.add_argument("file")
     i.set_defaults(func=cmd_import)
@@ -238,6 +313,7 @@ def build_parser() -> argparse.ArgumentParser:
     rb.add_argument("dir")
     rb.add_argument("--json", action="store_true", help="print what `ratings --json` printed")
     rb.add_argument("--axis", default="overall", choices=AXES)
+    rb.add_argument("--style", action="store_true", help="print the style-controlled table (`ratings --style`)")
     rb.set_defaults(func=cmd_rebuild)
     return p
 

@@ -22,15 +22,20 @@ belongs to `ArenaService`; this module only wires events to it.
   those numbers and the order the clips were first played with the vote; the
   service applies the same rule to them ("not yet" is shown, not logged).
 - Keyboard: 1/a = A better, 2/b = B better, 3/t = tie, 4/x = both bad,
-  p = play all in order, n = skip the open battle (or the next one); a vote key
-  pressed before the vote unlocks says why instead. The hints show only on
-  devices with a keyboard (arena/layout_css.py).
+  p = play all in order, n = skip the open battle (or the next one), Enter =
+  send a vote that waits for its aspects; a vote key pressed before the vote
+  unlocks says why instead. The hints show only on devices with a keyboard
+  (arena/layout_css.py). The scripts are arena/arena_page_js.py.
+- The two aspects (what was said, how it sounded) are in view beside the vote;
+  answered before the overall vote they go with it, else the overall vote
+  waits (names hidden) until both are answered or "Send my vote" is pressed.
 - Layout (phone first; the CSS is arena/layout_css.py): the start / next button
   and Skip at the top, then the user's clip and the two replies (stacked on a
   phone), the meter and the vote row (fixed at the bottom of a phone's screen
   while a battle is open). Nothing empty is shown before a battle.
 - Reveal on the panels: after the vote each player is relabelled with its
-  model's name and rating, and all playback stops; the transcripts follow below.
+  model's name and vote count, all playback stops, the meter goes and the
+  confirmation and "Next battle" come on screen; the transcripts follow below.
 - Skip: closes the open battle without a vote (service.skip_battle: no rating,
   no refusal, no abuse counter) and serves the next one; "Next"/"Start" also
   skips an open battle (the live section's, say) before serving another.
@@ -46,6 +51,7 @@ import gradio as gr
 from eval_backend import safejson
 
 from . import pow_ui
+from .arena_page_js import AFTER_VOTE_JS, LISTEN_JS, METER_JS, PLAY_ALL_JS
 from .media import audio_html
 from eval_backend.inert import md, md_inline
 from eval_backend import client_address
@@ -57,6 +63,12 @@ VOTE_IDS = {"A": "arena-vote-a", "B": "arena-vote-b", "tie": "arena-vote-tie", "
 # the keys' "(1)"... suffixes are CSS (arena/layout_css.py), shown only on devices with a keyboard
 VOTE_LABELS = {"A": "👈 A is better", "B": "👉 B is better", "tie": "🤝 Tie", "both_bad": "👎 Both bad"}
 SUB_CHOICES = [("A", "A"), ("B", "B"), ("Tie", "tie")]
+AXES_NOTE = "**Also judge two aspects** (optional; before your overall vote, or right after it):"
+
+
+def pending_note(slot: str) -> str:
+    return (f"**Your vote: {VOTE_LABELS[slot]}, not sent yet.** Answer both aspects to send it, or press "
+            "**Send my vote**. The names are shown once it is sent.")
 WRITE_QUEUE = "arena_writes"
 
 LEAD = ("**Voice arena:** hear what the user said, then two anonymous spoken replies; vote for the one that answers "
@@ -65,134 +77,7 @@ HELP = """The vote buttons unlock once you have heard the start of each clip (th
 clips may play together, or at up to 2× speed). Can't judge this one? **Skip** it: a skip is not counted anywhere.
 """
 KEYS_HELP = ("**Keys:** `1`/`a` A better · `2`/`b` B better · `3`/`t` tie · `4`/`x` both bad · `p` play all in order · "
-             "`n` skip / next battle")
-
-# The listening meter: polls the battle's <audio> elements, measures each clip's seconds played (within the part
-# the rule asks for) from its `played` ranges, shows the countdown, and unlocks the vote buttons (via a Python event,
-# so the unlock also checks the battle is still open) once every clip is covered. `arenaRemaining` is
-# listening.remaining, to the same numbers; `window.__arenaListenReport()` is what the vote sends.
-METER_JS = r"""
-const LABELS = {user: "the user", A: "reply A", B: "reply B"};
-const S = window.__arenaListen = window.__arenaListen || {battle: null, order: [], unlockedFor: null};
-function arenaRemaining(need, played, tol) { return played >= need - tol ? 0 : need - played; }
-window.__arenaRemaining = arenaRemaining;
-function audioFor(clip) { return document.querySelector("#arena-audio-" + clip.toLowerCase() + " audio"); }
-function covered(audio, need) {          // seconds of [0, need] actually played
-  let s = 0;
-  for (let i = 0; i < audio.played.length; i++) {
-    const a = Math.min(audio.played.start(i), need), b = Math.min(audio.played.end(i), need);
-    if (b > a) s += b - a;
-  }
-  return Math.round(s * 1000) / 1000;    // the number sent, so page and server compare the same value
-}
-function current() {
-  const meter = document.querySelector(".arena-meter");
-  if (!meter || !meter.dataset.battle) return null;
-  if (S.battle !== meter.dataset.battle) { S.battle = meter.dataset.battle; S.order = []; }
-  const rule = JSON.parse(meter.dataset.listen || "{}");
-  const clips = rule.clips || {};
-  const played = {}, left = {};
-  for (const c of Object.keys(clips)) {
-    const audio = audioFor(c);
-    played[c] = audio && audio.currentSrc ? covered(audio, clips[c].need_s) : 0;
-    const r = arenaRemaining(clips[c].need_s, played[c], rule.tolerance_s || 0);
-    if (r > 0) left[c] = r;
-  }
-  return {meter, rule, clips, played, left, battle: meter.dataset.battle};
-}
-function clipOf(audio) {
-  const st = current();
-  if (!st) return null;
-  return Object.keys(st.clips).find((c) => audioFor(c) === audio) || null;
-}
-function countdown(st) {
-  const keys = Object.keys(st.left);
-  if (!keys.length) return "";
-  const total = keys.reduce((t, c) => t + st.left[c], 0);
-  return "Vote in " + Math.ceil(total) + " s: still to hear " + keys.map((c) => (LABELS[c] || c) + " " +
-    st.played[c].toFixed(1) + " / " + st.clips[c].need_s.toFixed(1) + " s").join(" · ");
-}
-window.__arenaListenReport = () => {
-  const st = current();
-  return st ? JSON.stringify({battle_id: st.battle, played_s: st.played, order: S.order.slice()}) : "";
-};
-function tick() {
-  const st = current();
-  if (!st) return;
-  const done = !Object.keys(st.left).length;
-  const status = st.meter.querySelector(".arena-meter-status");
-  if (status) status.textContent = done ? "All clips heard: you can vote." : countdown(st);
-  st.meter.dataset.heard = done ? "1" : "0";
-  const hint = st.meter.querySelector(".arena-meter-hint");
-  if (hint && hint.dataset.kind === "not-yet") {       // a key pressed too early: keep its answer current
-    hint.textContent = done ? "" : "Not yet: " + countdown(st) + ".";
-    if (done) hint.dataset.kind = "";
-  }
-  if (done && S.unlockedFor !== st.battle) {
-    S.unlockedFor = st.battle;
-    trigger("submit");
-  }
-}
-setInterval(tick, 250);
-if (!window.__arenaKeys) {
-  window.__arenaKeys = true;
-  // the order clips first started playing (the vote stores the reply heard first), and the rate cap
-  document.addEventListener("playing", (e) => {
-    const c = e.target && e.target.tagName === "AUDIO" ? clipOf(e.target) : null;
-    if (c && !S.order.includes(c)) S.order.push(c);
-  }, true);
-  document.addEventListener("ratechange", (e) => {
-    const a = e.target, st = current();
-    if (st && a && a.tagName === "AUDIO" && clipOf(a) && st.rule.max_rate && a.playbackRate > st.rule.max_rate)
-      a.playbackRate = st.rule.max_rate;
-  }, true);
-  const KEYS = {"1": "arena-vote-a", "a": "arena-vote-a", "2": "arena-vote-b", "b": "arena-vote-b",
-                "3": "arena-vote-tie", "t": "arena-vote-tie", "4": "arena-vote-bad", "x": "arena-vote-bad",
-                "n": ["arena-skip", "arena-next"], "p": "arena-play-all"};
-  const shown = (el) => el && el.getClientRects().length > 0;    // offsetParent is null for a fixed vote bar
-  const explain = (text, kind) => {
-    const meter = document.querySelector(".arena-meter");
-    const hint = meter && meter.querySelector(".arena-meter-hint");
-    if (hint) { hint.textContent = text; hint.dataset.kind = kind; }
-  };
-  document.addEventListener("keydown", (e) => {
-    const t = e.target;
-    if (e.ctrlKey || e.metaKey || e.altKey || e.repeat) return;
-    if (t && (t.tagName === "INPUT" || t.tagName === "TEXTAREA" || t.tagName === "SELECT" || t.isContentEditable)) return;
-    const ids = [].concat(KEYS[(e.key || "").toLowerCase()] || []);
-    const btns = ids.map((i) => document.getElementById(i)).filter(Boolean);
-    const btn = btns.find((b) => !b.disabled && shown(b)) || btns[0];
-    const id = btn ? btn.id : ids[0];
-    if (btn && !btn.disabled && shown(btn)) { e.preventDefault(); btn.click(); return; }
-    if (!id || !id.startsWith("arena-vote-") || !btn) return;
-    const st = current();              // a vote key while voting is locked: say why
-    const reveal = document.getElementById("arena-reveal");
-    if (!st) explain("Start a battle first (press n).", "no-battle");
-    else if (Object.keys(st.left).length) explain("Not yet: " + countdown(st) + ".", "not-yet");
-    else if (shown(reveal)) explain("You have voted on this battle: press n for the next one.", "voted");
-    else explain("The vote is unlocking…", "unlocking");
-  });
-}
-"""
-
-# Plays the user's utterance, then A, then B (the page reports the order clips actually started in).
-PLAY_ALL_JS = r"""
-() => {
-  const els = ["arena-audio-user", "arena-audio-a", "arena-audio-b"]
-    .map((id) => document.querySelector("#" + id + " audio")).filter((a) => a && a.currentSrc);
-  els.forEach((a) => a.pause());
-  let k = 0;
-  const next = () => {
-    if (k >= els.length) return;
-    const a = els[k++];
-    a.currentTime = 0;
-    a.onended = () => { a.onended = null; next(); };
-    a.play().catch(() => {});
-  };
-  next();
-}
-"""
-
+             "`n` skip / next battle · `Enter` send a vote that waits for its aspects")
 
 def clip_html(label: str, url: str | None) -> str:
     """A clip's player; preloaded, so the meter knows each clip's length at once."""
@@ -200,34 +85,27 @@ def clip_html(label: str, url: str | None) -> str:
 
 
 def revealed_clip_html(slot: str, side, url: str, won: bool) -> str:
-    """A reply's player after the vote: the model's name (inert: escaped) and its rating after this vote, short.
-    A new <audio> element, so nothing keeps playing from before the vote."""
-    votes = f"{side.votes} vote{'' if side.votes == 1 else 's'}"
-    rating = (f"TrueSkill {side.rating.mu:.1f} ± {side.rating.sigma:.1f} · {votes}" if side.rating is not None
-              else "a check clip, not a model")     # a gold battle (arena/gold.py)
+    """A reply's player after the vote: the model's name (inert: escaped) and its vote count after this vote.
+    No rating number: the board's headline is Bradley–Terry with an interval (TrueSkill, which the vote
+    updates, is behind its "All columns"), so the reveal points there instead of showing a number the board
+    hides. A new <audio> element, so nothing keeps playing from before the vote."""
+    rating = (f"{side.votes} vote{'' if side.votes == 1 else 's'} · rank on the Arena leaderboard"
+              if side.rating is not None else "a check clip, not a model")     # a gold battle (arena/gold.py)
     return (f'<div class="media-clip arena-revealed"><div class="media-clip-label"><strong>{slot}: '
             f'{html.escape(side.model)}</strong>{" 🏆" if won else ""} <span class="arena-rating">{rating}</span></div>'
-            f'<audio controls preload="auto" src="{html.escape(url)}"></audio></div>')
-
-
-# After a vote: stop every player (the revealed players are new elements; this also covers a browser that kept
-# the old ones). Runs after the vote's answer is on the page, and only once the reveal is shown.
-PAUSE_AFTER_VOTE_JS = r"""
-() => {
-  const reveal = document.getElementById("arena-reveal");
-  if (reveal && reveal.getClientRects().length) document.querySelectorAll("audio").forEach((a) => a.pause());
-}
-"""
+            f'<audio controls preload="auto" src="{html.escape(url)}" '
+            f'aria-label="Reply {slot}: {html.escape(side.model)}"></audio></div>')
 
 
 def _meter_html(battle_id: str | None, listening: dict | None, text: str = "") -> str:
     """The meter: `listening` is the battle's rule payload (listening.ListenRule.payload), read by METER_JS."""
     hint = '<span class="arena-meter-hint" role="status" aria-live="polite"></span>'
+    live = '<span class="arena-meter-live visually-hidden" aria-live="polite"></span>'   # METER_JS: start, unlock
     if not battle_id:
         return f'<div class="arena-meter"><span class="arena-meter-status">{html.escape(text)}</span> {hint}</div>'
     return (f'<div class="arena-meter" data-battle="{html.escape(battle_id)}" '
             f'data-listen="{html.escape(json.dumps(listening or {}))}">'
-            f'<span class="arena-meter-status">Play each clip to unlock the vote.</span> {hint}</div>')
+            f'<span class="arena-meter-status">Play each clip to unlock the vote.</span> {hint}{live}</div>')
 
 
 def _identity(st: dict, request: gr.Request | None, profile: gr.OAuthProfile | None
@@ -238,10 +116,6 @@ def _identity(st: dict, request: gr.Request | None, profile: gr.OAuthProfile | N
     return session, ip, user
 
 
-# The vote sends the page's listen report and the proof-of-work payload (arena/pow_ui.py) through two hidden
-# boxes, filled by the click's js (LISTEN_JS).
-LISTEN_JS = ("(...args) => [...args.slice(0, -2), window.__arenaListenReport ? window.__arenaListenReport() : '', "
-             f"{pow_ui.PAYLOAD_JS}]")
 MAX_LISTEN_REPORT_BYTES = 2048
 
 
@@ -323,17 +197,24 @@ def build_arena_tab(ctx) -> ArenaTabHandles:
     meter = gr.HTML(_meter_html(None, None, ""), js_on_load=METER_JS, elem_id="arena-meter")
     play_all = gr.Button("▶ Play all in order", elem_id="arena-play-all", size="sm")
     pow_box = pow_ui.build_pow_box()               # the anonymous voter's proof of work, while one is due
+    # the two aspects, in view with the vote (hidden before a battle, arena/layout_css.py); answered before the
+    # overall vote, or right after it: the overall vote then waits (names hidden) until both are answered or
+    # "Send my vote" is pressed, so every axis answer is as blind as the overall one
+    with gr.Column(elem_id="arena-axes"):
+        axes_note = gr.Markdown(AXES_NOTE, elem_id="arena-axes-note")
+        with gr.Row():
+            said = gr.Radio(SUB_CHOICES, label="What was said (the words)", elem_id="arena-said")
+            sounded = gr.Radio(SUB_CHOICES, label="How it sounded (the voice)", elem_id="arena-sounded")
     with gr.Row(elem_id="arena-vote-row"):         # fixed at the bottom of a phone's screen during a battle
         vote_buttons = {slot: gr.Button(label, interactive=False, elem_id=VOTE_IDS[slot],
                                         variant="primary" if slot in ("A", "B") else "secondary")
                         for slot, label in VOTE_LABELS.items()}
+        send_btn = gr.Button("📨 Send my vote", visible=False, variant="primary", elem_id="arena-send")
     reveal = gr.Markdown(visible=False, elem_id="arena-reveal")
-    with gr.Accordion("Optional: judge two aspects separately, and say why", open=False):
-        with gr.Row():
-            said = gr.Radio(SUB_CHOICES, label="What was said (the words)", elem_id="arena-said")
-            sounded = gr.Radio(SUB_CHOICES, label="How it sounded (the voice)", elem_id="arena-sounded")
+    with gr.Accordion("Say why (optional)", open=False, elem_id="arena-why"):
         reason = gr.Textbox(label="Reason (optional)", max_lines=3, max_length=500, elem_id="arena-reason")
     listen_box = gr.Textbox(visible=False, elem_id="arena-listen")    # the page's listen report (LISTEN_JS)
+    pow_input = gr.Textbox(visible=False, elem_id="arena-pow-payload")  # the solved proof of work (LISTEN_JS)
     pow_input = gr.Textbox(visible=False, elem_id="arena-pow-payload")  # the solved proof of work (LISTEN_JS)
     gr.Markdown(HELP.replace("up to 2×", f"up to {service.settings.max_playback_rate:g}×"), elem_id="arena-help")
     gr.Markdown(KEYS_HELP, elem_classes=["arena-keys"], elem_id="arena-keys")   # keyboards only (layout_css)
@@ -382,41 +263,77 @@ def build_arena_tab(ctx) -> ArenaTabHandles:
         # a "not yet" answer from before the page counted every clip heard is out of date now
         return [gr.update(interactive=open_)] * len(buttons) + ["" if st.get("not_yet") else gr.update()]
 
+    def commit(st: dict, slot: str, said_v, sounded_v, reason_v, listen_v, pow_v, request, profile):
+        """Send the vote (the overall choice `slot` with the aspects answered so far) to the service."""
+        keep3 = [gr.update()] * 3                  # the players, unchanged unless the vote counts
+        keep_rest = [gr.update(), gr.update(), gr.update(), gr.update()]  # meter, Send, aspects' note, proof box
+        if not st.get("battle_id") or st.get("voted"):
+            return (st, *locked, gr.update(), gr.update(), gr.update(), "Start a new battle first.",
+                    gr.update(), gr.update(visible=True), gr.update(visible=False), *keep3, *keep_rest)
+        session, ip, user = _identity(st, request, profile)
+        # not counted: the waiting vote is dropped (the voter votes again once told why)
+        dropped = [gr.update(), gr.update(visible=False), AXES_NOTE, gr.update()]
+        except_keep = [gr.update()] * len(buttons)
+        try:
+            service.admit_vote(ip)
+            result = run_write(service.submit_vote, st["battle_id"], session, ip, slot, said=said_v or None,
+                               sounded=sounded_v or None, reason=(reason_v or "").strip() or None, user=user,
+                               listen=listen_report(listen_v, st["battle_id"]), pow=pow_v or None)
+        except NotYet as exc:
+            return ({**st, "not_yet": True, "pending": None}, *except_keep, gr.update(), gr.update(), gr.update(),
+                    f"⏳ {md(exc.message)}", gr.update(), gr.update(), gr.update(), *keep3, *dropped)
+        except (VoteRefused, Refused) as exc:
+            if exc.reason_code.startswith("pow_"):     # a fresh check (a new challenge), then vote again
+                st = {**st, "pow": True, "pow_round": st.get("pow_round", 0) + 1}
+                dropped[-1] = pow_ui.widget_html(True, service.settings.pow_every_votes, st["pow_round"])
+            return ({**st, "pending": None}, *except_keep, gr.update(), gr.update(), gr.update(),
+                    message_markdown(exc.message), gr.update(), gr.update(), gr.update(), *keep3, *dropped)
+        done = {**st, "voted": True, "pending": None}
+        bid = st["battle_id"]
+        players = (clip_html(AUDIO_LABELS["user"], battle_clip_url(bid, "user")),
+                   revealed_clip_html("A", result.a, battle_clip_url(bid, "A"), result.winner == result.a.model),
+                   revealed_clip_html("B", result.b, battle_clip_url(bid, "B"), result.winner == result.b.model))
+        return (done, *locked, gr.update(interactive=False), gr.update(interactive=False),
+                gr.update(interactive=False), GOLD_THANKS.get(result.gold, "✅ Vote recorded. Thank you!"),
+                gr.update(visible=True, value=reveal_markdown(result)),
+                gr.update(visible=True, value="Next battle"), gr.update(visible=False), *players,
+                _meter_html(None, None, ""), gr.update(visible=False), AXES_NOTE, gr.update())   # the meter goes
+
+    def unchanged(st: dict):
+        return (st, *[gr.update()] * (len(vote_outputs) - 1))
+
     def make_vote(slot: str):
         def vote(st: dict, said_v, sounded_v, reason_v, listen_v, pow_v, request: gr.Request,
                  profile: gr.OAuthProfile | None):
-            keep3 = [gr.update()] * 4                  # the players (and the proof-of-work box), unchanged
-            if not st.get("battle_id") or st.get("voted"):
-                return (st, *locked, gr.update(), gr.update(), gr.update(), "Start a new battle first.",
-                        gr.update(), gr.update(visible=True), gr.update(visible=False), *keep3)
-            session, ip, user = _identity(st, request, profile)
-            try:
-                service.admit_vote(ip)
-                result = run_write(service.submit_vote, st["battle_id"], session, ip, slot, said=said_v or None,
-                                   sounded=sounded_v or None, reason=(reason_v or "").strip() or None, user=user,
-                                   listen=listen_report(listen_v, st["battle_id"]), pow=pow_v or None)
-            except NotYet as exc:
-                keep = [gr.update()] * len(buttons)
-                return ({**st, "not_yet": True}, *keep, gr.update(), gr.update(), gr.update(), f"⏳ {md(exc.message)}",
-                        gr.update(), gr.update(), gr.update(), *keep3)
-            except (VoteRefused, Refused) as exc:
-                keep = [gr.update()] * len(buttons)
-                if exc.reason_code.startswith("pow_"):     # a fresh check (a new challenge), then vote again
-                    st = {**st, "pow": True, "pow_round": st.get("pow_round", 0) + 1}
-                    keep3 = keep3[:3] + [pow_ui.widget_html(True, service.settings.pow_every_votes, st["pow_round"])]
-                return (st, *keep, gr.update(), gr.update(), gr.update(), message_markdown(exc.message), gr.update(),
-                        gr.update(), gr.update(), *keep3)
-            done = {**st, "voted": True}
-            bid = st["battle_id"]
-            players = (clip_html(AUDIO_LABELS["user"], battle_clip_url(bid, "user")),
-                       revealed_clip_html("A", result.a, battle_clip_url(bid, "A"), result.winner == result.a.model),
-                       revealed_clip_html("B", result.b, battle_clip_url(bid, "B"), result.winner == result.b.model))
-            return (done, *locked, gr.update(interactive=False), gr.update(interactive=False),
-                    gr.update(interactive=False), GOLD_THANKS.get(result.gold, "✅ Vote recorded. Thank you!"),
-                    gr.update(visible=True, value=reveal_markdown(result)),
-                    gr.update(visible=True, value="Next battle"), gr.update(visible=False), *players, gr.update())
+            if said_v and sounded_v or not st.get("battle_id") or st.get("voted"):
+                return commit(st, slot, said_v, sounded_v, reason_v, listen_v, pow_v, request, profile)
+            # an aspect is unanswered: the vote waits for it (or for "Send my vote"), names still hidden
+            out = list(unchanged({**st, "pending": slot}))
+            out[vote_outputs.index(send_btn)] = gr.update(visible=True)
+            out[vote_outputs.index(axes_note)] = pending_note(slot)
+            return tuple(out)
         return vote
 
+    def send(st: dict, said_v, sounded_v, reason_v, listen_v, pow_v, request: gr.Request,
+             profile: gr.OAuthProfile | None):
+        if not st.get("pending") or st.get("voted"):
+            return unchanged(st)
+        return commit(st, st["pending"], said_v, sounded_v, reason_v, listen_v, pow_v, request, profile)
+
+    def aspect_answered(st: dict, said_v, sounded_v, reason_v, listen_v, pow_v, request: gr.Request,
+                        profile: gr.OAuthProfile | None):
+        """Right after the overall vote: answering the second aspect sends the waiting vote."""
+        if st.get("pending") and not st.get("voted") and said_v and sounded_v:
+            return commit(st, st["pending"], said_v, sounded_v, reason_v, listen_v, pow_v, request, profile)
+        return unchanged(st)
+
+    def pending_shown(st: dict):
+        """A new battle (or the vote sent): Send and the waiting note follow the state."""
+        waiting = bool(st.get("pending")) and not st.get("voted")
+        return gr.update(visible=waiting), pending_note(st["pending"]) if waiting else AXES_NOTE
+
+    vote_outputs = [state, *buttons, said, sounded, reason, message, reveal, next_btn, skip_btn,
+                    audio_user, audio_a, audio_b, meter, send_btn, axes_note, pow_box]
     battle_outputs = [state, context_md, audio_user, audio_a, audio_b, meter, *buttons, said, sounded, reason,
                       message, reveal, next_btn, skip_btn]
     # Battles and votes write to SQLite: they run on the process's one writer thread (run_write, shared with
@@ -436,13 +353,14 @@ def build_arena_tab(ctx) -> ArenaTabHandles:
     meter.submit(unlock, [state], [*buttons, message], concurrency_limit=None, api_visibility="private",
                  show_progress="hidden")
     play_all.click(None, None, None, js=PLAY_ALL_JS)
-    vote_outputs = [state, *buttons, said, sounded, reason, message, reveal, next_btn, skip_btn,
-                    audio_user, audio_a, audio_b, pow_box]
+    vote_inputs = [state, said, sounded, reason, listen_box, pow_input]
+    voting = dict(concurrency_limit=1, concurrency_id=WRITE_QUEUE, api_visibility="private", js=LISTEN_JS)
     for slot, btn in vote_buttons.items():
-        btn.click(make_vote(slot), [state, said, sounded, reason, listen_box, pow_input], vote_outputs,
-                  concurrency_limit=1,
-                  concurrency_id=WRITE_QUEUE, api_visibility="private", js=LISTEN_JS).then(
-            None, None, None, js=PAUSE_AFTER_VOTE_JS)
+        btn.click(make_vote(slot), vote_inputs, vote_outputs, **voting).then(None, None, None, js=AFTER_VOTE_JS)
+    send_btn.click(send, vote_inputs, vote_outputs, **voting).then(None, None, None, js=AFTER_VOTE_JS)
+    for radio in (said, sounded):
+        radio.input(aspect_answered, vote_inputs, vote_outputs, **voting).then(None, None, None, js=AFTER_VOTE_JS)
+    meter.change(pending_shown, [state], [send_btn, axes_note], api_visibility="private", show_progress="hidden")
     # the live section (arena/live_ui.py) fills these same components, so a live battle is voted on here
     return ArenaTabHandles(parts={"state": state, "buttons": buttons, "battle_outputs": battle_outputs,
                                   "reveal": reveal})

@@ -12,16 +12,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable
 
-import soundfile as sf
-
 from eval_backend.benchmark.model import Benchmark, dimension_of
 from eval_backend.moderation import ledger
 from eval_backend.moderation.replies import KIND, subject_of
 from eval_backend.moderation.texts import REASON, screen_later
 from eval_backend.store import Reply
+from eval_backend.showcase import in_arena_pool
 from eval_backend.tasks import SPOKEN_TASKS, build_requests
 
-from . import battle_clips, gold, listening, storage
+from . import battle_clips, covariates, distinct, gold, listening, storage
 from .abuse import Ticket
 from .identity_screen import IdentityScreen
 from .matchmaking import MatchParams, choose_pair
@@ -67,6 +66,8 @@ class _Candidate:
     attribute: str | None
     replies: dict[str, Reply] = field(default_factory=dict)
     crisis: set[str] = field(default_factory=set)   # models whose reply here read as a crisis (the notice)
+    left_out: dict = field(default_factory=dict)    # {(model, model): reason}: pairs not worth a vote (distinct.py)
+    same_words: set = field(default_factory=set)    # servable pairs saying the same words (served last)
 
 
 def crisis_notice() -> str:
@@ -132,15 +133,10 @@ class Battles:
             self._benchmarks = loaded
         return self._benchmarks
 
-    def _duration(self, path: str) -> float:
-        if path not in self._durations:
-            self._durations[path] = float(sf.info(path).duration)
-        return self._durations[path]
-
     def _index_version(self) -> tuple:
         """What the battle index depends on: the replies table, and (screening on) the screening decisions' version
         token: two reads of the database per battle, no screening (that runs when replies are stored)."""
-        key = tuple(self.store.replies_version())
+        key = tuple(self.store.replies_version()) + (self.heard.version,)   # + the replies measured since
         return key + (ledger.version(self.store),) if self.settings.screen_replies else key
 
     def _screened(self, replies: list[Reply]) -> tuple[list[Reply], set[str]]:
@@ -172,7 +168,7 @@ class Battles:
             for b in benchmarks:
                 by_id = {}
                 for req in build_requests(b, SPOKEN_TASKS):
-                    if req.usable and req.audios and Path(req.audios[0].path).is_file():
+                    if req.usable and req.audios and in_arena_pool(req.id) and Path(req.audios[0].path).is_file():
                         text = req.text.strip() or None
                         by_id[req.id] = _Candidate(b.hash, req.id, req.task, req.item_id, req.variant,
                                                    str(Path(req.audios[0].path).resolve()), text, req.voice)
@@ -188,10 +184,7 @@ class Battles:
                             cand.crisis.add(r.model)
                 index += [c for c in by_id.values() if len(c.replies) >= 2]
                 user_audio.update(((b.hash, c.request_id), c.user_audio) for c in by_id.values())
-            pairs = set()
-            for c in index:
-                models = sorted(c.replies)
-                pairs.update((models[x], models[y]) for x in range(len(models)) for y in range(x + 1, len(models)))
+            pairs = self._distinct_pairs(index)
             self._index, self._pairs, self._index_key = index, pairs, key
             self._user_audio = user_audio
             return index, pairs
@@ -222,7 +215,7 @@ class Battles:
         if not isinstance(session_id, str) or not session_id.strip():
             raise ValueError("a battle needs a session id")
         paused = storage.paused_models(self.store)
-        candidates, all_pairs = self._candidates()
+        candidates, all_pairs = self._servable_index(paused)      # arena/service.py (issue 22)
         pairs = [p for p in all_pairs if p[0] not in paused and p[1] not in paused]
         if not pairs:
             why = "; ".join(f"{k}: {v}" for k, v in self.benchmark_errors.items())
@@ -239,17 +232,19 @@ class Battles:
                              trueskill=self.settings.trueskill)
         pair = choose_pair(pairs, ratings, counts, edges, self.rng, paused, params)
         shared = [c for c in candidates if pair[0] in c.replies and pair[1] in c.replies]
-        cand = self.rng.choice(shared)
+        cand = distinct.pick_request(shared, pair, self.rng)
         model_a, model_b = pair if self.rng.random() < 0.5 else (pair[1], pair[0])
-        paths = {m: str(self.store.abspath(cand.replies[m].audio_path)) for m in (model_a, model_b)}
-        plan = self.gold.plan(self.rng, candidates, paused, self._durations)   # a gold battle (arena/gold.py)?
+        plan = self.gold.plan(self.rng, candidates, paused)    # a gold battle (arena/gold.py)?
         if plan is not None:
-            cand, model_a, model_b, paths = plan.cand, plan.model_a, plan.model_b, plan.paths
-        audio_a, audio_b = paths[model_a], paths[model_b]
+            cand, model_a, model_b = plan.cand, plan.model_a, plan.model_b
+        heard = {m: plan.heard if plan and m == plan.bad else     # as heard (arena/battle_audio.py)
+                 self.heard.clip(str(self.store.abspath(cand.replies[m].audio_path))) for m in (model_a, model_b)}
+        said = {m: r.transcript or r.text for m, r in cand.replies.items()}     # style covariates of the heard clips
+        cov = covariates.measure_battle((heard[model_a].path, said.get(model_a)), (heard[model_b].path,
+                                        said.get(model_b)), measure=self._measures.get)
         rule = self.settings.listen_rule
-        clips = {"user": self._duration(cand.user_audio), "A": self._duration(audio_a), "B": self._duration(audio_b)}
-        self._durations.pop(plan.paths.get(plan.model_a if plan.good_slot == "B" else plan.model_b)
-                            if plan else None, None)     # the check clip is a one-off file
+        clips = {"user": self.heard.clip(cand.user_audio).seconds, "A": heard[model_a].seconds,
+                 "B": heard[model_b].seconds}
         listen = rule.needs(clips)
         now = self.clock()
         battle_id = secrets.token_urlsafe(24)
@@ -258,7 +253,7 @@ class Battles:
             storage.insert_battle(
                 conn, (battle_id, session_id, user, self.ip_hash(ip), cand.benchmark_hash, cand.request_id, cand.task,
                  cand.item_id, cand.variant, attribute, dimension_of(attribute) if attribute else None,
-                 model_a, model_b, "A", sum(listen.values()), now, now + self.settings.battle_ttl_s))
+                 model_a, model_b, "A", sum(listen.values()), now, now + self.settings.battle_ttl_s), covariates=cov)
             battle_clips.add_clips(conn, battle_id, clips)
             pow_required = self.pow.needed(conn, session_id, user)
         urls = [battle_clip_url(battle_id, clip) for clip in ("user", "A", "B")]
@@ -269,7 +264,7 @@ class Battles:
     def battle_clip(self, battle_id: str, clip: str) -> Path | None:
         """The file behind clip user | A | B of a served, unexpired battle, from the battle's row (so any
         replica on the database can answer); None for anything else."""
-        if not isinstance(battle_id, str) or clip not in ("user", "A", "B"):
+        if not storage.plausible_id(battle_id) or clip not in ("user", "A", "B"):
             return None
         battle = storage.battle_clip_row(self.store, battle_id)
         if battle is None or self.clock() > battle["expires_at"]:
@@ -282,7 +277,7 @@ class Battles:
             if key not in self._user_audio:
                 self._candidates()              # a replica that has not served yet builds its index first
             path = self._user_audio.get(key)
-            return Path(path) if path else None
+            return self._heard_path(path) if path else None
         model = battle["model_a"] if clip == "A" else battle["model_b"]
         bad = self.gold.clip(model) if gold.is_gold(model) else None   # a gold battle's check clip (arena/gold.py)
         if bad is not None:
@@ -294,7 +289,7 @@ class Battles:
         if bad is not None:
             return bad
         rel = self.store.reply_audio_path(model, battle["benchmark_hash"], battle["request_id"])
-        return self.store.abspath(rel) if rel else None
+        return self._heard_path(self.store.abspath(rel)) if rel else None
 
     def clip_fetched(self, battle_id: str, clip: str) -> None:
         """The audio route served this clip of this battle: record its first fetch (the listening rule)."""
@@ -305,7 +300,7 @@ class Battles:
         """Close the session's unvoted battle without a vote ("Skip": the voter wants another battle). Nothing
         enters the ratings or the refusal log; the battle's open-battle slot is freed; a later vote on it is
         refused (`skipped`). Skipping a skipped battle again is a no-op. Raises SkipRefused."""
-        if not isinstance(battle_id, str) or not isinstance(session_id, str):
+        if not storage.plausible_id(battle_id) or not storage.plausible_id(session_id):
             raise SkipRefused("bad_value", "battle id and session id must be text")
         with self.store.transaction() as conn:
             _unvoted_battle_of(conn, battle_id, session_id, SkipRefused, "")
@@ -330,8 +325,8 @@ class Battles:
         except NotYet:
             raise                                  # early, not abuse: no refusal row
         except VoteRefused as refusal:
-            storage.log_refusal(self.store, battle_id if isinstance(battle_id, str) else None,
-                                session_id if isinstance(session_id, str) else None, ip_hash,
+            storage.log_refusal(self.store, battle_id if storage.plausible_id(battle_id) else None,
+                                session_id if storage.plausible_id(session_id) else None, ip_hash,
                                 refusal.reason_code, refusal.message)
             raise
 
@@ -343,7 +338,7 @@ class Battles:
                 raise VoteRefused("bad_value", f"'{name}' must be A, B, tie or empty, got {value!r}")
         if reason is not None and (not isinstance(reason, str) or len(reason) > MAX_REASON_CHARS):
             raise VoteRefused("bad_value", f"the reason must be text of at most {MAX_REASON_CHARS} characters")
-        if not isinstance(battle_id, str) or not isinstance(session_id, str):
+        if not storage.plausible_id(battle_id) or not storage.plausible_id(session_id):
             raise VoteRefused("bad_value", "battle id and session id must be text")
         if claimed is not None and (not isinstance(claimed, (tuple, list)) or len(claimed) != 2):
             raise VoteRefused("bad_value", "claimed models must be a pair of names")
@@ -401,7 +396,7 @@ class Battles:
                    "ip_hash": ip_hash, "first_heard": report.first_of(), "attribute": battle["attribute"],
                    "dimension": battle["dimension"], "benchmark_hash": battle["benchmark_hash"],
                    "request_id": battle["request_id"], "created_at": now, "source": "live",
-                   "battle_source": battle["source"]}
+                   "battle_source": battle["source"], **{c: battle[c] for c in covariates.COLUMNS}}
             vote_id, new = self._record(conn, row)
             storage.mark_voted(conn, battle_id)
             counts = storage.overall_vote_counts(conn, battle["model_a"], battle["model_b"])

@@ -54,17 +54,38 @@ class PairCounts:
     wins_i: np.ndarray     # (P,) battles won by i
     wins_j: np.ndarray
     ties: np.ndarray
+    # (P, 3) mean vote weight of the battles won by i, won by j, tied (VoteRow.weight); None: all 1. A
+    # battle counts its weight in the fit; a bootstrap resample draws battles and gives each its cell's mean.
+    weights: np.ndarray | None = None
 
     @property
     def battles(self) -> int:
         return int(self.wins_i.sum() + self.wins_j.sum() + self.ties.sum())
 
+    def weighted(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(wins_i, wins_j, ties) as the fit counts them: battles times their weights."""
+        if self.weights is None:
+            return self.wins_i, self.wins_j, self.ties
+        w = self.weights
+        return self.wins_i * w[:, 0], self.wins_j * w[:, 1], self.ties * w[:, 2]
 
-def counts_from_arrays(a: np.ndarray, b: np.ndarray, outcome: np.ndarray, models: Sequence[str]) -> PairCounts:
-    """a, b: model indices per battle; outcome: 0 = a won, 1 = b won, 2 = tie (both-bad already removed)."""
+
+def counts_from_arrays(a: np.ndarray, b: np.ndarray, outcome: np.ndarray, models: Sequence[str],
+                       weight: np.ndarray | None = None) -> PairCounts:
+    """a, b: model indices per battle; outcome: 0 = a won, 1 = b won, 2 = tie (both-bad already removed);
+    weight: per battle in [0, 1] (None: all 1; a battle of weight 0 is left out)."""
     a, b, outcome = (np.asarray(x, dtype=np.int64) for x in (a, b, outcome))
     if np.any(a == b):
         raise ValueError("a battle needs two different models")
+    if weight is not None:
+        weight = np.asarray(weight, dtype=float)
+        if np.any(~(weight >= 0) | (weight > 1)):
+            raise ValueError("vote weights must be in [0, 1]")
+        if np.all(weight == 1.0):
+            weight = None
+        else:
+            keep = weight > 0
+            a, b, outcome, weight = a[keep], b[keep], outcome[keep], weight[keep]
     m = len(models)
     lo, hi = np.minimum(a, b), np.maximum(a, b)
     key = lo * m + hi
@@ -73,14 +94,19 @@ def counts_from_arrays(a: np.ndarray, b: np.ndarray, outcome: np.ndarray, models
     rel = np.where(outcome == 2, 2, np.where(swapped, 1 - outcome, outcome))
     cell = np.bincount(key * 3 + rel, minlength=m * m * 3).reshape(m * m, 3)
     used = np.flatnonzero(cell.sum(axis=1))
-    return PairCounts(list(models), used // m, used % m, cell[used, 0], cell[used, 1], cell[used, 2])
+    weights = None
+    if weight is not None:
+        total = np.bincount(key * 3 + rel, weights=weight, minlength=m * m * 3).reshape(m * m, 3)[used]
+        weights = np.where(cell[used] > 0, total / np.maximum(cell[used], 1), 1.0)
+    return PairCounts(list(models), used // m, used % m, cell[used, 0], cell[used, 1], cell[used, 2], weights)
 
 
-def counts_from_votes(votes: Iterable[tuple[str, str, str]]) -> PairCounts:
-    """votes: (model_a, model_b, winner) with winner a model name, 'tie' or 'both_bad' (skipped)."""
+def counts_from_votes(votes: Iterable[tuple]) -> PairCounts:
+    """votes: (model_a, model_b, winner[, weight]) with winner a model name, 'tie' or 'both_bad' (skipped)."""
     names: dict[str, int] = {}
-    a, b, out = [], [], []
-    for ma, mb, winner in votes:
+    a, b, out, weights = [], [], [], []
+    for vote in votes:
+        ma, mb, winner = vote[:3]
         if winner == "both_bad":
             continue
         if winner not in (ma, mb, "tie"):
@@ -88,8 +114,9 @@ def counts_from_votes(votes: Iterable[tuple[str, str, str]]) -> PairCounts:
         a.append(names.setdefault(ma, len(names)))
         b.append(names.setdefault(mb, len(names)))
         out.append(0 if winner == ma else 1 if winner == mb else 2)
+        weights.append(vote[3] if len(vote) > 3 else 1.0)
     return counts_from_arrays(np.array(a, dtype=np.int64), np.array(b, dtype=np.int64),
-                              np.array(out, dtype=np.int64), list(names))
+                              np.array(out, dtype=np.int64), list(names), np.array(weights, dtype=float))
 
 
 def _fit_batch(m: int, i: np.ndarray, j: np.ndarray, win_i: np.ndarray, n: np.ndarray,
@@ -130,8 +157,9 @@ def fit(counts: PairCounts, prior: float = 1e-4) -> np.ndarray:
     """Centred log-strengths, one per model (natural-log odds scale)."""
     if not len(counts.i):
         return np.zeros(len(counts.models))
-    win = (counts.wins_i + 0.5 * counts.ties).astype(float)[None]
-    n = (counts.wins_i + counts.wins_j + counts.ties).astype(float)[None]
+    wins_i, wins_j, ties = counts.weighted()
+    win = (wins_i + 0.5 * ties).astype(float)[None]
+    n = (wins_i + wins_j + ties).astype(float)[None]
     return _fit_batch(len(counts.models), counts.i, counts.j, win, n, prior)[0]
 
 
@@ -157,7 +185,8 @@ def restrict(counts: PairCounts, keep: np.ndarray) -> tuple[PairCounts, np.ndarr
     new[idx] = np.arange(len(idx))
     both = keep[counts.i] & keep[counts.j]
     return PairCounts([counts.models[k] for k in idx], new[counts.i[both]], new[counts.j[both]],
-                      counts.wins_i[both], counts.wins_j[both], counts.ties[both]), idx
+                      counts.wins_i[both], counts.wins_j[both], counts.ties[both],
+                      None if counts.weights is None else counts.weights[both]), idx
 
 
 @dataclass
@@ -221,6 +250,8 @@ def bootstrap(counts: PairCounts, rounds: int = 1000, seed: int = 0, prior: floa
     for start in range(0, rounds, chunk):
         size = min(chunk, rounds - start)
         draw = rng.multinomial(int(total), pvals, size=size).reshape(size, -1, 3).astype(float)
+        if sub.weights is not None:
+            draw *= sub.weights[None]
         win = draw[:, :, 0] + 0.5 * draw[:, :, 2]
         n = draw.sum(axis=2)
         # 1e-7 logit = 4e-6 Elo points: far below the interval widths

@@ -7,7 +7,7 @@ Bradley-Terry over that source's votes only, so its rows have the board's column
 """
 from __future__ import annotations
 
-from . import storage
+from typing import Iterable
 
 SOURCES = ("all", "benchmark", "live")
 
@@ -19,7 +19,7 @@ def check(source: str | None) -> str:
     return source
 
 
-def votes_of(service, source: str) -> list:
-    """The vote log (id order) restricted to votes on battles of `source`."""
-    ids = storage.vote_ids_by_battle_source(service.store, source)
-    return [v for v in service.votes() if v.id in ids]
+def votes_of(votes: Iterable, source: str) -> list:
+    """The votes (id order kept) on battles of `source` ("all": every vote)."""
+    source = check(source)
+    return list(votes) if source == "all" else [v for v in votes if v.battle_source == source]

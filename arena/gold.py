@@ -1,15 +1,15 @@
 """Gold battles: a small share of battles pairs a real reply with a known-bad clip made from it, to learn which
 voters listen. Their votes are recorded here, never in the vote log, so they never enter any rating.
 
-    plan = gold.plan(rng, candidates, paused, durations)    # in serve_battle; None: an ordinary battle
+    plan = gold.plan(rng, candidates, paused)               # in serve_battle; None: an ordinary battle
     gold.clip(model_name)                                   # the file behind the bad side's name
     outcome = gold.record_vote(conn, battle, slot, ...)                      # in the vote's transaction
     records(store, voter_subject) -> {voter: GoldRecord(passes, fails)}      # arena/sweeps.py: reliability
 
 A gold battle is served exactly like any other: its row in arena_battles names the real model and, on the bad
 side, `gold:<construction>:<clip token>` (a name no submitted model can have: submitted names hold no ':'); its clips go
-through the same route (arena/media.py: battle id + clip, the same headers), the bad clip is a fresh file in
-the real reply's own wav format and length class (arena/gold_clips.py), and the battle JSON has the same fields.
+through the same route (arena/media.py: battle id + clip, the same headers), the bad clip is a fresh file made
+from the real reply as voters hear it (arena/battle_audio.py: the same format, rate and loudness, the same length), and the battle JSON has the same fields.
 Only after the vote does the reveal say which clip was the check and what it was.
 
 Outcome: the real reply chosen = passed; the bad clip chosen, or a tie = failed; "both bad" = neutral (the real
@@ -26,12 +26,14 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 import numpy as np
 
 from eval_backend.store import Store, register_migration
 
 from . import storage            # arena_battles first (migrations apply in registration order); ratings
+from .battle_audio import RATE, HeardClip, normalise
 from .gold_clips import CONSTRUCTIONS, dithered, read_like, wav_like
 from .ratings import Rating
 from .sweeps import GoldRecord
@@ -93,7 +95,8 @@ def outcome(slot: str, good_slot: str) -> str:
 class GoldPlan:
     model_a: str
     model_b: str
-    paths: dict                 # {model name or gold name: absolute path}
+    bad: str                    # the check's name in the battle row (gold_name)
+    heard: HeardClip            # the check clip, as served (already in the heard format and loudness)
     model: str                  # the real reply's model
     good_slot: str
     construction: str
@@ -107,7 +110,7 @@ class ReadyClip:
     model: str
     construction: str
     token: str                  # the file: gold/<token>.wav
-    seconds: float
+    heard: HeardClip
     made_at: float
 
     @property
@@ -128,13 +131,17 @@ class GoldBattles:
     MAX_AGE_S = 1800.0
 
     def __init__(self, store: Store, share: float, constructions: tuple[str, ...], fresh: Rating,
-                 clock=time.time):
+                 heard: Callable[[str], HeardClip], measure: Callable[[str, str | None], dict], clock=time.time):
+        """`heard`: a reply's heard clip (HeardAudio.clip: what voters hear, arena/battle_audio.py), which check
+        clips are made from; `measure`: the service's covariate measures (ClipMeasures.get), run here on each
+        check clip so the battle finds them remembered."""
         unknown = [c for c in constructions if c not in CONSTRUCTIONS]
         if unknown or not 0 <= share <= 1:
             raise ValueError(f"gold battles: share must be in [0, 1] and constructions among "
                              f"{', '.join(CONSTRUCTIONS)} (got {share!r}, {unknown})")
         self.store, self.share, self.constructions = store, share, tuple(constructions)
         self.fresh = fresh         # a model's rating before its first vote (the reveal of an unrated model)
+        self.heard, self.measure = heard, measure
         self.clock = clock
         self._ready: list[ReadyClip] = []
         self._lock = threading.Lock()
@@ -143,10 +150,10 @@ class GoldBattles:
         self._rng = random.SystemRandom()
 
     # ------------------------------------------------------------------ serving
-    def plan(self, rng, candidates: list, paused: set, durations: dict) -> GoldPlan | None:
+    def plan(self, rng, candidates: list, paused: set) -> GoldPlan | None:
         """With probability `share`, a gold battle from a ready clip: its request, its model's real reply on one
-        side, the clip on the other. `durations` (the service's clip-length cache) learns the clip's length, so
-        the battle reads no file the ordinary path would not. None: an ordinary battle."""
+        side, the clip (built and measured ahead: the battle does no work the ordinary path would not) on the
+        other. None: an ordinary battle."""
         if not self.share or not self.constructions:
             return None
         self._refill_soon(candidates, paused)
@@ -156,12 +163,10 @@ class GoldBattles:
         if clip is None:
             return None
         cand = next(c for c in candidates if (c.benchmark_hash, c.request_id) == clip.key)
-        real = str(self.store.abspath(cand.replies[clip.model].audio_path))
-        bad, bad_path = gold_name(clip.construction, clip.token), str(self.store.abspath(clip.rel))
-        durations[bad_path] = clip.seconds
+        bad = gold_name(clip.construction, clip.token)
         good_slot = "A" if rng.random() < 0.5 else "B"
         a, b = (clip.model, bad) if good_slot == "A" else (bad, clip.model)
-        return GoldPlan(a, b, {clip.model: real, bad: bad_path}, clip.model, good_slot, clip.construction, cand)
+        return GoldPlan(a, b, bad, clip.heard, clip.model, good_slot, clip.construction, cand)
 
     def _take(self, by_key: dict, paused: set) -> ReadyClip | None:
         """The oldest ready clip still servable (its model unpaused, its reply still in the index)."""
@@ -216,27 +221,30 @@ class GoldBattles:
             return {c.rel for c in self._ready}
 
     def _build(self, name: str, cand, model: str, candidates: list) -> ReadyClip | None:
+        """A check clip made from the heard version of `model`'s reply (or, for other_reply, of its reply to
+        another request), normalised and written like any heard clip, then measured as a battle measures it."""
         key, now = (cand.benchmark_hash, cand.request_id), self.clock()
-        source = self.store.abspath(cand.replies[model].audio_path)
-        gen = np.random.default_rng(self._rng.getrandbits(64))
+        own = cand.replies[model].audio_path                # content-addressed: the same file is the same words
         if name == "other_reply":       # the same model's stored reply to another request (dithered: a new file)
-            own = cand.replies[model].audio_path            # content-addressed: the same file is the same words
             others = [c for c in candidates if model in c.replies and c.replies[model].audio_path != own]
             if not others:
                 return None
-            source = self.store.abspath(self._rng.choice(others).replies[model].audio_path)
-            samples, sr = read_like(source)
-            bad = dithered(samples, gen)
-        else:
-            samples, sr = read_like(source)
-            bad = dithered(CONSTRUCTIONS[name].build(samples, sr, gen), gen)
+            own = self._rng.choice(others).replies[model].audio_path
+        source = self.heard(str(self.store.abspath(own))).path
+        samples, sr = read_like(source)
+        gen = np.random.default_rng(self._rng.getrandbits(64))
+        built = samples if name == "other_reply" else CONSTRUCTIONS[name].build(samples, sr, gen)
+        level, facts = normalise(built[:, 0], sr)           # the loudness every heard clip has
+        bad = dithered(level.astype(np.float32), gen)
         token = secrets.token_hex(16)
         dest = self.store.abspath(f"{GOLD_DIR}/{token}.wav")
         dest.parent.mkdir(parents=True, exist_ok=True)
         tmp = dest.with_suffix(".tmp")
         tmp.write_bytes(wav_like(source, bad))
         tmp.replace(dest)
-        return ReadyClip(key, model, name, token, len(bad) / sr, now)
+        self.measure(str(dest), None)
+        heard = HeardClip(dest, token, len(bad) / RATE, facts["lufs"], facts["peak_dbtp"], facts["source_lufs"], RATE)
+        return ReadyClip(key, model, name, token, heard, now)
 
     def clip(self, model: str) -> Path | None:
         """The file behind a gold battle's bad side, from its name in the battle row."""

@@ -17,6 +17,9 @@ served but almost nothing was submitted at all (the vote never reached the servi
     HealthMonitor(store, cfg).check()                                    # logs on alert / recovery
 
 `series` and `evaluate` are pure; `load_counts` is the only function that reads the store.
+
+Beside the votes: the battles matchmaking leaves out (issue 22): request pairs whose two replies are identical or
+nearly so (arena/distinct.py), counted by `ArenaService.left_out_pairs()` and worded by `pairs_line`.
 """
 from __future__ import annotations
 
@@ -210,6 +213,22 @@ def health_figure(rows: list[dict], alert_share: float | None = None):
                               "tickformat": ".0%"},
                       legend={"orientation": "h"}, margin={"t": 50, "l": 50, "r": 50, "b": 40})
     return fig
+
+
+def pairs_line(pairs: dict) -> str:
+    """One line on the battles left out of matchmaking, and why (ArenaService.left_out_pairs())."""
+    from .distinct import REASON_TEXT
+    why = ", ".join(f"{REASON_TEXT[r]} {n}" for r, n in pairs["left_out"].items() if n) or "none"
+    return (f"battle pairs: {pairs['servable']} of {pairs['request_pairs']} request pairs servable "
+            f"({pairs['same_words_servable']} of them with the same words and a different delivery, served only "
+            f"when a pair has nothing else); left out: {why}")
+
+
+def live_models_line(rows: list[dict]) -> str:
+    """One line per submitted model that battles live: calls, failures, pause (arena/live_submitted.py)."""
+    return "\n".join(f"- live {r['model']}: {r['calls_24h']} of {r['calls_per_day']} calls in 24 h, {r['failed_24h']} "
+                     f"failed ({r['failed_in_a_row']} in a row)" + (f"; {r['paused']}" if r["paused"] else "")
+                     for r in rows)
 
 
 class HealthMonitor:

@@ -13,10 +13,16 @@ Steps, in order, so bad input costs nothing and a refusal stores nothing:
 3. both contestants are asked at once (eval_backend/clients/openai_chat.py, its caps and failure classes), while
    the voter's clip is transcribed (the scorer's Whisper; `hear`) on one thread of lower CPU priority, started once
    the first good reply is in: on the Space's 2 cores the local baselines are CPU-bound, and a transcription
-   running beside them made their replies ~0.4 s later at the median (docs/benchmarks.md). A contestant that fails, times out, sends no audio or a
-   reply the screen flags (or that names a model: the arena's IdentityScreen) is replaced by another contestant
-   not yet tried; when none is left or the deadline passes, the battle is void (503, nothing stored). Never a
-   one-sided battle.
+   running beside them made their replies ~0.4 s later at the median (docs/benchmarks.md). Each reply is screened
+   as soon as it is in, on our Whisper transcript of its audio and on the words the model says it spoke
+   (eval_backend/moderation/replies.py's `screen_reply_audio`, as benchmark replies are); with screening on, the
+   voter's clip is transcribed after both replies, so it never holds the Whisper a reply waits for. A contestant
+   that fails, times out, sends no audio or a reply the screen flags or cannot screen (or that names a model: the
+   arena's IdentityScreen), or whose reply is the same as the other's (arena/live_heard.py, issue 22), is replaced
+   by another contestant not yet tried; when none is left or the deadline passes, the battle is void (503, nothing
+   stored). Never a one-sided battle. A *submitted* model that opted in to live battles (arena/live_submitted.py)
+   is called through the SSRF guard and the submission caps; its failed or slow call voids the battle at once and
+   counts towards its live pause.
 4. the transcript is screened: a crisis utterance gets the help notice (it does not block the battle). The
    battle does not wait for it: when the transcript is not ready once both replies are, the battle is stored and
    returned with `transcript_pending`, and the transcript, its screen verdict and the notice follow
@@ -27,7 +33,8 @@ Steps, in order, so bad input costs nothing and a refusal stores nothing:
 
 Retention: without consent to store, the clips and the words are deleted `retention_s` after the battle (it
 stays votable until then); with it, after `keep_days`. `sweep()` deletes what is due (a background thread runs
-it every `sweep_every_s`; every new live battle runs it too).
+it every `sweep_every_s`, EMPATHY_ARENA_LIVE_SWEEP_EVERY_S). A recording sent from the page is deleted from Gradio's
+upload folder as soon as its battle holds its own copy (arena/live_ui.py), so the sweep's copy is the only one.
 
 Screening takes an injected callable `screen(text) -> ScreenResult` (flagged, crisis, categories, reason,
 screen: eval_backend.safety's interface); by default eval_backend.safety.screen_text when that module exists.
@@ -59,10 +66,14 @@ from eval_backend.clients import openai_chat
 from eval_backend.clients.failures import CallFailure
 from eval_backend.clients.limits import ReplyLimits
 from eval_backend.config import ModelSpec
+from eval_backend.moderation.replies import screen_reply_audio
 from eval_backend.tasks import SYSTEM_CONVERSATION, Request
 
-from . import battle_clips, live_store, storage
+from . import battle_clips, covariates, distinct, live_store, storage
 from .abuse import Refused
+from .live_heard import VOID_SAME, LiveHeard
+from .live_heard import seconds as heard_seconds
+from .live_submitted import SubmittedFailed, is_submitted
 from .matchmaking import MatchParams, choose_pair
 from .media import battle_clip_url
 from .ratings import Rating
@@ -117,6 +128,7 @@ class LiveSettings:
                    retention_s=num("RETENTION_S", d.retention_s), keep_days=num("KEEP_DAYS", d.keep_days),
                    user_per_hour=num("PER_USER_HOUR", d.user_per_hour, int),
                    concurrency=max(1, num("CONCURRENCY", d.concurrency, int)),
+                   sweep_every_s=max(0.5, num("SWEEP_EVERY_S", d.sweep_every_s)),
                    require_sign_in=spaces or env.get(LIVE_PREFIX + "SIGN_IN", "0") == "1")
 
 
@@ -292,13 +304,18 @@ class LiveService:
     def __init__(self, arena, contestants: Iterable[ModelSpec] | Callable[[], list[ModelSpec]],
                  settings: LiveSettings | None = None, screen: Callable | None | str = "default",
                  transcribe: Callable[[np.ndarray, int], str] = default_transcribe,
-                 clock: Callable[[], float] = time.time, rng: random.Random | None = None):
+                 transcribe_reply: Callable[[np.ndarray, int], str] = default_transcribe,
+                 clock: Callable[[], float] = time.time, rng: random.Random | None = None,
+                 submitted=None):
+        """`submitted`: the submitted models that opted in to live battles (arena/live_submitted.py), or None."""
         self.arena = arena
+        self.submitted = submitted
         self.store = arena.store
         self._contestants = contestants if callable(contestants) else (lambda c=list(contestants): c)
         self.settings = settings or LiveSettings()
         self.screen = default_screen() if screen == "default" else screen
         self.transcribe = transcribe
+        self.transcribe_reply = transcribe_reply     # our transcript of each reply's audio, for the screen
         self.clock = clock
         self.rng = rng or random.SystemRandom()
         self._slots = threading.BoundedSemaphore(self.settings.concurrency)
@@ -312,7 +329,9 @@ class LiveService:
     # --------------------------------------------------------- status
     def contestants(self) -> list[ModelSpec]:
         paused = self.arena.paused()
-        return [s for s in self._contestants() if s.name not in paused]
+        own = [s for s in self._contestants() if s.name not in paused]
+        names = {s.name for s in own}
+        return own + [s for s in (self.submitted.specs() if self.submitted else []) if s.name not in names]
 
     def reachable(self, max_age_s: float = 5.0) -> list[str]:
         """Contestants whose server accepts a connection now (checked at most every `max_age_s`): live mode is
@@ -325,6 +344,9 @@ class LiveService:
             return names
         names = []
         for spec in self.contestants():
+            if is_submitted(spec):            # never probed from here: their calls go through the SSRF guard only
+                names.append(spec.name)
+                continue
             url = urlsplit(spec.base_url)
             try:
                 with socket.create_connection((url.hostname, url.port or (443 if url.scheme == "https" else 80)),
@@ -480,7 +502,12 @@ class LiveService:
                 if hearing is None:
                     hearing = self._hear_pool.submit(self.hear, samples, sr)
             t_asked = time.perf_counter()
-            replies, replaced = await self._answer(battle_id, folder / "user.wav", user_wav, start_hearing)
+            heard_clips = LiveHeard()      # the clips as heard, made once: the replies' check and the folder
+            heard_clips.start(user_wav)    # the voter's clip is made while the models answer
+            # with reply screening, each reply is transcribed by the same Whisper (one clip at a time): the voter's
+            # clip waits until both replies are screened, so it never delays a reply (it is off the path anyway)
+            early = start_hearing if self.screen is None else (lambda: None)
+            replies, replaced = await self._answer(battle_id, folder / "user.wav", user_wav, early, heard_clips)
             start_hearing()
             t_replies = time.perf_counter()
             pending = not hearing.done()      # the battle does not wait for the voter's transcript
@@ -489,7 +516,8 @@ class LiveService:
             (folder / "A.wav").write_bytes(a.audio)
             (folder / "B.wav").write_bytes(b.audio)
             rule = self.arena.settings.listen_rule     # the same listening rule as benchmark battles
-            clips = {"user": len(samples) / sr, "A": _seconds(a.audio), "B": _seconds(b.audio)}
+            sources = {"user": user_wav, "A": a.audio, "B": b.audio}
+            clips = {c: heard_seconds(data) for c, data in sources.items()}   # as heard (arena/battle_audio.py)
             listen = rule.needs(clips)
             now = self.clock()
             expires = now + self.arena.settings.battle_ttl_s
@@ -502,7 +530,7 @@ class LiveService:
                     storage.insert_battle(conn, live_store.battle_values(
                         battle_id=battle_id, session_id=session, user=user, ip_hash=ip_hash, model_a=a.model,
                         model_b=b.model, min_listen_s=sum(listen.values()), served_at=now, expires_at=expires),
-                        source="live")
+                        source="live")       # covariates: _store_covariates, once the clips as heard exist
                     battle_clips.add_clips(conn, battle_id, clips)
                     live_store.insert_live(
                         conn, battle_id=battle_id, user=user, ip_hash=ip_hash, served_at=now,
@@ -511,6 +539,10 @@ class LiveService:
                         delete_after=now + keep)
             t_write = time.perf_counter()
             await loop.run_in_executor(WRITER, write)
+            heard_clips.write_later(folder, sources)    # the clip route waits for them (live_heard.wait_written)
+            # the style covariates are measured on the clips as heard, once written (the vote copies them; a voter
+            # must first fetch and hear the clips, which wait for the same writes)
+            heard_clips.when_written(folder, ("A", "B"), lambda: self._store_covariates(battle_id, folder, a, b))
             t_stored = time.perf_counter()
         except BaseException:
             shutil.rmtree(folder, ignore_errors=True)     # a battle not made leaves nothing behind
@@ -526,6 +558,16 @@ class LiveService:
                            "slowest_model_s": max(a.latency_s, b.latency_s),
                            "asked_s": t_asked - t0, "store_s": t_stored - t_write}, rule.payload(clips), pending)
 
+    def _store_covariates(self, battle_id: str, folder: Path, a, b) -> None:
+        cov = covariates.measure_battle((folder / "A.heard.wav", a.text), (folder / "B.heard.wav", b.text),
+                                        (a.latency_s, b.latency_s))
+        from .writer import WRITER
+
+        def write() -> None:
+            with self.store.transaction() as conn:
+                storage.set_battle_covariates(conn, battle_id, cov)
+        WRITER.submit(write).result()
+
     # --------------------------------------------------------- the contestants
     def _pair(self, specs: dict[str, ModelSpec]) -> tuple[str, str]:
         names = sorted(specs)
@@ -538,9 +580,11 @@ class LiveService:
         pair = choose_pair(pairs, current, counts, [], self.rng, set(), params)
         return pair if self.rng.random() < 0.5 else (pair[1], pair[0])
 
-    async def _answer(self, battle_id: str, user_wav: Path, wav: bytes,
-                      on_first: Callable[[], None] = lambda: None) -> tuple[tuple[_Reply, _Reply], list]:
-        """Both replies (replacing failed contestants); `on_first()` runs when the first good reply is in."""
+    async def _answer(self, battle_id: str, user_wav: Path, wav: bytes, on_first: Callable[[], None] = lambda: None,
+                      heard: LiveHeard | None = None) -> tuple[tuple[_Reply, _Reply], list]:
+        """Both replies (replacing failed contestants, and one of two replies that do not differ: `heard`);
+        `on_first()` runs when the first good reply is in."""
+        heard = heard or LiveHeard()
         specs = {s.name: s for s in self.contestants()}
         if len(specs) < 2:
             raise LiveRefused(503, "no_contestants", "live mode needs two models that listen and speak; fewer "
@@ -559,23 +603,31 @@ class LiveService:
         async def ask(name: str) -> _Reply:
             spec = specs[name]
             left = deadline - time.monotonic()
-            async with asyncio.timeout(max(0.0, min(self.settings.call_timeout_s, spec.timeout_s, left))):
-                answer = await openai_chat.call(session, spec, request, audio_b64, limits)
+            timeout = max(0.0, min(self.settings.call_timeout_s, spec.timeout_s, left))
+            if is_submitted(spec):              # untrusted: guarded, capped, recorded; a failure voids the battle
+                answer = await self.submitted.call(spec, request, audio_b64, timeout, self.settings.reply_audio_s)
+            else:
+                async with asyncio.timeout(timeout):
+                    answer = await openai_chat.call(session, spec, request, audio_b64, limits)
             if not answer.audio:
                 raise CallFailure("bad_audio", "the reply has no audio")
             words = answer.transcript or answer.text
             if leak.leaks(answer.text, answer.transcript):
                 raise CallFailure("screened", "the reply names a model or vendor")
-            if words and self.screen is not None:
+            if self.screen is not None:
+                # our transcript of the audio and the model's words, like a benchmark reply (issue 26); each
+                # reply is transcribed as soon as it is in, so the first one's overlaps the other contestant
                 loop = asyncio.get_running_loop()
-                verdict = await loop.run_in_executor(None, self.screen, words)
+                shown, verdict = await loop.run_in_executor(None, screen_reply_audio, answer.audio, words,
+                                                            self.screen, self.transcribe_reply)
                 if verdict.flagged or getattr(verdict, "status", "screened") != "screened":
                     # the operator's queue shows which contestant said what (the model's words, not the voter's)
-                    await loop.run_in_executor(None, record_live_reply, self.store, battle_id, name, words, verdict)
+                    await loop.run_in_executor(None, record_live_reply, self.store, battle_id, name, shown, verdict)
                     raise CallFailure("screened", f"the reply was flagged by the screen ({verdict.screen})")
             return _Reply(name, words, answer.audio, answer.latency_s)
 
         first = self._pair(specs)
+        loop = asyncio.get_running_loop()
         async with openai_chat.new_session(4) as session:
             tasks = {}
             slot_model = dict(zip(("A", "B"), first))
@@ -589,19 +641,28 @@ class LiveService:
                     for task in finished:
                         slot = tasks.pop(task)
                         try:
-                            done_replies[slot] = task.result()
-                            on_first()
-                            continue
+                            reply = task.result()
+                            other = done_replies.get("B" if slot == "A" else "A")
+                            same = other and await loop.run_in_executor(
+                                None, heard.same, reply.text, reply.audio, other.text, other.audio)
+                            if not same:
+                                done_replies[slot] = reply
+                                heard.start(reply.audio)
+                                on_first()
+                                continue
+                            cls = same               # the same reply as the other slot's: replace this one
                         except (CallFailure, TimeoutError) as exc:
                             cls = exc.error_class if isinstance(exc, CallFailure) else "timeout"
+                        except SubmittedFailed as exc:   # a submitted model failed: the battle is void
+                            raise LiveRefused(503, "void", str(exc)) from None
                         except Exception as exc:     # any other failure of one contestant: replace it
                             cls = type(exc).__name__
                         replaced.append({"slot": slot, "model": slot_model[slot], "class": cls})
                         spare = [n for n in sorted(specs) if n not in tried]
                         if not spare or time.monotonic() >= deadline:
-                            raise LiveRefused(503, "void", "one of the two models could not answer in time and no "
-                                                           "other was free, so this battle is void (nothing was "
-                                                           "kept); please try again")
+                            raise LiveRefused(503, "void", VOID_SAME if cls in distinct.REASONS else
+                                              "one of the two models could not answer in time and no other was "
+                                              "free, so this battle is void (nothing was kept); please try again")
                         pick = self.rng.choice(spare)
                         tried.add(pick)
                         slot_model[slot] = pick
@@ -612,9 +673,4 @@ class LiveService:
                 if tasks:
                     await asyncio.gather(*tasks, return_exceptions=True)
         return (done_replies["A"], done_replies["B"]), replaced
-
-
-def _seconds(wav: bytes) -> float:
-    info = sf.info(io.BytesIO(wav))
-    return info.frames / info.samplerate if info.samplerate else 0.0
 

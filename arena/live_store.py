@@ -1,5 +1,6 @@
 """The SQL and files of live battles (arena/live.py): one arena_battles row with source='live', one arena_live row,
-and the battle's three clips under `<data dir>/live/<battle id>/{user,A,B}.wav`.
+and the battle's three clips under `<data dir>/live/<battle id>/{user,A,B}.wav` (the originals: a release copies
+them) with what the voter hears beside them, `{user,A,B}.heard.wav` (arena/battle_audio.py: one format, one loudness).
 
 The clips are served only through the battle route (arena/media.py), like every battle's clips: the route looks
 the battle up, and `clip_path` answers from the arena_live row, so a deleted clip (retention) is a 404.
@@ -84,8 +85,17 @@ def clip_path(store, battle_id: str, clip: str) -> Path | None:
     rows = store.query("SELECT audio_dir, deleted_at FROM arena_live WHERE battle_id=?", (battle_id,))
     if not rows or rows[0]["deleted_at"] is not None or not rows[0]["audio_dir"]:
         return None
-    path = store.abspath(rows[0]["audio_dir"]) / f"{clip}.wav"
-    return path if path.is_file() else None
+    folder = store.abspath(rows[0]["audio_dir"])
+    heard = folder / f"{clip}.heard.wav"       # what the voter hears (arena/battle_audio.py), made with the battle
+    if not heard.is_file():
+        from .live_heard import wait_written   # written just after the battle was stored
+        wait_written(heard)
+    if heard.is_file():
+        return heard
+    if not (folder / f"{clip}.wav").is_file():
+        return None
+    from .battle_audio import named_clip       # a battle stored before issue 22: its heard clip made now
+    return named_clip(folder, clip).path
 
 
 def reply_texts(store, battle_id: str) -> dict[str, str | None]:
@@ -134,7 +144,10 @@ def delete_due(store, now: float) -> list[str]:
     for r in rows:
         folder = store.abspath(r["audio_dir"]).resolve() if r["audio_dir"] else None
         if folder is not None and folder.is_relative_to(root / LIVE_DIR) and folder != root / LIVE_DIR:
-            shutil.rmtree(folder, ignore_errors=True)
+            for _ in range(5):          # a heard file written meanwhile (arena/live_heard.py) can keep it: again
+                shutil.rmtree(folder, ignore_errors=True)
+                if not folder.exists():
+                    break
         with store.transaction() as conn:
             conn.execute("UPDATE arena_live SET deleted_at=?, transcript=NULL, text_a=NULL, text_b=NULL "
                          "WHERE battle_id=? AND deleted_at IS NULL", (now, r["battle_id"]))

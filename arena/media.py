@@ -15,14 +15,16 @@ one file the server chose, so there is no path for a stranger to spell.
 
 - A battle id is the battle's unguessable token (arena_battles.id); the route looks the battle up in the
   database (models, request), so any replica sharing the database serves it. Expired battles serve nothing.
-  The first fetch of each clip is recorded (arena/battle_clips.py): the listening rule refuses a vote on
-  audio that never left the server. The Gradio tab's players use these same URLs.
+  What each response sent is recorded (arena/clip_response.py, arena/battle_clips.py): the listening rule
+  refuses a vote on audio that never left the server. No ETag or Last-Modified (they would tie the clip to the
+  same file on another route). The Gradio tab's players use these same URLs.
 - Reply and benchmark-clip tokens are signed with the server key (`eval_backend.signing.Signer`, purposes
   "reply-audio" and "bench-clip"): the signed value names a database row or a benchmark item, not a file, and
   a client cannot make one up. Replicas must share the signing key (see signing.py).
 - Every resolved file is also checked on its own: an audio suffix, a regular file, and inside the data dir
-  only under replies/ (replies) or benchmarks/ and cache/hub/ (benchmark clips), or live/ (a live battle's clips,
-  battle route only), or gold/ (a gold battle's check clip, battle route only): a tampered row or
+  only under replies/ (replies) or benchmarks/ and cache/hub/ (benchmark clips), or battle_audio/ and live/ (what
+  voters hear in battles, battle route only: arena/battle_audio.py) or gold/ (a gold battle's check clip, battle
+  route only): a tampered row or
   benchmark.json pointing at ../store.sqlite3 gets a 404, not the database.
 """
 from __future__ import annotations
@@ -30,7 +32,6 @@ from __future__ import annotations
 import base64
 import html
 import json
-import os
 import time
 from pathlib import Path
 from typing import Callable
@@ -38,6 +39,8 @@ from typing import Callable
 from fastapi import APIRouter, FastAPI
 from fastapi.responses import FileResponse, JSONResponse
 from starlette.concurrency import run_in_threadpool
+
+from .clip_response import ClipResponse
 
 BATTLE_PREFIX = "/api/arena/audio"
 REPLY_PREFIX = "/media/reply"
@@ -50,7 +53,8 @@ AUDIO_TYPES = {".wav": "audio/wav", ".flac": "audio/flac", ".mp3": "audio/mpeg",
 REPLY_DIRS = ("replies",)
 CLIP_DIRS = ("benchmarks", "cache/hub")
 LIVE_DIRS = ("live",)          # live battles' clips (arena/live_store.py), served by the battle route only
-GOLD_DIRS = ("gold",)          # gold battles' check clips (arena/gold.py), served by the battle route only
+HEARD_DIRS = ("battle_audio",)  # benchmark battles' clips as heard (arena/battle_audio.py), battle route only
+GOLD_DIRS = ("gold",)          # gold battles' check clips (arena/gold.py), battle route only
 MAX_TOKEN_CHARS = 512
 # A held reply's audio for the operator's Moderation tab (leaderboard/moderation_tab.py): a signed token that
 # names the screening subject and expires; minted only on the operator's page, never served by path.
@@ -64,10 +68,12 @@ def battle_clip_url(battle_id: str, clip: str) -> str:
 
 
 def audio_html(label: str, url: str | None, preload: str = "metadata") -> str:
-    """A labelled <audio> player for one of these routes' URLs, for a gr.HTML (an empty player without a URL)."""
+    """A labelled <audio> player for one of these routes' URLs, for a gr.HTML (an empty player without a URL).
+    The label is also the player's accessible name (a screen reader says "Reply A, audio")."""
     src = f' src="{html.escape(url)}"' if url else ""
     return (f'<div class="media-clip"><div class="media-clip-label"><strong>{html.escape(label)}</strong></div>'
-            f'<audio controls preload="{preload if url else "none"}"{src}></audio></div>')
+            f'<audio controls preload="{preload if url else "none"}"{src} aria-label="{html.escape(label)}">'
+            '</audio></div>')
 
 
 def _pack(values: list) -> str:
@@ -146,9 +152,12 @@ def reply_file(store, model: str, benchmark_hash: str, request_id: str) -> Path 
 
 def playable_reply_file(service, model: str, benchmark_hash: str, request_id: str) -> Path | None:
     """The reply's audio only if the service lets it be played: with screening on, a reply not screened clean
-    (flagged, not screened, or not screened yet) is not served (eval_backend/moderation)."""
+    (flagged, not screened, or not screened yet) is not served (eval_backend/moderation); nor one a battle can
+    play (the service's `reply_blinded`: this route names the model in the page that links it)."""
     cleared = getattr(service, "reply_cleared", None)
-    if cleared is not None and not cleared(service.store.reply(model, benchmark_hash, request_id)):
+    blinded = getattr(service, "reply_blinded", None)
+    reply = service.store.reply(model, benchmark_hash, request_id) if cleared or blinded else None
+    if (cleared is not None and not cleared(reply)) or (blinded is not None and blinded(reply)):
         return None
     return reply_file(service.store, model, benchmark_hash, request_id)
 
@@ -166,17 +175,11 @@ def held_reply_file(store, subject: str) -> Path | None:
     return reply_file(store, model, benchmark_hash, request_id)
 
 
-def _audio(path: Path, name: str, cache: str, dated: bool = True) -> FileResponse:
+def _audio(path: Path, name: str, cache: str) -> FileResponse:
     # A generic file name: the stored one may contain a model name. Range requests are served by FileResponse.
-    # `dated` False: no Last-Modified and no ETag (made from the file's mtime): a battle clip's date would tell a
-    # clip written when the battle was served (a gold check, arena/gold.py) from a reply stored days before.
-    response = FileResponse(path, media_type=AUDIO_TYPES[path.suffix.lower()], filename=name,
-                            content_disposition_type="inline", stat_result=os.stat(path),
-                            headers={"Cache-Control": cache, "X-Content-Type-Options": "nosniff"})
-    if not dated:
-        del response.headers["last-modified"]
-        del response.headers["etag"]
-    return response
+    return FileResponse(path, media_type=AUDIO_TYPES[path.suffix.lower()], filename=name,
+                        content_disposition_type="inline",
+                        headers={"Cache-Control": cache, "X-Content-Type-Options": "nosniff"})
 
 
 def _not_found(what: str) -> JSONResponse:
@@ -184,13 +187,10 @@ def _not_found(what: str) -> JSONResponse:
 
 
 def _battle_file(service, battle_id: str, clip: str) -> Path | None:
-    """The servable file behind a battle clip; serving it records the clip's first fetch (the listening rule,
-    arena/listening.py: a vote needs the audio to have left the server)."""
+    """The servable file behind a battle clip. Sending it records what was sent (arena/clip_response.py): the
+    listening rule (arena/listening.py) needs the audio to have left the server."""
     path = service.battle_clip(battle_id, clip)
-    path = servable(path, service.store.root, REPLY_DIRS + CLIP_DIRS + LIVE_DIRS + GOLD_DIRS) if path else None
-    if path is not None:
-        service.clip_fetched(battle_id, clip)
-    return path
+    return servable(path, service.store.root, HEARD_DIRS + LIVE_DIRS + GOLD_DIRS) if path else None
 
 
 def build_media_router(service, tokens: MediaTokens | None = None,
@@ -209,8 +209,9 @@ def build_media_router(service, tokens: MediaTokens | None = None,
         path = await run_in_threadpool(_battle_file, service, battle_id, clip)
         if path is None:
             return _not_found("clip: serve a battle first (clips are user, A, B); expired battles have none")
-        return _audio(path, f"{clip}.wav" if path.suffix.lower() == ".wav" else f"{clip}{path.suffix}",
-                      "private, no-store", dated=False)
+        # no validator or date shared with any other route; what was sent is reported for the listening rule
+        return ClipResponse(path, AUDIO_TYPES[path.suffix.lower()], f"{clip}{path.suffix.lower()}",
+                            lambda start, end, size: service.clip_sent(battle_id, clip, start, end, size))
 
     if tokens is None:
         return router

@@ -56,7 +56,7 @@ document.addEventListener("verified", (e) => {
   if (btn && !btn.disabled) btn.click();
 }, true);
 document.addEventListener("click", (e) => {
-  const btn = e.target && e.target.closest ? e.target.closest("[id^='arena-vote-']") : null;
+  const btn = e.target && e.target.closest ? e.target.closest("[id^='arena-vote-'], #arena-send") : null;
   const w = element.querySelector("altcha-widget");
   // a check that failed this round lets the vote through: the server refuses it, said on the page and logged, so
   // the integrity health sees a check that does not work (never a vote held on the page for ever)

@@ -226,11 +226,13 @@ def quality_1vs1(r1: Rating, r2: Rating, params: TrueSkillParams = DEFAULT_PARAM
 # --- replaying a vote log ---
 @dataclass(frozen=True)
 class Vote:
-    """One vote as the rating needs it. winner: model_a, model_b, 'tie' or 'both_bad'."""
+    """One vote as the rating needs it. winner: model_a, model_b, 'tie' or 'both_bad'. weight: how much it
+    counts (VoteRow.weight): 1 the usual update, 0 none, between a damped one (see `replay`)."""
     id: int
     model_a: str
     model_b: str
     winner: str
+    weight: float = 1.0
 
 
 def replay(votes: Iterable[Vote], params: TrueSkillParams = DEFAULT_PARAMS,
@@ -238,7 +240,8 @@ def replay(votes: Iterable[Vote], params: TrueSkillParams = DEFAULT_PARAMS,
     """Ratings after applying votes in id order, starting from `ratings` (default: fresh).
 
     'tie' is a draw; 'both_bad' leaves ratings untouched (it is counted elsewhere),
-    but a model seen only in both-bad votes still gets its initial rating.
+    but a model seen only in both-bad votes still gets its initial rating. A vote of weight w < 1 moves each
+    rating's mean and variance w of the way to the full update (w = 0: no update; w = 1: exactly the update).
     """
     votes = list(votes)
     if any(votes[i].id >= votes[i + 1].id for i in range(len(votes) - 1)):
@@ -255,13 +258,32 @@ def replay(votes: Iterable[Vote], params: TrueSkillParams = DEFAULT_PARAMS,
         rb = state.get(b)
         if rb is None:
             rb = state[b] = [mu0, s0]
-        if win == b:
+        if vote.weight != 1.0:
+            _weighted(vote, ra, rb, update, beta2, tau2, margin)
+        elif win == b:
             rb[0], rb[1], ra[0], ra[1] = update(rb[0], rb[1], ra[0], ra[1], False, beta2, tau2, margin)
         elif win == a or win == TIE:
             ra[0], ra[1], rb[0], rb[1] = update(ra[0], ra[1], rb[0], rb[1], win == TIE, beta2, tau2, margin)
         elif win != BOTH_BAD:
             raise ValueError(f"vote {vote.id}: winner {win!r} is not {a!r}, {b!r}, 'tie' or 'both_bad'")
     return {name: Rating(m, s) for name, (m, s) in state.items()}
+
+
+def _weighted(vote: Vote, ra: list[float], rb: list[float], update, beta2: float, tau2: float, margin: float
+              ) -> None:
+    """A vote of weight w in [0, 1): mean and variance of both ratings move w of the way to the full update."""
+    w, win = vote.weight, vote.winner
+    if not 0.0 <= w <= 1.0:
+        raise ValueError(f"vote {vote.id}: weight {w!r} is not in [0, 1]")
+    if win not in (vote.model_a, vote.model_b, TIE):
+        if win != BOTH_BAD:
+            raise ValueError(f"vote {vote.id}: winner {win!r} is not {vote.model_a!r}, {vote.model_b!r}, "
+                             "'tie' or 'both_bad'")
+        return
+    first, second = (rb, ra) if win == vote.model_b else (ra, rb)
+    new = update(first[0], first[1], second[0], second[1], win == TIE, beta2, tau2, margin)
+    for r, (mu, sigma) in ((first, new[:2]), (second, new[2:])):
+        r[0], r[1] = r[0] + w * (mu - r[0]), math.sqrt(r[1] * r[1] + w * (sigma * sigma - r[1] * r[1]))
 
 
 def apply_vote(ra: Rating, rb: Rating, outcome: str,

@@ -8,10 +8,13 @@ A release directory holds
                          (no session ids, IP hashes or user names; VoteRow has no such fields; a reason only
                          when the safety screen cleared it, eval_backend/moderation/texts.py)
     ratings/<axis>.json  `python -m arena ratings --json --axis <axis>` as it printed at release time
-    integrity.jsonl      (when any) the votes the integrity checks held down (arena/vote_flags.py), one line each:
-                         {"vote_id", "weight" (0: excluded from every table; 0 < w < 1: down-weighted), "flags"
-                         (kinds: gold, consensus, cadence, one_model, ring)}; the tables leave weight-0 votes
-                         out, and `rebuild` does the same from this file. The votes stay in votes.jsonl.
+    ratings/<axis>.style.json  `python -m arena ratings --json --style --axis <axis>` (the style-controlled fit
+                         beside the plain one), and effects/<axis>.json `python -m arena style-effects --json
+                         --axis <axis>` (each covariate's effect with its interval)
+    integrity.jsonl      (when any) the released votes the integrity checks hold down (arena/vote_flags.py), one
+                         line each: {"vote_id", "weight" (its weight in votes.jsonl and every table: 0 left out,
+                         0 < w < 1 down-weighted), "flags" (kinds: gold, consensus, cadence, one_model, ring)}.
+                         The votes stay in votes.jsonl; `rebuild` checks the two files agree.
     live.jsonl, live/<clip>/{user,A,B}.wav   the live battles (arena/live.py) whose voter ticked "include in the
                          public data" (consent_release), and only those whose clips are not deleted: the voter's
                          recording, its transcript, the two replies and the models' names; no battle id, user,
@@ -34,20 +37,25 @@ import tempfile
 import time
 from pathlib import Path
 
-from . import bradley_terry as bt
-from . import live_store, storage, vote_flags
-from .ratings import TrueSkillParams, replay
-from .service import ratings_rows
-from .storage import AXES, EXPORT_FIELDS, VoteRow
-from .votes_io import format_votes
+from . import covariates, live_store, raters, storage, style_bt, vote_flags
+from .ratings import TrueSkillParams
+from .storage import AXES, EXPORT_FIELDS, LATER_VOTE_FIELDS, VoteRow
+from .votes_io import format_votes, jsonl_lines
 
 FORMAT = "empathy-arena-release"
-FORMAT_VERSION = 4   # 2: Bradley-Terry vote floor (provisional models), rows carry bt_rank, provisional;
+FORMAT_VERSION = 5   # 2: Bradley-Terry vote floor (provisional models), rows carry bt_rank, provisional;
 #                      3: votes carry battle_source (benchmark | live); live/ holds the consented live clips;
-#                      4: integrity.jsonl marks the flagged votes (issue 23); the tables leave excluded ones out
-READABLE_VERSIONS = (2, 3, 4)   # a v2 release (votes without battle_source: all benchmark battles) still rebuilds
+#                      4: votes carry the style covariates (a_*/b_*) and their weight; ratings/<axis>.style.json
+#                         and effects/<axis>.json hold the style-controlled board;
+#                      5: integrity.jsonl marks the votes the integrity checks hold down and why (issue 23)
+READABLE_VERSIONS = (2, 3, 4, 5)   # older releases (fewer vote fields, no style tables) still rebuild their boards
+# the vote fields of each version (a v2 vote has no battle_source: all its battles were benchmark ones)
+VOTE_FIELDS_OF = {5: frozenset(EXPORT_FIELDS), 4: frozenset(EXPORT_FIELDS),
+                  3: frozenset(EXPORT_FIELDS) - set(LATER_VOTE_FIELDS),
+                  2: frozenset(EXPORT_FIELDS) - set(LATER_VOTE_FIELDS) - {"battle_source"}}
 BT_SEED = 0          # ArenaService.bradley_terry's default seed: the live table and the release agree
 BT_PRIOR = 1e-4      # bradley_terry.bootstrap's default prior
+STYLE = ("bt", "style_bt")
 
 
 class ReleaseError(ValueError):
@@ -55,36 +63,34 @@ class ReleaseError(ValueError):
 
 
 # ---------------------------------------------------------------- pure core
+def board(votes: list[VoteRow], params: TrueSkillParams, rounds: int, axis: str = "overall",
+          seed: int = BT_SEED, min_votes: int = 0, style: bool = False) -> raters.Board:
+    """The board of `python -m arena ratings --json [--style]` (ArenaService.replayed_table) from votes alone."""
+    ctx = raters.RateContext(axis, rounds, seed, min_votes, params)
+    return raters.build_rows(votes, ctx, STYLE if style else ("bt",))
+
+
 def leaderboard(votes: list[VoteRow], params: TrueSkillParams, rounds: int, axis: str = "overall",
-                seed: int = BT_SEED, min_votes: int = 0) -> list[dict]:
-    """Rows of `python -m arena ratings --json` (ArenaService.replayed_table) computed from votes alone."""
-    if axis not in AXES:
-        raise ValueError(f"axis {axis!r} is not one of {', '.join(AXES)}")
-    rated = [(row, v) for row in votes if (v := row.as_vote(axis)) is not None]
-    ts = replay([v for _, v in rated], params)
-    counts = bt.counts_from_votes((v.model_a, v.model_b, v.winner) for _, v in rated)
-    fit = bt.bootstrap(counts, rounds, seed, min_votes=min_votes).as_dict()
-    n = {m: 0 for m in ts}
-    for row, _ in rated:
-        n[row.model_a] += 1
-        n[row.model_b] += 1
-    return ratings_rows(ts, fit, n)
+                seed: int = BT_SEED, min_votes: int = 0, style: bool = False) -> list[dict]:
+    """Rows of `python -m arena ratings --json [--style]` computed from votes alone."""
+    fields = raters.with_scores(raters.CLI_FIELDS, STYLE if style else ("bt",))
+    return [r.as_json(fields) for r in board(votes, params, rounds, axis, seed, min_votes, style).rows]
 
 
-def table_json(rows: list[dict]) -> str:
-    """Exactly what `python -m arena ratings --json` prints (print adds the newline)."""
+def table_json(rows) -> str:
+    """Exactly what `python -m arena ratings --json` (or `style-effects --json`) prints (print adds the newline)."""
     return json.dumps(rows, indent=1) + "\n"
 
 
 def parse_votes(text: str) -> list[VoteRow]:
     """votes.jsonl -> VoteRows in id order; ReleaseError naming the line on anything unexpected."""
     out = []
-    for n, line in enumerate(text.splitlines(), start=1):
+    for n, line in jsonl_lines(text):
         if not line.strip():
             continue
         try:
             rec = json.loads(line)
-            if not isinstance(rec, dict) or set(rec) not in (set(EXPORT_FIELDS), set(EXPORT_FIELDS) - {"battle_source"}):
+            if not isinstance(rec, dict) or frozenset(rec) not in VOTE_FIELDS_OF.values():
                 raise ValueError(f"expected the fields {', '.join(EXPORT_FIELDS)}")
             out.append(VoteRow(**rec))
         except ValueError as exc:
@@ -96,8 +102,9 @@ def parse_votes(text: str) -> list[VoteRow]:
 
 
 def integrity_lines(votes: list[VoteRow], weights: dict[int, float], flags: dict[int, list[str]]) -> str:
-    """integrity.jsonl: the released votes the flags in force hold down, in vote-id order."""
-    return "".join(json.dumps({"vote_id": v.id, "weight": weights[v.id], "flags": sorted(flags.get(v.id, []))},
+    """integrity.jsonl: the released votes the flags in force hold down, in vote-id order, each with its weight
+    in the release (`votes` are ArenaService.public_votes: the integrity factor is already applied)."""
+    return "".join(json.dumps({"vote_id": v.id, "weight": v.weight, "flags": sorted(flags.get(v.id, []))},
                               sort_keys=True) + "\n" for v in votes if v.id in weights)
 
 
@@ -116,9 +123,14 @@ def parse_integrity(text: str) -> dict[int, float]:
     return out
 
 
-def counted(votes: list[VoteRow], weights: dict[int, float]) -> list[VoteRow]:
-    """The votes the tables count: all but the excluded (weight 0), as ArenaService.counted does live."""
-    return [v for v in votes if weights.get(v.id, 1.0) > 0]
+def check_marks(marks: dict[int, float], votes: list[VoteRow]) -> None:
+    """ReleaseError unless every marked vote is released with the weight its mark gives (the tables read the
+    weights of votes.jsonl; the marks say why)."""
+    released = {v.id: v.weight for v in votes}
+    wrong = [vote_id for vote_id, w in marks.items() if released.get(vote_id) != w]
+    if wrong:
+        raise ReleaseError(f"integrity.jsonl: vote {wrong[0]} is not in votes.jsonl with the weight it marks "
+                           f"({len(wrong)} such)")
 
 
 def params_dict(params: TrueSkillParams, rounds: int, min_votes: int) -> dict:
@@ -127,7 +139,19 @@ def params_dict(params: TrueSkillParams, rounds: int, min_votes: int) -> dict:
                               "provisional_below_votes": min_votes,
                               "reference": "mean of the non-provisional models = 1000",
                               "ties": "half a win each", "both_bad": "left out",
+                              "weights": "a vote counts its weight; weight 0 leaves it out",
                               "interval": "95% percentile, widened to contain the full-data fit"},
+            "style_control": {
+                "covariates": [{"name": c.name, "columns": [f"a_{c.field}", f"b_{c.field}"],
+                                "difference": "log2(a / b)" if c.log_ratio else "a - b",
+                                "missing": "no difference" if c.absent_is_equal else "battle left out"}
+                               for c in covariates.COVARIATES],
+                "normalisation": "each difference divided by its weighted standard deviation over the fitted battles",
+                "loudness": "of the clip the voter heard",
+                "score": "exact maximum-likelihood fit over the battles",
+                "interval": "bootstrap of (pair, outcome) cells with normal within-cell covariate means "
+                            "(arena/style_bt.py), deviations added to the score, widened to contain it",
+                "prior": style_bt.PRIOR, "round_tolerance": style_bt.TOL},
             "order": "TrueSkill replayed in vote-id order"}
 
 
@@ -188,8 +212,7 @@ def write_release(svc, out_dir: str | Path, rounds: int | None = None) -> dict:
     log_hash = {"sha256": sha256(files["votes.jsonl"]), "votes": len(votes),
                 "last_vote_id": votes[-1].id if votes else None}
     for axis in AXES:
-        files[f"ratings/{axis}.json"] = table_json(leaderboard(counted(votes, weights), svc.settings.trueskill, rounds,
-                                                               axis, min_votes=svc.settings.provisional_votes)).encode()
+        files.update(axis_files(votes, svc.settings.trueskill, rounds, axis, svc.settings.provisional_votes))
     live = live_files(svc.store)
     files.update(live)
     now = time.time()
@@ -206,9 +229,9 @@ def write_release(svc, out_dir: str | Path, rounds: int | None = None) -> dict:
         # the integrity checks (issue 23): which votes the tables leave out or count less, and why
         "integrity": {"file": "integrity.jsonl" if marks else None, "excluded": sum(1 for v in votes if weights.get(v.id, 1.0) == 0),
                       "down_weighted": sum(1 for v in votes if 0 < weights.get(v.id, 1.0) < 1),
-                      "rule": "votes of weight 0 are left out of every table (gold checks failed, votes against "
-                              "the consensus, cadence, one-model bias, rings: arena/sweeps.py); down-weighted "
-                              "votes count in full in this version's tables"},
+                      "rule": "votes of weight 0 are left out of every table, down-weighted votes count their "
+                              "weight (gold checks failed, votes against the consensus, cadence, one-model bias, "
+                              "rings: arena/sweeps.py); each vote's weight is in votes.jsonl"},
         # what screened the voters' reasons, and how many were left out (eval_backend/moderation/texts.py)
         "reason_screening": svc.reason_screening(),
         "live_clips": {"battles": sum(1 for n in live if n.endswith("/user.wav")),
@@ -252,19 +275,36 @@ def load_release(release_dir: str | Path) -> tuple[dict, list[VoteRow]]:
     return manifest, parse_votes(text)
 
 
-def rebuild(release_dir: str | Path, axis: str = "overall") -> tuple[list[dict], dict]:
-    """Recompute the table of one axis from a release; returns (rows, report) where report says whether
-    the JSON is byte-identical to the released ratings/<axis>.json."""
+def axis_files(votes: list[VoteRow], params: TrueSkillParams, rounds: int, axis: str, min_votes: int,
+               seed: int = BT_SEED, style: bool = True) -> dict[str, bytes]:
+    """The released tables of one axis: the plain board and (style) the style board and its effects."""
+    out = {f"ratings/{axis}.json": table_json(leaderboard(votes, params, rounds, axis, seed, min_votes))}
+    if style:
+        styled = board(votes, params, rounds, axis, seed, min_votes, style=True)
+        fields = raters.with_scores(raters.CLI_FIELDS, STYLE)
+        out[f"ratings/{axis}.style.json"] = table_json([r.as_json(fields) for r in styled.rows])
+        out[f"effects/{axis}.json"] = table_json(styled.details["style_bt"])
+    return {name: text.encode() for name, text in out.items()}
+
+
+def rebuild(release_dir: str | Path, axis: str = "overall", style: bool = False) -> tuple[list[dict], dict]:
+    """Recompute the table of one axis from a release (`style`: the style-controlled table); returns (rows,
+    report) where report says whether every rebuilt file of the axis is byte-identical to the released one."""
     manifest, votes = load_release(release_dir)
+    if axis not in AXES:
+        raise ReleaseError(f"axis {axis!r} is not one of {', '.join(AXES)}")
+    if style and manifest["format_version"] < 4:
+        raise ReleaseError(f"{release_dir}: a version {manifest['format_version']} release has no style tables")
     marks = manifest.get("integrity", {}).get("file")
-    if marks:                          # v4: the tables leave the excluded votes out
+    if marks:                          # v5: the flags' marks must say what the votes' weights say
         if marks not in manifest["files"]:
             raise ReleaseError(f"{release_dir}: {marks} is not among the files the manifest checks")
-        votes = counted(votes, parse_integrity((Path(release_dir) / marks).read_text(encoding="utf-8")))
+        check_marks(parse_integrity((Path(release_dir) / marks).read_text(encoding="utf-8")), votes)
     p = manifest["parameters"]
-    params = TrueSkillParams(**p["trueskill"])
     b = p["bradley_terry"]
-    rows = leaderboard(votes, params, b["bootstrap_rounds"], axis, b["seed"], b["provisional_below_votes"])
-    released = (Path(release_dir) / "ratings" / f"{axis}.json").read_text()
-    return rows, {"release": manifest["release"], "axis": axis, "votes": len(votes),
-                  "identical": table_json(rows) == released}
+    files = axis_files(votes, TrueSkillParams(**p["trueskill"]), b["bootstrap_rounds"], axis,
+                       b["provisional_below_votes"], b["seed"], style=manifest["format_version"] >= 4)
+    differs = [name for name, data in files.items() if (Path(release_dir) / name).read_bytes() != data]
+    rows = json.loads(files[f"ratings/{axis}.style.json" if style else f"ratings/{axis}.json"])
+    return rows, {"release": manifest["release"], "axis": axis, "votes": len(votes), "identical": not differs,
+                  "differs": differs}

@@ -25,6 +25,7 @@ from eval_backend.store import Store, register_migration
 from eval_backend.sync_logs import RestoreContext, SyncLog, register_sync_log
 
 from . import live_store  # noqa: F401  (registers arena_live's migration with the arena's own)
+from .covariates import COLUMNS as COVARIATE_COLUMNS
 from .ratings import BOTH_BAD, TIE, Rating, Vote
 
 AXES = ("overall", "said", "sounded", "speaker", "paralinguistic", "environment")
@@ -149,6 +150,14 @@ register_migration("arena_0005_live", (
 # (no vote can follow), nothing enters the ratings, the refusal log or the abuse counters; `skipped_at` records it.
 register_migration("arena_0006_skipped", "ALTER TABLE arena_battles ADD COLUMN skipped_at REAL")
 
+# Style covariates (arena/covariates.py): a battle's a_*/b_* measures of the clips its voter hears, copied into its
+# vote, so the vote log alone refits the style board. `weight`: how much a vote counts in every rating (0 = not at
+# all); an import may set it, integrity flags multiply it at rating time (RatingQueries.vote_weights).
+register_migration("arena_0007_style_covariates", tuple(
+    f"ALTER TABLE {table} ADD COLUMN {column} REAL" for table in ("arena_battles", "arena_votes")
+    for column in COVARIATE_COLUMNS) + (
+    "ALTER TABLE arena_votes ADD COLUMN weight REAL NOT NULL DEFAULT 1.0 CHECK (weight >= 0 AND weight <= 1)",))
+
 
 @dataclass(slots=True)
 class VoteRow:
@@ -169,6 +178,18 @@ class VoteRow:
     created_at: float
     source: str
     battle_source: str = "benchmark"     # the battle's kind: benchmark | live (arena_0005_live)
+    # the style covariates of the clips the voter heard (arena/covariates.py; None: not measured)
+    a_duration_s: float | None = None
+    b_duration_s: float | None = None
+    a_loudness_lufs: float | None = None
+    b_loudness_lufs: float | None = None
+    a_speech_rate: float | None = None
+    b_speech_rate: float | None = None
+    a_words: float | None = None
+    b_words: float | None = None
+    a_latency_s: float | None = None
+    b_latency_s: float | None = None
+    weight: float = 1.0                  # how much the vote counts in the ratings (0 = not at all)
 
     def outcome(self, axis: str) -> str | None:
         """The slot outcome this vote gives on an axis, None when it does not bear on it."""
@@ -185,7 +206,7 @@ class VoteRow:
         if out is None:
             return None
         winner = {"A": self.model_a, "B": self.model_b}.get(out, out)
-        return Vote(self.id, self.model_a, self.model_b, winner)
+        return Vote(self.id, self.model_a, self.model_b, winner, self.weight)
 
 
 EXPORT_FIELDS = tuple(VoteRow.__dataclass_fields__)
@@ -262,13 +283,35 @@ def set_paused(store: Store, model: str, paused: bool, reason: str | None = None
 
 
 # ---------------------------------------------------------------- battles
-def insert_battle(conn, values: tuple, source: str = "benchmark") -> None:
-    """One served battle, unvoted; `values` in the column order below; `source` benchmark | live."""
+def insert_battle(conn, values: tuple, source: str = "benchmark", covariates: dict | None = None) -> None:
+    """One served battle, unvoted; `values` in the column order below; `source` benchmark | live; `covariates`:
+    the a_*/b_* measures of its clips (arena/covariates.py: battle_columns), None where not measured."""
+    covariates = covariates or {}
     conn.execute(
-        """INSERT INTO arena_battles (id, session_id, "user", ip_hash, benchmark_hash, request_id, task,
+        f"""INSERT INTO arena_battles (id, session_id, "user", ip_hash, benchmark_hash, request_id, task,
                item_id, variant, attribute, dimension, model_a, model_b, first_heard, min_listen_s,
-               served_at, expires_at, voted, source) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,0,?)""",
-        (*values, source))
+               served_at, expires_at, voted, source, {', '.join(COVARIATE_COLUMNS)})
+               VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,0,?{',?' * len(COVARIATE_COLUMNS)})""",
+        (*values, source, *(covariates.get(c) for c in COVARIATE_COLUMNS)))
+
+
+def set_battle_covariates(conn, battle_id: str, covariates: dict) -> None:
+    """A live battle's a_*/b_* measures, taken once its clips as heard are written (arena/live.py)."""
+    conn.execute(f"UPDATE arena_battles SET {', '.join(f'{c}=?' for c in COVARIATE_COLUMNS)} WHERE id=?",
+                 (*(covariates.get(c) for c in COVARIATE_COLUMNS), battle_id))
+
+
+def plausible_id(value) -> bool:
+    """Text that could be an id this server issued (battle ids, sessions): at most 128 characters, no NUL (no database
+    stores one) and no lone surrogate (no encoder takes one). Anything else is answered like an unknown id, before
+    it reaches a query."""
+    if not isinstance(value, str) or not 0 < len(value) <= 128 or "\x00" in value:
+        return False
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def battle_clip_row(store: Store, battle_id: str):
@@ -340,14 +383,18 @@ def vote_ids_of_battles(conn, battle_ids: list[str]) -> dict[str, int]:
     return out
 
 
+def aspect_counts(store: Store, since: float = 0.0) -> dict[str, int]:
+    """{"votes", "said", "sounded"}: votes since `since` (unix time), and how many of them carry each aspect
+    (the health view's share of votes that feed the two aspect boards)."""
+    r = store.query("SELECT COUNT(*) AS votes, SUM(CASE WHEN said IS NOT NULL THEN 1 ELSE 0 END) AS said, "
+                    "SUM(CASE WHEN sounded IS NOT NULL THEN 1 ELSE 0 END) AS sounded FROM arena_votes "
+                    "WHERE created_at >= ?", (since,))[0]
+    return {k: int(r[k] or 0) for k in ("votes", "said", "sounded")}
+
+
 def overall_vote_counts(conn, model_a: str, model_b: str) -> dict[str, int]:
     return {r["model"]: r["votes"] for r in conn.execute(
         "SELECT model, votes FROM arena_ratings WHERE axis='overall' AND model IN (?, ?)", (model_a, model_b))}
-
-
-def vote_ids_by_battle_source(store: Store, source: str) -> set[int]:
-    """Ids of the votes on battles of one kind (benchmark | live): the ratings' per-source views."""
-    return {int(r[0]) for r in store.query("SELECT id FROM arena_votes WHERE battle_source=?", (source,))}
 
 
 def sync_vote_ids(store: Store, conn) -> None:
@@ -395,9 +442,13 @@ def bucket_counts(store: Store, since: float, until: float, bucket_s: float) -> 
 # ---------------------------------------------------------------- the Hub logs (eval_backend/hub_sync)
 # Private fields stay home: no session ids, IP hashes or user names.
 VOTE_FIELDS = ("id", "battle_id", "model_a", "model_b", "winner", "slot", "said", "sounded", "reason", "first_heard",
-               "attribute", "dimension", "benchmark_hash", "request_id", "created_at", "source", "battle_source")
+               "attribute", "dimension", "benchmark_hash", "request_id", "created_at", "source", "battle_source",
+               *COVARIATE_COLUMNS, "weight")
 BATTLE_FIELDS = ("id", "benchmark_hash", "request_id", "task", "item_id", "variant", "attribute", "dimension",
-                 "model_a", "model_b", "first_heard", "min_listen_s", "served_at", "expires_at", "source")
+                 "model_a", "model_b", "first_heard", "min_listen_s", "served_at", "expires_at", "source",
+                 *COVARIATE_COLUMNS)
+# Fields added later: a record without them reads as None (weight 1.0); vote_key leaves them out while empty.
+LATER_VOTE_FIELDS = (*COVARIATE_COLUMNS, "weight")
 # Logged before live battles existed, a record has no battle_source / source: its battle was a benchmark one.
 SOURCE_DEFAULT = "benchmark"
 REFUSED_FIELDS = ("id", "battle_id", "reason", "message", "created_at")
@@ -416,7 +467,8 @@ def vote_key(rec: dict) -> str:
     """A vote's identity across writers: its battle (live votes), else its content (imports)."""
     if rec.get("battle_id"):
         return "b:" + rec["battle_id"]
-    body = {k: rec.get(k) for k in VOTE_FIELDS if k not in ("id", "battle_id", "battle_source")}
+    body = {k: rec.get(k) for k in VOTE_FIELDS if k not in ("id", "battle_id", "battle_source", "weight")
+            and (k not in LATER_VOTE_FIELDS or rec.get(k) is not None)}
     return "c:" + hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
 
 
@@ -439,6 +491,7 @@ def _restore_votes(ctx: RestoreContext, records: list[dict]) -> int:
     keep_ids = not local and len({r["id"] for r in fresh}) == len(fresh)
     rows = [{**{k: rec.get(k) for k in VOTE_FIELDS if keep_ids or k != "id"},
              "battle_source": rec.get("battle_source") or SOURCE_DEFAULT,
+             "weight": 1.0 if rec.get("weight") is None else rec["weight"],
              "session_id": None, "user": None, "ip_hash": None} for rec in fresh]
     n = ctx.append_votes(rows, ctx.conn)
     if keep_ids and fresh:

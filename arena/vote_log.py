@@ -62,11 +62,11 @@ class VoteLog:
             self._edges.update((v.model_a, v.model_b) for v in new if v.slot != BOTH_BAD)
 
     def public_votes(self, screen_pending: bool = True) -> list[VoteRow]:
-        """The vote log as published: every vote, but a reason only once the safety screen cleared it (flagged,
-        not screened or not yet screened reasons are left out; eval_backend/moderation/texts.py). The vote still
-        counts. `screen_pending`: screen the reasons not screened yet first (export and release do)."""
+        """The vote log as published: every vote with its weight, but a reason only once the safety screen cleared
+        it (flagged, not screened or not yet screened reasons are left out; eval_backend/moderation/texts.py). The
+        vote still counts. `screen_pending`: screen the reasons not screened yet first (export and release do)."""
         from eval_backend.moderation.texts import public_reasons
-        votes = self.votes()
+        votes = self.weighted_votes()      # each vote with the weight it has in the ratings
         shown = public_reasons(self.store, (v.reason for v in votes if v.reason), screen_pending)
         return [v if v.reason is None or v.reason in shown else dataclasses.replace(v, reason=None) for v in votes]
 

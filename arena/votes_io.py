@@ -2,10 +2,17 @@
 
 Import columns: model_a, model_b, winner (model_a's name, model_b's name, 'tie'
 or 'both_bad'); optional timestamp, created_at_unix or created_at (epoch seconds or ISO 8601, the first given),
-said, sounded (A | B | tie), first_heard (A | B), attribute, dimension, reason,
-request_id, benchmark_hash. Other columns (an export's id, slot, source) are
+said, sounded (A | B | tie), first_heard (A | B), attribute (the vocal state of the user's utterance: one of
+the benchmark's 45 labels, or neutral), dimension, reason, request_id, benchmark_hash, the style covariates
+as a_*/b_* pairs (arena/covariates.py: a_duration_s, b_duration_s, a_loudness_lufs, b_loudness_lufs,
+a_speech_rate, b_speech_rate, a_words, b_words, a_latency_s, b_latency_s; numbers, empty when not measured)
+and weight (0 to 1, default 1: how much the vote counts). Other columns (an export's id, slot, source) are
 ignored, so an export re-imports as is. Every bad row is reported with its line
-number and nothing is returned unless all rows are good.
+number and nothing is returned unless all rows are good. Text may hold any Unicode character except NUL
+(U+0000), which the databases cannot store: a file with one is refused, naming the line.
+
+JSONL is split on "\n" only (`jsonl_lines`): JSON escapes every control character inside strings, but not
+U+2028, U+2029 or U+0085, which `str.splitlines` would take for line ends.
 
 CSV exports are opened in spreadsheets: a text cell that would run as a formula
 (it begins with =, +, -, @, tab or CR) is written with a leading single quote, and
@@ -24,6 +31,7 @@ from typing import Iterable
 from eval_backend import safejson
 from eval_backend.inert import csv_cell, csv_uncell
 
+from .covariates import COLUMNS as COVARIATE_COLUMNS
 from .ratings import BOTH_BAD, TIE
 from .storage import DIMENSION_AXES, EXPORT_FIELDS, SUB_SLOTS, VoteRow
 
@@ -68,6 +76,27 @@ def _timestamp(value, default: float) -> float:
     return ts
 
 
+def jsonl_lines(text: str):
+    """(line number, line) of a JSONL text, split on "\n" only (a trailing "\r" is JSON whitespace)."""
+    return enumerate(text.split("\n"), start=1)
+
+
+def _number(raw: dict, key: str, low: float | None = None, high: float | None = None) -> float | None:
+    v = raw.get(key)
+    if v is None or (isinstance(v, str) and not v.strip()):
+        return None
+    if isinstance(v, bool) or not isinstance(v, (int, float, str)):
+        raise ValueError(f"{key} must be a number, got {type(v).__name__}")
+    try:
+        x = float(v)
+    except ValueError:
+        raise ValueError(f"{key} {v!r} is not a number") from None
+    if not math.isfinite(x) or (low is not None and x < low) or (high is not None and x > high):
+        bounds = f" in [{low}, {high}]" if high is not None else f" >= {low}" if low is not None else ""
+        raise ValueError(f"{key} {v!r} is not a finite number{bounds}")
+    return x
+
+
 def validate_row(raw: dict, default_time: float) -> dict:
     """One import record -> the vote columns, or ValueError saying what is wrong."""
     def text(key: str) -> str | None:
@@ -76,7 +105,12 @@ def validate_row(raw: dict, default_time: float) -> dict:
             return None
         if not isinstance(v, (str, int, float)) or isinstance(v, bool):
             raise ValueError(f"{key} must be text, got {type(v).__name__}")
-        return str(v).strip()
+        s = str(v).strip()
+        if "\x00" in s:
+            raise ValueError(f"{key} holds a NUL character (U+0000), which the database cannot store")
+        if any("\ud800" <= ch <= "\udfff" for ch in s):
+            raise ValueError(f"{key} holds a lone surrogate (not a Unicode character)")
+        return s
 
     a, b, winner = text("model_a"), text("model_b"), text("winner")
     missing = [k for k, v in (("model_a", a), ("model_b", b), ("winner", winner)) if v is None]
@@ -110,6 +144,10 @@ def validate_row(raw: dict, default_time: float) -> dict:
     row["dimension"] = dim
     for key in OPTIONAL_TEXT:
         row[key] = text(key)
+    for key in COVARIATE_COLUMNS:       # loudness may be any level; every other measure is a size or a time
+        row[key] = _number(raw, key, None if "loudness" in key else 0.0)
+    weight = _number(raw, "weight", 0.0, 1.0)
+    row["weight"] = 1.0 if weight is None else weight
     try:
         given = [raw.get(k) for k in ("timestamp", UNIX_COLUMN, "created_at") if raw.get(k) not in (None, "")]
         row["created_at"] = _timestamp(given[0] if given else None, default_time)
@@ -124,7 +162,7 @@ def parse(path: str, content: str, default_time: float) -> list[dict]:
     errors: list[tuple[int, str]] = []
     is_jsonl = path.lower().endswith((".jsonl", ".json", ".ndjson")) or content.lstrip().startswith("{")
     if is_jsonl:
-        for n, line in enumerate(content.splitlines(), start=1):
+        for n, line in jsonl_lines(content):
             if not line.strip():
                 continue
             try:

@@ -42,12 +42,14 @@ def cpu(fn):
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--only", default="", help="run only the steps whose name contains this text (e.g. Distill)")
     args = ap.parse_args()
 
     from eval_backend.audio.features import extract
     from eval_backend.audio.synth import espeak
     from eval_backend.scoring.audio_metrics import dnsmos, transcriber, word_error_rate
     from eval_backend.scoring.judge_prompts import ECHOMIND_TEXT
+    from eval_backend.scoring.learned_mos import distillmos, distillmos_many
     from eval_backend.scoring.judges import parse_answer, render
     from eval_backend.scoring.delivery_shift import change, measures_of, pair_agreement
     from eval_backend.scoring.prosody_fit import Prosody, prosody_fit
@@ -92,7 +94,12 @@ def main() -> int:
         "delivery_shift_agreement (reply extract + plain reading: synth + extract + pair)":
             lambda i, text, x: delivery_item(text, x),
         "judge, local side (render + parse)": lambda i, text, x: judge_local(text),
+        "Distill-MOS, one clip per forward pass": lambda i, text, x: distillmos(x, 16000),
+        # the scorer's way: the run's clips 8 at a time; here all six clips in one pass, divided by six
+        "Distill-MOS, per clip of a batch (the scorer's way)":
+            lambda i, text, x: distillmos_many([(c, 16000) for _, c in clips]) if i == 0 else None,
     }
+    steps = {k: v for k, v in steps.items() if args.only in k}
     print(f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores, Python "
           f"{platform.python_version()}, load average {os.getloadavg()[0]:.1f}")
     print(f"clips: {len(clips)} espeak-ng en-us, {min(seconds):.1f}-{max(seconds):.1f} s (median "
@@ -104,6 +111,8 @@ def main() -> int:
         run_medians = []
         for _ in range(args.runs):
             times = [cpu(lambda: fn(i, text, x))[0] for i, (text, x) in enumerate(clips)]
+            if "of a batch" in name:                  # one pass over every clip: its cost per clip
+                times = [sum(times) / len(clips)]
             run_medians.append(statistics.median(times) * 1000)
         print(f"| {name} | {cold:.2f} | {statistics.median(run_medians):.1f} | "
               f"{min(run_medians):.1f}-{max(run_medians):.1f} |")

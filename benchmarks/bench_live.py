@@ -1,10 +1,11 @@
 """Live battle speed (issue 13): from the upload's last byte to both replies ready, with the two baselines.
 
-    python benchmarks/bench_live.py [--runs 20] [--seconds 5] [--warmup 2]
+    python benchmarks/bench_live.py [--runs 20] [--seconds 5] [--warmup 2] [--rate 90] [--models cascade-blind,cascade-cue]
 
 Starts the baseline server (a subprocess on loopback: Whisper tiny.en + espeak-ng, as the Space runs it) and the
 arena + live routes on uvicorn in this process (tests/support/live_fixtures.py: the app's real routes, SQLite in a temp
-dir, the scorer's Whisper for the transcript, no screen). Each run posts its own 5 s espeak-ng utterance (two
+dir, the scorer's Whisper for the transcript; with the offline screen, which screens each reply on our Whisper
+transcript of its audio and its words, as the app does (issue 26); `--no-screen`: no screen). Each run posts its own 5 s espeak-ng utterance (two
 sentences of SENTENCES, a pair no other run uses, plus its own faint noise: no transcript, feature or reply-speech
 cache hits, here or in the baseline server) to POST /api/arena/live/battle and reads the server's timings
 (Server-Timing): `replies_s` (form parsed, i.e. the upload's last byte, to both replies in and checked), `total_s`
@@ -48,7 +49,7 @@ import numpy as np  # noqa: E402
 import soundfile as sf  # noqa: E402
 
 from arena.live import LiveSettings  # noqa: E402
-from tests.support.live_fixtures import LiveApp, baseline_specs, utterance  # noqa: E402
+from tests.support.live_fixtures import LiveApp, spec, utterance  # noqa: E402
 from tests.support.baselines import BaselineServer  # noqa: E402
 
 
@@ -136,17 +137,28 @@ def main() -> int:
     p.add_argument("--runs", type=int, default=20)
     p.add_argument("--warmup", type=int, default=2)
     p.add_argument("--seconds", type=float, default=5.0)
+    # the two baselines may answer a neutral voice with the very same clip, and identical replies never battle
+    # (issue 22: the battle is void); spoken slowly, the cue-aware baseline answers the pace and the replies differ
+    p.add_argument("--rate", type=int, default=90, help="espeak-ng words a minute of the voter's utterance")
+    p.add_argument("--models", default="cascade-blind,cascade-cue",
+                   help="the live contestants, from the baseline server's (e.g. cascade-reflect-piper,cascade-advice-cue)")
+    p.add_argument("--no-screen", action="store_true", help="no safety screen (replies are not transcribed)")
     args = p.parse_args()
+    screen = None
+    if not args.no_screen:
+        from eval_backend.safety import screen_text
+        screen = screen_text
+        screen("warm up")                     # the screen's models load before the runs, as the app's warm-up does
     load0 = os.getloadavg()
     rows = []
     with BaselineServer() as baselines, tempfile.TemporaryDirectory() as tmp:
-        specs = baseline_specs(baselines.base_url)
+        specs = [spec(m.strip(), baselines.base_url) for m in args.models.split(",") if m.strip()]
         settings = LiveSettings(user_per_hour=10**6)
         overrides = {"session_open_battles": 10**6, "ip_battles_per_minute": 10**6}
-        with LiveApp(tmp, specs, settings, arena_overrides=overrides, screen=None) as app, \
+        with LiveApp(tmp, specs, settings, arena_overrides=overrides, screen=screen) as app, \
                 httpx.Client(base_url=app.url, timeout=120) as client:
             for i in range(args.warmup + args.runs):
-                speech = utterance(args.seconds, text_for_run(i))
+                speech = utterance(args.seconds, text_for_run(i), rate=args.rate)
                 wav = noisy(speech, i)
                 server_cpu0, app_cpu0 = cpu_s(baselines.proc.pid), time.process_time()
                 t0 = time.perf_counter()
@@ -177,7 +189,7 @@ def main() -> int:
                for k in ("replies_s", "total_s", "slowest_model_s", "overhead_s", "client_s", "direct_pair_s",
                          "vs_direct_s", "heard_s", "asked_s", "store_s",
                          "server_cpu_s", "app_cpu_s")}
-    report = {"runs": args.runs, "utterance_s": args.seconds, "machine": platform.platform(),
+    report = {"runs": args.runs, "utterance_s": args.seconds, "screen": not args.no_screen, "machine": platform.platform(),
               "cpus": os.cpu_count(), "load_avg_start": load0, "load_avg": os.getloadavg(), "summary": summary, "rows": rows}
     out = ROOT / "benchmarks" / "out"
     out.mkdir(parents=True, exist_ok=True)

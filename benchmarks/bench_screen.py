@@ -2,9 +2,10 @@
 
     python benchmarks/bench_screen.py [--texts 400] [--runs 3] [--held 10000]
 
-1. Offline screen (alt-profanity-check + rules) on distinct texts, uncached: short replies (one sentence from
-   tests/support/safety_sentences.py) and long ones (~1,000 characters, a spoken reply of about a minute).
-   The first call, which imports scikit-learn and loads the model, is timed apart.
+1. Offline screen (alt-profanity-check + rules + the semantic layer) on distinct texts, uncached: short replies
+   (one sentence from tests/support/safety_sentences.py) and long ones (~1,000 characters, a spoken reply of about
+   a minute). The first call, which imports scikit-learn, loads the classifier and MiniLM and fits the semantic
+   layer on its example bank, is timed apart; the semantic layer alone is timed too (issue 26).
 2. A cache hit (the same text again).
 3. The remote screen against the loopback moderation server (tests/support/moderation_server.py), uncached.
 4. records.record on a real SQLite store (fsync'd commit), and records.held_subjects with --held held rows.
@@ -70,9 +71,12 @@ def main() -> None:
         rows[label] = statistics.median(
             _per_text_ms(lambda t: offline.screen(t, 0.85), _texts(args.texts, long)) for _ in range(args.runs))
 
-    from eval_backend.safety import rules
+    from eval_backend.safety import rules, semantic
     rows["of which our rules, long reply"] = statistics.median(
         _per_text_ms(rules.findings, _texts(args.texts, True)) for _ in range(args.runs))
+    for label, long in (("short reply", False), ("long reply", True)):
+        rows[f"of which the semantic layer (MiniLM), {label}"] = statistics.median(
+            _per_text_ms(semantic.findings, _texts(args.texts, long)) for _ in range(args.runs))
 
     clear_cache()
     screen_text("cached text")

@@ -1,8 +1,8 @@
 """Prepares the embedded default in the background so the Space serves at once.
 
 Steps: build the demo benchmark if it is missing, start the baseline server on
-loopback, run both baselines on a small *first slice* of spoken requests
-(EMPATHY_ARENA_FIRST_SLICE, 24) and screen those replies (eval_backend/moderation:
+loopback, run every baseline on a small *first slice* of spoken requests
+(EMPATHY_ARENA_FIRST_SLICE, 12) and screen those replies (eval_backend/moderation:
 the arena plays no reply that is not screened clean) so the arena has battles within
 a couple of minutes, then run the baselines on the whole benchmark and score them
 (resumable: a restart redoes nothing finished; the full run skips the slice's
@@ -119,13 +119,16 @@ def choose_baseline_port() -> int:
 
 
 def first_slice(benchmark, n: int) -> list[str]:
-    """Up to `n` spoken request ids the arena can serve (usable, with a user clip), taken from the spoken tasks
+    """Up to `n` spoken request ids the arena can serve (usable, with a user clip, in the arena pool:
+    eval_backend/showcase.py), taken from the spoken tasks
     in turn so the first battles are varied; a stable choice, so a restart asks for the same ones."""
+    from .showcase import in_arena_pool
     from .tasks import SPOKEN_TASKS, build_requests
 
     if n <= 0:
         return []
-    queues = [[r.id for r in build_requests(benchmark, [task]) if r.usable and r.audios] for task in SPOKEN_TASKS]
+    queues = [[r.id for r in build_requests(benchmark, [task]) if r.usable and r.audios and in_arena_pool(r.id)]
+              for task in SPOKEN_TASKS]
     chosen: list[str] = []
     while len(chosen) < n and any(queues):
         for q in queues:
@@ -142,7 +145,7 @@ class Bootstrap:
                  first_slice: int | None = None):
         """`load(spec) -> Benchmark`: the app's shared loader (eval_backend/benchmark/cache.py); by default
         `load_benchmark(spec, data_dir)`. `screen_replies`: screen the benchmark's unscreened replies (the app
-        passes the arena's setting, EMPATHY_ARENA_SCREEN_REPLIES). `first_slice`: spoken requests both baselines
+        passes the arena's setting, EMPATHY_ARENA_SCREEN_REPLIES). `first_slice`: spoken requests every baseline
         answer before the full run (default EMPATHY_ARENA_FIRST_SLICE; 0: none)."""
         self.data_dir = data_dir
         self.benchmark_spec = benchmark_spec
@@ -189,9 +192,9 @@ class Bootstrap:
         if baselines:
             steps.append(("server", 0))
             if self.first_slice > 0:
-                steps.append(("slice", 2 * self.first_slice))
+                steps.append(("slice", self._slice_replies()))
                 if self.screen_replies:
-                    steps.append(("screen", 2 * self.first_slice))
+                    steps.append(("screen", self._slice_replies()))
         self.opening.plan(steps)
 
     def _run(self) -> None:
@@ -219,6 +222,13 @@ class Bootstrap:
             self.stop()           # a half-started baseline server is not left behind
         finally:
             self.ready.set()
+
+    def _slice_replies(self) -> int:
+        """Replies the first slice stores: every baseline on each of its requests."""
+        try:
+            return max(1, len(self._baseline_specs())) * self.first_slice
+        except Exception:      # an unreadable models file: _run reports it
+            return 2 * self.first_slice
 
     def _baseline_specs(self) -> list:
         return [s for s in config.load_models(self.models_file).values() if s.baseline]
@@ -274,7 +284,7 @@ class Bootstrap:
         total = len(ids) * len(specs)
         stored = 0
         self.opening.begin("slice", total)
-        self._set("first slice", f"both baselines on {len(ids)} spoken requests", done=0, total=total)
+        self._set("first slice", f"{len(specs)} baselines on {len(ids)} spoken requests", done=0, total=total)
 
         def count(_reply) -> None:
             nonlocal stored
@@ -292,6 +302,11 @@ class Bootstrap:
         self.opening.finish("slice")
 
     def _run_baselines(self) -> None:
+        """Every baseline on the whole benchmark, one after the other; each is scored on a second thread as soon
+        as its run ends, so scoring one overlaps the next one's run (after the first run the server has every
+        clip transcribed and runs little more than speech synthesis: a core would idle)."""
+        from concurrent.futures import ThreadPoolExecutor
+
         from .runner import run_model
         from .tasks import build_requests
 
@@ -301,26 +316,30 @@ class Bootstrap:
         port = self._ensure_server()
         store = Store(self.data_dir)
         total = len(build_requests(self.benchmark)) * len(specs)
-        for i, spec in enumerate(specs):
-            spec = dataclasses.replace(spec, base_url=f"http://127.0.0.1:{port}/v1")
-            self._set("running baselines", spec.name, done=i * total // len(specs), total=total)
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="bootstrap-score") as scorer:
+            scored = []
+            for i, spec in enumerate(specs):
+                spec = dataclasses.replace(spec, base_url=f"http://127.0.0.1:{port}/v1")
+                self._set("running baselines", spec.name, done=i * total // len(specs), total=total)
 
-            def count(_reply) -> None:
-                self.status.done += 1
-            summary = asyncio.run(run_model(spec, self.benchmark, store, concurrency=self.concurrency,
-                                            progress=False, on_stored=count))
-            self.status.done = (i + 1) * total // len(specs)
-            failed = getattr(summary, "failed", 0)
-            if failed:
-                self.status.errors.append(f"{spec.name}: {failed} requests failed (see the Browse tab)")
-            self._score(spec.name, store)
+                def count(_reply) -> None:
+                    self.status.done += 1
+                summary = asyncio.run(run_model(spec, self.benchmark, store, concurrency=self.concurrency,
+                                                progress=False, on_stored=count))
+                self.status.done = (i + 1) * total // len(specs)
+                failed = getattr(summary, "failed", 0)
+                if failed:
+                    self.status.errors.append(f"{spec.name}: {failed} requests failed (see the Browse tab)")
+                scored.append(scorer.submit(self._score, spec.name, None))   # its own store, on its thread
+            for job in scored:
+                job.result()            # a scoring error fails the bootstrap as before
         self.status.done = total
 
     def _screen_first_slice(self) -> None:
         """The slice's replies through the safety screen at once, so the arena can play them (Whisper's cache
         already holds the clips the baselines transcribed; the replies' own audio is new)."""
         from .moderation.replies import screen_replies
-        total = max(1, 2 * self.first_slice)
+        total = self._slice_replies()
         self.opening.begin("screen", total)
         self._set("screening the first replies", "transcripts through the safety screen", done=0, total=total)
 
@@ -347,13 +366,15 @@ class Bootstrap:
             self.start_server(self.baseline_port)
             self.opening.launched("server")
 
-    def _score(self, model: str, store: Store) -> None:
-        """Baselines get leaderboard rows like any submission (no judge: judge columns say "not computed")."""
+    def _score(self, model: str, store: Store | None = None) -> None:
+        """Baselines get leaderboard rows like any submission (no judge: judge columns say "not computed").
+        Runs on the scoring thread, with that thread's own store."""
         from .scoring.cli import build_settings
         from .scoring.run import score_model
 
         self._set("scoring baselines", model, done=self.status.done, total=self.status.total)
-        score_model(store, model, self.benchmark, build_settings(None, self.data_dir), spec=self.benchmark_spec)
+        score_model(store or Store(self.data_dir), model, self.benchmark, build_settings(None, self.data_dir),
+                    spec=self.benchmark_spec)
 
     def start_server(self, port: int) -> subprocess.Popen:
         self.server = start_baseline_server(port, self.data_dir / "baselines.log")

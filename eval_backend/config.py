@@ -25,10 +25,11 @@ FIRST_SLICE_ENV = "EMPATHY_ARENA_FIRST_SLICE"
 
 
 def first_slice_size() -> int:
-    """Spoken requests both baselines answer before their full run, so the arena opens early (0: no slice)."""
+    """Spoken requests every baseline answers before their full run, so the arena opens early (0: no slice).
+    12 with four baselines: the 48 replies that 24 requests gave two baselines."""
     raw = os.environ.get(FIRST_SLICE_ENV, "").strip()
     try:
-        return max(0, int(raw)) if raw else 24
+        return max(0, int(raw)) if raw else 12
     except ValueError:
         raise ValueError(f"{FIRST_SLICE_ENV} must be a whole number (got {raw!r})") from None
 

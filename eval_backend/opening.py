@@ -35,7 +35,7 @@ MIN_UNITS, MIN_MEASURE_S = 5, 5.0   # a step's own rate is believed after this m
 TITLES = {                 # the public words for each step
     "demo": "building the demo benchmark (synthetic voices)",
     "load": "loading the benchmark",
-    "server": "starting the two baseline models",
+    "server": "starting the baseline models",
     "slice": "recording the first replies for the arena",
     "screen": "checking the first replies for safety",
 }

@@ -3,10 +3,18 @@ from __future__ import annotations
 
 import gradio as gr
 
+from eval_backend.baselines.engine import contestants_sentence
 from eval_backend.inert import md
 from eval_backend.tab_contract import PageLoad, TabHandles
 
 ABOUT = """
+## The default contestants
+
+Unless the operator adds real models, the contestants you hear are offline stand-ins, not speech language
+models: each one transcribes the clip with a small speech recogniser (Whisper tiny.en), fills a fixed reply
+template and speaks it with a speech synthesiser, so that the arena works with no network and the metrics can be
+checked on models whose behaviour we know. __CONTESTANTS__
+
 ## What is measured
 
 **Benchmarks.** Empathy Arena asks a spoken-language model the questions of two benchmark families and scores
@@ -87,7 +95,7 @@ heard first, attribute, request id, time), the leaderboards, and the results fil
 
 **API keys** given with a submission are encrypted with a key held in the operator's environment, kept only in
 the private store, never shown, logged or exported, and deleted when the evaluation job ends (a retry asks for
-the key again).
+the key again), unless the submitter let the model battle live: then it is kept until the model leaves live battles.
 
 Failed evaluations are listed with their reason on the Submit tab; nothing is silently dropped.
 
@@ -117,7 +125,8 @@ def about_text(floor: int | None = None, settings=None) -> str:
     listen = ("each clip in full" if math.isinf(s) else "nothing (this arena asks for no listening time)" if s == 0
               else f"the first {s:g} s of each clip (all of a shorter clip)")
     return (ABOUT.replace("__FLOOR__", str(floor)).replace("__LISTEN__", listen)
-            .replace("__RATE__", f"{settings.max_playback_rate:g}"))
+            .replace("__RATE__", f"{settings.max_playback_rate:g}")
+            .replace("__CONTESTANTS__", contestants_sentence()))
 
 
 JUDGE_COLUMNS = ["model", "benchmark", "text judge", "audio judge", "judge failures", "stopped by the budget"]

@@ -19,8 +19,10 @@ from pathlib import Path
 import gradio as gr
 import pandas as pd
 
+from arena import raters
 from arena import storage as arena_storage
 
+from . import arena_style_views as style_views
 from . import plots
 from eval_backend.tab_contract import PageLoad, TabHandles
 
@@ -56,12 +58,15 @@ def board_rows(rows: list[dict], provisional_votes: int, all_columns: bool = Fal
     for r in rows:
         wr = win_rate(r)
         status = []
+        rated = r.get("bt_votes", 0)
         if r.get("provisional"):
-            status.append(f"provisional (< {provisional_votes} rated votes)")
+            more = max(provisional_votes - rated, 0)
+            status.append(f"provisional: {rated} of {provisional_votes} rated votes, "
+                          f"{more} more to be ranked")
         if r.get("paused"):
             status.append("paused")
         if r.get("provisional"):
-            score, interval = None, f"too few votes ({r.get('bt_votes', 0)} of {provisional_votes})"
+            score, interval = None, f"too few votes ({rated} of {provisional_votes})"
         else:
             score = None if _nan(r.get("bt")) else round(r["bt"], 1)
             interval = ("—" if _nan(r.get("bt_low")) or _nan(r.get("bt_high"))
@@ -79,6 +84,14 @@ def board_rows(rows: list[dict], provisional_votes: int, all_columns: bool = Fal
             "status": ", ".join(status) or "listed",
         })
     return pd.DataFrame(out, columns=columns)
+
+
+def unranked_text(rows: list[dict], provisional_votes: int) -> str:
+    """What the interval chart says when it has no ranked model: "no votes yet" only when there are none (the
+    table beside it would contradict it otherwise)."""
+    if not any(r.get("votes") for r in rows):
+        return "no votes yet"
+    return f"no model ranked yet: each needs {provisional_votes} rated votes (the table shows how many it has)"
 
 
 def bias_line(p, slot=None) -> str:
@@ -150,14 +163,18 @@ def build_arena_leaderboard_tab(ctx) -> TabHandles:
         axis = gr.Radio(AXES, value="overall", label="Rating axis", elem_id="arena-board-axis")
         source = gr.Radio([("All battles", "all"), ("Benchmark battles", "benchmark"), ("Live battles", "live")],
                           value="all", label="Battles", elem_id="arena-board-source")
+        state = gr.Dropdown(style_views.attribute_choices(list(raters.KNOWN_ATTRIBUTES)), value=style_views.ALL_STATES,
+                            label="Vocal state of the user", elem_id="arena-board-attribute")
         all_cols = gr.Checkbox(value=False, label="All columns (TrueSkill μ, σ, μ − 3σ)", elem_id="arena-board-all")
         refresh = gr.Button("Refresh", size="sm", elem_id="arena-board-refresh")
     first = pd.DataFrame([{c: ("loading…" if c == "model" else "") for c in COLUMNS}], columns=COLUMNS)
     table = gr.Dataframe(first, interactive=False, show_search="filter", elem_id="arena-board-table",
                          wrap=True)
+    style_md = gr.Markdown(elem_id="arena-board-style")
     bias = gr.Markdown(elem_id="arena-board-bias")
     health = gr.Markdown(elem_id="arena-board-health")
     intervals = gr.Plot(label="Bradley–Terry intervals", show_label=False, elem_id="arena-board-intervals")
+    states = gr.Plot(label="Who hears what", show_label=False, elem_id="arena-board-states")
     with gr.Row():
         win_map = gr.Plot(label="Pairwise win rate", show_label=False, elem_id="arena-board-winrate")
         count_map = gr.Plot(label="Battle counts", show_label=False, elem_id="arena-board-counts")
@@ -168,17 +185,21 @@ def build_arena_leaderboard_tab(ctx) -> TabHandles:
     export_file = gr.File(label="Vote log", interactive=False, visible=False, elem_id="arena-board-vote-log")
 
     def compute(key: str):
-        axis_name, _, kind = key.partition("|")
-        # the table over the chosen battles (arena/by_source.py); the plots and lines below cover all battles
-        rows = service.ratings_table(axis_name, source=kind or None)
+        axis_name, kind, attr = key.split("|")
+        # the table over the chosen battles (arena/by_source.py, a vocal state); the plots and lines below cover all
+        board = service.board(axis_name, None, kind or None, attr or None, ("bt", "style_bt"), stored=True)
+        rows = [r.as_json(raters.with_scores(raters.BOARD_FIELDS, ("bt", "style_bt"))) for r in board.rows]
         fitted = [r for r in rows if not r["provisional"] and not _nan(r.get("bt")) and not _nan(r.get("bt_low"))]
         mats = service.pairwise_matrices(axis_name)
         return (
-            rows,
+            rows, board.rows,
+            style_views.effects_markdown(board.details.get("style_bt")) + "\n\n" + style_views.attribute_note(attr),
+            style_views.heat_map(service.attribute_grid(axis_name, None, kind or None), provisional),
             bias_line(service.position_bias(), service.slot_bias()),
             health_line(service.integrity_health()),
             plots.interval_chart([r["model"] for r in fitted], [r["bt"] for r in fitted],
-                                 [r["bt_low"] for r in fitted], [r["bt_high"] for r in fitted]),
+                                 [r["bt_low"] for r in fitted], [r["bt_high"] for r in fitted],
+                                 empty=unranked_text(rows, provisional)),
             plots.win_rate_heatmap(mats["models"], mats["win_rate"]),
             plots.battle_count_heatmap(mats["models"], mats["battles"]),
             plots.rating_history_chart(history_series(service.rating_history(axis_name))),
@@ -189,9 +210,10 @@ def build_arena_leaderboard_tab(ctx) -> TabHandles:
 
     cache = BoardCache(compute, vote_log_version)
 
-    def load(axis_name: str, all_columns: bool = False, kind: str = "all"):
-        rows, *rest = cache.get(f"{axis_name}|{kind or 'all'}")
-        return (board_rows(rows, provisional, bool(all_columns)), *rest)
+    def load(axis_name: str, all_columns: bool = False, kind: str = "all", attr: str = style_views.ALL_STATES):
+        rows, typed, *rest = cache.get(f"{axis_name}|{kind or 'all'}|{attr or ''}")
+        return (style_views.with_style_columns(board_rows(rows, provisional, bool(all_columns)), typed, provisional),
+                *rest)
 
     def export(fmt: str):
         """The file box appears only with a file in it (an empty "Vote log" box reads as a broken download)."""
@@ -200,11 +222,10 @@ def build_arena_leaderboard_tab(ctx) -> TabHandles:
         service.export_votes(fmt, path)
         return gr.update(value=str(path), visible=True)
 
-    outputs = [table, bias, health, intervals, win_map, count_map, history]
-    refresh.click(load, [axis, all_cols, source], outputs, api_visibility="private")
-    axis.change(load, [axis, all_cols, source], outputs, api_visibility="private")
-    all_cols.change(load, [axis, all_cols, source], outputs, api_visibility="private")
-    source.change(load, [axis, all_cols, source], outputs, api_visibility="private")
+    outputs = [table, style_md, states, bias, health, intervals, win_map, count_map, history]
+    inputs = [axis, all_cols, source, state]
+    for control in (refresh.click, axis.change, all_cols.change, source.change, state.change):
+        control(load, inputs, outputs, api_visibility="private")
     export_jsonl.click(lambda: export("jsonl"), None, export_file, api_visibility="private")
     export_csv.click(lambda: export("csv"), None, export_file, api_visibility="private")
-    return TabHandles(loads=(PageLoad(load, [axis, all_cols, source], outputs, dict(api_visibility="private")),))
+    return TabHandles(loads=(PageLoad(load, inputs, outputs, dict(api_visibility="private")),))

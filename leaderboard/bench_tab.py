@@ -24,6 +24,7 @@ from eval_backend.tab_contract import PageLoad, TabHandles
 
 from . import agreement, plots
 from . import results_table as rt
+from .numeric_rows import numeric_view
 from .model_page import build_model_page
 
 KIND_LABELS = [("Baselines", "baseline"), ("Submitted endpoints", "endpoint"), ("Submitted predictions", "predictions"),
@@ -193,8 +194,9 @@ def metric_agreement_frame(ctx, docs: dict[str, dict]) -> pd.DataFrame:
     return pd.DataFrame([[r.axis, metric_label(r.metric), round(r.agree, 3), f"[{r.low:.2f}, {r.high:.2f}]", r.n,
                           r.ties] for r in rows], columns=METRIC_AGREEMENT_COLUMNS)
 def csv_frame(view: pd.DataFrame) -> pd.DataFrame:
-    """The view as it goes into the downloaded CSV: names and organisations are the submitters', so every
-    text cell a spreadsheet would run as a formula is neutralised (eval_backend.inert.csv_cell)."""
+    """The view as it goes into the downloaded CSV (after `rt.numeric_view`): names and organisations are the
+    submitters', so every text cell a spreadsheet would run as a formula is neutralised
+    (eval_backend.inert.csv_cell)."""
     return view.map(csv_cell).rename(columns=csv_cell)
 
 
@@ -243,24 +245,26 @@ def build_bench_tab(ctx) -> TabHandles:
     reported = rt.load_reported()
     state0 = rt.FilterState()
     gr.Markdown("## Benchmark leaderboard\nScores of the models evaluated here, ranked only against models "
-                "measured on the same benchmark version; the EchoMind paper's own figures follow in a section of "
-                "their own. Every board has its 95% interval; a cell that could not be computed shows — and a "
-                "note number, explained under the table. Click a row for its model page; the address bar keeps "
-                "your filters, so the link shares this view.")
-    with gr.Row():
+                "measured on the same benchmark version, each board with its 95% interval; a cell that could not "
+                "be computed shows — and a note number (under the table). Click a row for its model page; the "
+                "address keeps your filters, so the link shares this view.", elem_id="bench-intro")
+    # one row of controls above the table (search, sort); the other filters and the column picker fold away, so
+    # the table starts on the first screen (1366×800); a link that sets any of them opens the fold
+    with gr.Row(elem_id="bench-controls"):
         search = gr.Textbox(label="Search model or organisation (separate terms with ;)", elem_id="bench-search")
         sort = gr.Radio(list(rt.SORT_PRESETS), value=state0.sort, label="Sort by", elem_id="bench-sort")
         refresh = gr.Button("Refresh", scale=0, elem_id="bench-refresh")
-    with gr.Row():
-        kinds = gr.CheckboxGroup(KIND_LABELS, value=list(state0.kinds), label="Show", elem_id="bench-kinds")
-        audio = gr.Radio(["any", "yes", "no"], value="any", label="Audio output", elem_id="bench-audio")
-        open_w = gr.Radio(["any", "yes", "no"], value="any", label="Open weights", elem_id="bench-open")
-    with gr.Row():
-        groups = gr.CheckboxGroup(list(rt.GROUPS), value=list(state0.groups),
-                                  label="Columns: the boards and their intervals, plus these metric groups",
-                                  elem_id="bench-groups")
-        ci = gr.Checkbox(value=False, label="Intervals of the added metrics", elem_id="bench-ci")
-        all_cols = gr.Checkbox(value=False, label="All columns", elem_id="bench-all")
+    with gr.Accordion("Filters and columns", open=False, elem_id="bench-filters") as filters:
+        with gr.Row():
+            kinds = gr.CheckboxGroup(KIND_LABELS, value=list(state0.kinds), label="Show", elem_id="bench-kinds")
+            audio = gr.Radio(["any", "yes", "no"], value="any", label="Audio output", elem_id="bench-audio")
+            open_w = gr.Radio(["any", "yes", "no"], value="any", label="Open weights", elem_id="bench-open")
+        with gr.Row():
+            groups = gr.CheckboxGroup(list(rt.GROUPS), value=list(state0.groups),
+                                      label="Columns: the boards and their intervals, plus these metric groups",
+                                      elem_id="bench-groups")
+            ci = gr.Checkbox(value=False, label="Intervals of the added metrics", elem_id="bench-ci")
+            all_cols = gr.Checkbox(value=False, label="All columns", elem_id="bench-all")
     blank = rt.readable(rt.apply_filters(*_no_rows(), state0), rt.Notes(), "loading…")
     table = gr.Dataframe(blank, interactive=False, elem_id="bench-table", wrap=True, max_height=600)
     gr.Markdown(f"### {rt.REPORTED_HEADING}", elem_id="bench-reported-heading")
@@ -304,7 +308,7 @@ def build_bench_tab(ctx) -> TabHandles:
         df, grp = rt.build_table(docs, model_infos(ctx), reported)
         view = rt.apply_filters(df, grp, st)
         path = csv_dir / "benchmark_leaderboard.csv"
-        csv_frame(view).to_csv(path, index=False)
+        csv_frame(numeric_view(view)).to_csv(path, index=False)   # numbers or empty; the reasons in `notes`
         measured, paper = rt.sections(view)
         notes = rt.Notes()
         shown = rt.readable(measured, notes)
@@ -324,7 +328,11 @@ def build_bench_tab(ctx) -> TabHandles:
         st = rt.state_from_query(params)
         vals = [st.search, list(st.kinds), st.audio, st.open_weights, list(st.groups), st.sort, st.intervals,
                 st.all_columns]
-        return [*vals, *render(*vals)]
+        folded = (st.kinds, st.audio, st.open_weights, st.groups, st.intervals, st.all_columns)
+        default = rt.FilterState()
+        unfold = folded != (default.kinds, default.audio, default.open_weights, default.groups, default.intervals,
+                            default.all_columns)
+        return [*vals, *render(*vals), gr.update(open=True) if unfold else gr.update()]
 
     def pick_row(row_names: list, evt: gr.SelectData):
         try:
@@ -342,7 +350,7 @@ def build_bench_tab(ctx) -> TabHandles:
         ev(None, controls, None, js=URL_JS)
     refresh.click(render, controls, outputs)
     table.select(pick_row, [names], [model]).then(None, None, None, js=SCROLL_JS)
-    return TabHandles(loads=(PageLoad(on_load, None, [*controls, *outputs]),))
+    return TabHandles(loads=(PageLoad(on_load, None, [*controls, *outputs, filters]),))
 
 
 def _no_rows() -> tuple[pd.DataFrame, dict]:

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from eval_backend.benchmark.model import Benchmark
 from eval_backend.inert import md, md_inline as mi
 from eval_backend.store import Reply, Store
-from eval_backend.tasks import build_requests
+from eval_backend.tasks import SPOKEN_TASKS, build_requests, describe_request
 
 COLLECTIONS = {
     "scripts": "EchoMind scripts (target / neutral / alternative)",
@@ -92,8 +92,44 @@ def item_view(b: Benchmark, collection: str, item_id: str) -> ItemView:
     return ItemView("\n\n".join(lines), clips[:MAX_CLIPS], ids)
 
 
+TASK_TITLES = {"conversation": "Conversation", "context": "Same words, another situation", "tone": "Tone of voice",
+               "asr": "Transcription", "mcq_understanding": "Question (understanding)",
+               "mcq_reasoning": "Question (reasoning)", "selection": "Choosing the better reply"}
+WORDS_SHOWN = 90          # characters of the user's words in a label
+
+
+def request_label(b: Benchmark | None, request_id: str) -> str:
+    """A request as a person reads it: the kind of task, what the user says, the situation (plain text; the
+    caller makes it inert), never the internal id `context/ctx-00/c1`."""
+    req = describe_request(b, request_id) if b is not None else None
+    if req is None:
+        return "A request that is not in the current benchmark"
+    words = req.user_words.strip()
+    if len(words) > WORDS_SHOWN:
+        words = words[:WORDS_SHOWN - 1].rstrip() + "…"
+    label = TASK_TITLES.get(req.task, req.task.replace("_", " ").capitalize())
+    if words:
+        label += f": “{words}”"
+    if req.context:
+        label += f" (situation: {req.context[:WORDS_SHOWN]})"
+    elif req.voice and req.voice != "neutral":
+        label += f" (said in a {req.voice} voice)"
+    return label
+
+
+def spoken_first(request_ids: list[str]) -> list[str]:
+    """The item's requests with those answered by a spoken reply first (Browse opens on one that can play),
+    in their order otherwise."""
+    return sorted(request_ids, key=lambda rid: rid.split("/", 1)[0] not in SPOKEN_TASKS)
+
+
 HELD = ("_This reply is not shown: it has not been screened clean by the safety screen (it may be waiting to be "
         "screened, or held for the operator's review)._")
+
+
+BLINDED = ("_This request is in the arena's pool: its replies play in anonymous battles, so they are not shown "
+           "here with their model's name while the model is in the arena. One request in five (the showcase set, "
+           "never battled) shows every model's reply._")
 
 
 def reply_markdown(reply: Reply | None) -> str:

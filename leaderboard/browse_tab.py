@@ -21,18 +21,21 @@ def build_browse_tab(ctx) -> TabHandles:
         collection = gr.Radio([(v, k) for k, v in browse.COLLECTIONS.items()], value="scripts",
                               label="Collection")
         refresh = gr.Button("Refresh", scale=0)
-    item = gr.Dropdown(label="Item", choices=[], interactive=True)
+    # allow_custom_value: a value from before a collection switch may still be in flight when the choices change
+    # (Gradio would refuse it as "not in the list of choices"); the handlers check it against the benchmark
+    item = gr.Dropdown(label="Item", choices=[], interactive=True, allow_custom_value=True, elem_id="browse-item")
     detail = gr.Markdown(NO_BENCHMARK)
     with gr.Row():
         clips = [gr.HTML(audio_html(f"clip {i + 1}", None), visible=False, js_on_load=None, container=True,
                          padding=True, elem_id=f"browse-clip-{i}") for i in range(browse.MAX_CLIPS)]
     gr.Markdown("#### Replies")
     with gr.Row():
-        model = gr.Dropdown(label="Model", choices=[], interactive=True)
-        request = gr.Dropdown(label="Request (task/item/variant)", choices=[], interactive=True)
-    reply_text = gr.Markdown()
+        model = gr.Dropdown(label="Model", choices=[], interactive=True, elem_id="browse-model")
+        request = gr.Dropdown(label="Request", choices=[], interactive=True, allow_custom_value=True,
+                              elem_id="browse-request")
+    reply_text = gr.Markdown(elem_id="browse-reply-text")
     reply_audio = gr.HTML(audio_html("reply audio", None), js_on_load=None, container=True, padding=True,
-                          elem_id="browse-reply-audio")
+                          elem_id="browse-reply-audio", visible=False)      # shown with a reply that has audio
 
     def list_items(coll):
         b = ctx.benchmark
@@ -47,7 +50,10 @@ def build_browse_tab(ctx) -> TabHandles:
         b = ctx.benchmark
         if b is None or not item_id:
             return [NO_BENCHMARK, gr.update(choices=[], value=None)] + [gr.update(visible=False)] * browse.MAX_CLIPS
-        view = browse.item_view(b, coll, item_id)
+        try:
+            view = browse.item_view(b, coll, item_id)
+        except (KeyError, ValueError):      # an item of the collection shown before a switch: the switch follows
+            return [gr.update(), gr.update()] + [gr.update()] * browse.MAX_CLIPS
         audio_updates = []
         for i in range(browse.MAX_CLIPS):
             if i < len(view.clips):
@@ -56,19 +62,25 @@ def build_browse_tab(ctx) -> TabHandles:
                 audio_updates.append(gr.update(value=audio_html(label, url), visible=True))
             else:
                 audio_updates.append(gr.update(value=audio_html(f"clip {i + 1}", None), visible=False))
-        req = view.request_ids[0] if view.request_ids else None
-        return [view.markdown, gr.update(choices=view.request_ids, value=req)] + audio_updates
+        ids = browse.spoken_first(view.request_ids)
+        choices = [(browse.request_label(b, rid), rid) for rid in ids]
+        return [view.markdown, gr.update(choices=choices, value=ids[0] if ids else None)] + audio_updates
 
     def show_reply(model_name, request_id):
         b = ctx.benchmark
+        none = gr.update(value=audio_html("reply audio", None), visible=False)    # no empty, disabled player
         if b is None or not model_name or not request_id:
-            return "", audio_html("reply audio", None)
+            return "", none
         reply = browse.find_reply(ctx.store, b.hash, model_name, request_id)
+        if ctx.arena.reply_blinded(reply):          # a battle can play it: never shown with its model's name
+            return browse.BLINDED, none
         if reply is not None and playable(ctx.store, reply) and not ctx.arena.reply_cleared(reply):
-            return browse.HELD, audio_html("reply audio", None)      # not screened clean: nothing of it shown
+            return browse.HELD, none      # not screened clean: nothing of it shown
         ok = reply is not None and reply.status == "ok" and reply.audio_path
-        url = ctx.media.reply_url(reply.model, reply.benchmark_hash, reply.request_id) if ok else None
-        return browse.reply_markdown(reply), audio_html("reply audio", url)
+        if not ok:
+            return browse.reply_markdown(reply), none
+        url = ctx.media.reply_url(reply.model, reply.benchmark_hash, reply.request_id)
+        return browse.reply_markdown(reply), gr.update(value=audio_html("reply audio", url), visible=True)
 
     for trigger in (collection.change, refresh.click):
         trigger(list_items, [collection], [item, model])

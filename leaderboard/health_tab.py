@@ -3,10 +3,14 @@ why; gold checks; the alert state. The operator also sees the flagged votes and 
 (leaderboard/flags_review.py)."""
 from __future__ import annotations
 
+import time
+
 import gradio as gr
 import pandas as pd
 
-from arena.health import health_figure
+from arena import storage as arena_storage
+from arena.health import health_figure, live_models_line, pairs_line
+from eval_backend.inert import md
 from eval_backend.tab_contract import PageLoad, TabHandles
 
 from .flags_review import build_flags_review
@@ -46,6 +50,23 @@ def gold_text(checks: dict) -> str:
     return f"{checks.get('pass', 0)} / {checks.get('fail', 0)}" if n else "—"
 
 
+def live_health(ctx) -> list[dict]:
+    """Submitted models that battle live, with their calls, failures and pause (arena/live_submitted.py)."""
+    submitted = getattr(ctx.live, "submitted", None) if getattr(ctx, "live", None) is not None else None
+    return submitted.health() if submitted is not None else []
+
+
+def aspects_line(day: dict, ever: dict) -> str:
+    """How many votes carry the two aspects ("what was said", "how it sounded"), which feed the aspect boards:
+    the last 24 h and all votes (arena.storage.aspect_counts); no share where there is no vote."""
+    def part(c: dict) -> str:
+        if not c["votes"]:
+            return "no votes"
+        return (f"{share_text(c['said'] / c['votes'])} carry *what was said*, {share_text(c['sounded'] / c['votes'])} "
+                f"*how it sounded* (of {c['votes']} votes)")
+    return f"**Aspects answered:** last 24 h: {part(day)}; all votes: {part(ever)}."
+
+
 def build_health_tab(ctx) -> TabHandles:
     """Renders the app's one monitor (ctx.health, whose check() also logs alerts): on page load and Refresh
     here, and on the context's own schedule (app_context.py) so alerts reach the log with no page open."""
@@ -55,6 +76,8 @@ def build_health_tab(ctx) -> TabHandles:
                 "cadence, one-model bias and rings: arena/README.md), and why. An anti-abuse rule that voids honest "
                 "votes shows up here as a drop in the counted share, which raises an alert.")
     status = gr.Markdown()
+    aspects = gr.Markdown(elem_id="health-aspects")      # the share of votes that feed the aspect boards
+    pairs = gr.Markdown(elem_id="health-pairs")      # battles left out of matchmaking, and why (issue 22)
     plot = gr.Plot(elem_id="health-plot", show_label=False)
     table = gr.Dataframe(pd.DataFrame([["loading…", *EMPTY[1:]]], columns=COLUMNS), interactive=False,
                          max_height=300, elem_id="health-table")
@@ -62,10 +85,15 @@ def build_health_tab(ctx) -> TabHandles:
 
     def render():
         report = monitor.check()
-        return (f"**{monitor.status}**", plots.fit(health_figure(report["rows"], monitor.cfg.alert_share)),
-                health_frame(report["rows"]))
+        store = ctx.store
+        line = aspects_line(arena_storage.aspect_counts(store, time.time() - 86400), arena_storage.aspect_counts(store))
+        pairs_text = (pairs_line(ctx.arena.left_out_pairs()).capitalize() + "."
+                      + (f"\n\n{md(live_models_line(live))}" if (live := live_health(ctx)) else ""))
+        return (f"**{monitor.status}**", line, plots.fit(health_figure(report["rows"], monitor.cfg.alert_share)),
+                health_frame(report["rows"]), pairs_text)
 
-    refresh.click(render, None, [status, plot, table])
+    outputs = [status, aspects, plot, table, pairs]
+    refresh.click(render, None, outputs)
     operator = build_operator_status(ctx)        # bootstrap and Hub detail, for the operator only
     flags = build_flags_review(ctx)              # flagged votes and reversals, for the operator only
-    return TabHandles(loads=(PageLoad(render, None, [status, plot, table]), operator, flags))
+    return TabHandles(loads=(PageLoad(render, None, outputs), operator, flags))

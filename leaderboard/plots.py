@@ -61,16 +61,18 @@ def count_axis(max_count: float) -> dict:
 def _empty(title: str, why: str) -> go.Figure:
     fig = go.Figure()
     fig.update_layout(title=title, height=_HEIGHT, xaxis_visible=False, yaxis_visible=False,
-                      annotations=[dict(text=why, showarrow=False, x=0.5, y=0.5, xref="paper", yref="paper")])
+                      annotations=[dict(text=wrap_title(why)[0], showarrow=False, x=0.5, y=0.5, xref="paper",
+                                        yref="paper")])       # wrapped: it must fit a phone's width too
     return fit(fig)
 
 
 def interval_chart(models: Sequence[str], scores: Sequence[float], lows: Sequence[float],
                    highs: Sequence[float], title: str = "Bradley–Terry score, 95% bootstrap interval",
-                   provisional: Sequence[bool] | None = None) -> go.Figure:
-    """One point per model with its interval, best on top. `provisional` models are drawn hollow."""
+                   provisional: Sequence[bool] | None = None, empty: str = "no votes yet") -> go.Figure:
+    """One point per model with its interval, best on top. `provisional` models are drawn hollow; `empty`:
+    what the chart says when no model has an interval."""
     if not models:
-        return _empty(title, "no votes yet")
+        return _empty(title, empty)
     if not (len(models) == len(scores) == len(lows) == len(highs)):
         raise ValueError("models, scores, lows and highs must have the same length")
     prov = list(provisional) if provisional is not None else [False] * len(models)
@@ -145,4 +147,40 @@ def rating_history_chart(series: dict[str, tuple[Sequence[float], Sequence[float
     top = max([float(x) for xs, _, _ in series.values() for x in xs] or [0.0])
     fig.update_layout(title=title, height=_HEIGHT, xaxis_title="vote", yaxis_title="μ",
                       margin=dict(l=10, r=10, t=50, b=40), xaxis=count_axis(top))
+    return fit(fig)
+
+
+def attribute_heatmap(models: Sequence[str], attributes: Sequence[str],
+                      cells: Sequence[Sequence[tuple[float | None, float | None, float | None, int] | None]],
+                      floor: int, title: str = "Who hears what: Bradley–Terry score per vocal state of the user"
+                      ) -> go.Figure:
+    """Models (rows) x the vocal states of the user's utterance (columns). `cells[r][c]` = (score, low, high,
+    rated votes), or None where the model has no vote on that state. A cell without a score (provisional: under
+    `floor` rated votes) is left grey and labelled, never coloured as if measured."""
+    if not models or not attributes:
+        return _empty(title, "no votes on utterances with a vocal state yet")
+    if len(cells) != len(models) or any(len(row) != len(attributes) for row in cells):
+        raise ValueError("cells must have one row per model and one cell per attribute")
+    def show(model: str, attr: str, cell) -> tuple[float, str, str]:
+        """(colour value, cell text, hover text) of one cell."""
+        where = f"{plot_text(model)}, {plot_text(attr)}"
+        if cell is None:
+            return math.nan, "", f"{where}: no votes"
+        score, low, high, votes = cell
+        if score is None:
+            return math.nan, f"too few votes ({votes})", f"{where}: provisional, {votes} of {floor} rated votes"
+        band = "" if low is None or high is None else f" (95% interval {low:.0f}–{high:.0f})"
+        return float(score), f"{score:.0f}", f"{where}: {score:.0f}{band}, {votes} rated votes"
+
+    shown = [[show(model, attr, cell) for attr, cell in zip(attributes, row)] for model, row in zip(models, cells)]
+    z, text, hover = ([[cell[k] for cell in row] for row in shown] for k in range(3))
+    fig = go.Figure(go.Heatmap(
+        z=z, x=[plot_text(a) for a in attributes], y=[plot_text(m) for m in models], text=text,
+        texttemplate="%{text}", customdata=hover, hovertemplate="%{customdata}<extra></extra>",
+        colorscale="RdBu", zmid=1000.0, hoverongaps=True, colorbar=dict(title="score")))
+    fig.update_layout(title=title, height=max(_HEIGHT, 80 + 45 * len(models)), xaxis_title="vocal state of the user",
+                      yaxis_title="model", yaxis_autorange="reversed", plot_bgcolor="#d9d9d9",
+                      margin=dict(l=10, r=10, t=50, b=40))
+    fig.update_xaxes(showgrid=False)
+    fig.update_yaxes(showgrid=False)
     return fit(fig)

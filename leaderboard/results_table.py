@@ -62,7 +62,7 @@ PAPER_COLUMNS: dict[str, tuple[str, float, str]] = {
     "reasoning_acc": ("l2.reasoning_acc", 0.01, "reasoning"),
     "audio_nisqa": ("audio.nisqa (paper)", 1.0, "audio"),
     "audio_dnsmos": ("audio.dnsmos_ovrl", 1.0, "audio"),
-    "audio_emoalign": ("audio.emoalign", 0.01, "audio"),
+    "audio_emoalign": ("audio.emoalign (paper)", 0.01, "audio"),   # emotion2vec: not installable here
     "audio_ves": ("l3.ves", 1.0, "judge_audio"),
     "text_bleu": ("l3.bleu4", 1.0, "level3_text"),
     "text_rouge_l": ("l3.rougeL_f", 0.01, "level3_text"),

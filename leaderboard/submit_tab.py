@@ -21,21 +21,26 @@ import time
 import gradio as gr
 import pandas as pd
 
+from eval_backend import uploads
 from eval_backend.inert import md, md_inline as mi
 from eval_backend.submissions import LICENCES, JobError, SubmissionForm, SubmissionService
 from eval_backend.tab_contract import PageLoad, TabHandles
 from eval_backend.submissions import secrets as secretstore
 from eval_backend.submissions.queue import Job
 from eval_backend.submissions.service import HIDDEN
-from eval_backend.submissions.validation import FIELD_LIMITS, NAME_MAX, NAME_MIN
+from eval_backend.submissions.validation import FIELD_LIMITS, LIVE_CALLS_MAX, NAME_MAX, NAME_MIN
 from leaderboard.identity import Identity, on_spaces  # noqa: F401  (on_spaces: the tests' Spaces probe)
 
 FIELDS = ("name", "organisation", "link", "licence", "open_weights", "kind", "base_url", "model_id",
-          "audio_output", "voice", "api_key", "predictions")
+          "audio_output", "voice", "api_key", "predictions", "live", "live_calls_per_day")
 GENERAL = ("endpoint", "duplicate", "quota", "benchmark")     # errors that belong to no single field
 JOB_COLUMNS = ["#", "model", "state", "submitter", "submitted", "updated", "reason or result"]
 CANCELLABLE = ("PENDING", "RUNNING")
-KEY_LABEL = "API key (optional; stored encrypted, deleted when the job ends, never shown)"
+KEY_LABEL = ("API key (optional; stored encrypted, never shown; deleted when the job ends, or when the model leaves "
+             "live battles)")
+LIVE_LABEL = "Battle live: once evaluated, answer voters' own recordings (off by default)"
+LIVE_INFO = ("Your endpoint is then called live, within the daily budget you set; a failed or slow call voids that "
+             "battle, and 3 failed calls in a row pause the model from live battles. Needs 'Answers with audio'.")
 KEY_OFF_LABEL = "API key: not accepted on this Space"
 KEY_OFF_INFO = ("The operator has not set up encrypted storage for keys, so none can be accepted here. Endpoints "
                 "that need no key can still be submitted.")
@@ -78,6 +83,9 @@ def job_markdown(job, events: list[dict]) -> str:
                  + ("; an API key was given (stored encrypted until the job ends)" if job.has_api_key else ""))
     if job.results_path:
         lines.append(f"Results: {mi(os.path.basename(job.results_path))}")
+    if getattr(job, "live_opt_in", False):        # any object with a job's fields may be shown here
+        lines.append(f"Live battles: opted in, at most {job.live_calls_per_day or 0:,} calls a day (once evaluated and "
+                     "screened; an API key is kept encrypted while the model battles live)")
     lines.append("\n| when | event | by | detail |\n|---|---|---|---|")
     for e in events:     # md_inline escapes "|" too, so a detail cannot add cells
         lines.append(f"| {_when(e['at'])} | {mi(e['event'])} | {mi(e.get('actor') or '')} | "
@@ -88,15 +96,17 @@ def job_markdown(job, events: list[dict]) -> str:
 
 
 def form_from_inputs(name, organisation, link, licence, open_weights, kind, base_url, model_id, audio_output,
-                     voice, api_key, predictions) -> SubmissionForm:
+                     voice, api_key, predictions, live=False, live_calls_per_day=None) -> SubmissionForm:
     path = predictions if isinstance(predictions, str) else getattr(predictions, "name", "") or ""
     is_endpoint = kind == "endpoint"
+    live = bool(live) and is_endpoint
     return SubmissionForm(name=name or "", organisation=organisation or "", link=link or "",
                           licence=licence or "unknown", open_weights=bool(open_weights), kind=kind or "",
                           base_url=(base_url or "") if is_endpoint else "", model_id=(model_id or "") if is_endpoint
                           else "", audio_output=bool(audio_output) if is_endpoint else False,
                           voice=(voice or "") if is_endpoint else "", api_key=(api_key or "") if is_endpoint else "",
-                          predictions_path="" if is_endpoint else path)
+                          predictions_path="" if is_endpoint else path, live=live,
+                          live_calls_per_day=live_calls_per_day if live and live_calls_per_day is not None else 0)
 
 
 def counter_text(value: str | None, limit: int) -> str:
@@ -108,6 +118,14 @@ def counter_text(value: str | None, limit: int) -> str:
 # the same as counter_text, in the browser: no server round trip per key stroke ([...v] counts code points)
 COUNTER_JS = ("(v) => { const n = [...(v || '')].length; "
               "return n.toLocaleString('en-US') + ' / %d characters' + (n > %d ? ' (too long)' : ''); }")
+
+
+def leave_live_visible(job: Job | None, person, operator: bool = False) -> bool:
+    """"Take out of live battles" beside a finished request that battles live, for its submitter and the operator
+    (SubmissionService.withdraw_live still decides)."""
+    if person is None or job is None or not job.live_opt_in or job.state != "FINISHED":
+        return False
+    return operator or job.submitter == getattr(person, "name", None)
 
 
 def cancel_visible(job: Job | None, person, operator: bool = False) -> bool:
@@ -183,7 +201,8 @@ def build_submit_tab(ctx) -> TabHandles:
                             value="endpoint", label="What do you submit?", elem_id="submit-kind")
             err("kind")
     keys_ok = secretstore.available()       # read at start: the operator sets it before the Space starts
-    with gr.Group(visible=True) as endpoint_box:
+    # columns, not a gr.Group: a group paints its grey background under columns of unequal height (filler blocks)
+    with gr.Column(visible=True, elem_id="submit-endpoint") as endpoint_box:
         with gr.Row():                        # each box with its own error right under it
             with gr.Column():
                 base_url = gr.Textbox(label="Endpoint base URL (…/v1)", placeholder="https://api.example.com/v1",
@@ -204,11 +223,20 @@ def build_submit_tab(ctx) -> TabHandles:
                 counter(voice, "voice", "submit-voice-count")
                 err("voice")
             with gr.Column():
-                api_key = gr.Textbox(label=KEY_LABEL if keys_ok else KEY_OFF_LABEL, type="password",
-                                     elem_id="submit-api-key", interactive=keys_ok,
-                                     info=None if keys_ok else KEY_OFF_INFO)
+                # no key box at all when keys cannot be accepted (a disabled box reads as broken): the reason instead
+                api_key = gr.Textbox(label=KEY_LABEL, type="password", elem_id="submit-api-key", visible=keys_ok)
+                if not keys_ok:
+                    gr.Markdown(f"**{KEY_OFF_LABEL}.** {KEY_OFF_INFO}", elem_id="submit-key-note")
                 err("api_key")
-    with gr.Group(visible=False) as predictions_box:
+        with gr.Row():                        # live battles (issue 22, arena/live_submitted.py): opt-in, a budget
+            with gr.Column():
+                live = gr.Checkbox(label=LIVE_LABEL, value=False, info=LIVE_INFO, elem_id="submit-live")
+                err("live")
+            with gr.Column():
+                live_calls = gr.Number(label="Live calls per day (your budget)", value=100, minimum=1,
+                                       maximum=LIVE_CALLS_MAX, precision=0, elem_id="submit-live-calls")
+                err("live_calls_per_day")
+    with gr.Column(visible=False, elem_id="submit-predictions-box") as predictions_box:
         predictions = gr.File(label="Predictions zip (JSONL + wav files)", file_types=[".zip"], type="filepath",
                               elem_id="submit-predictions")
         err("predictions")
@@ -226,12 +254,14 @@ def build_submit_tab(ctx) -> TabHandles:
         retry = gr.Button("Retry", elem_id="jobs-retry", visible=False)          # the operator's
         cancel = gr.Button("Cancel this request", variant="secondary", size="sm", scale=0, elem_id="jobs-cancel",
                            visible=False)     # beside a PENDING or RUNNING request only (cancel_visible)
+        leave_live = gr.Button("Take out of live battles", variant="secondary", size="sm", scale=0,
+                               elem_id="jobs-leave-live", visible=False)     # leave_live_visible
     action_md = gr.Markdown(elem_id="jobs-action")
     table = gr.Dataframe(jobs_frame([]), interactive=False, elem_id="jobs-table", wrap=True)
     detail = gr.Markdown(elem_id="jobs-detail")
 
     field_inputs = [name, organisation, link, licence, open_weights, kind, base_url, model_id, audio_output, voice,
-                    api_key, predictions]
+                    api_key, predictions, live, live_calls]
     err_outputs = [errs[f] for f in FIELDS]
 
     def do_submit(dry_run: bool, request, profile, *values):
@@ -241,7 +271,14 @@ def build_submit_tab(ctx) -> TabHandles:
             first = "Sign in with Hugging Face first." if spaces else "Reload the page first (it gives you a guest id)."
             return [*error_updates({}), f"⚠️ {first}" if spaces or ident.cfg.guests
                     else "⚠️ Anonymous submissions are off here.", clear_key]
-        form = form_from_inputs(*values)
+        upload = values[-1] if values[5] == "predictions" else None
+        if upload:     # only a zip this browser uploaded (eval_backend/uploads.py): the path is the sender's choice
+            try:
+                upload = str(uploads.own_upload(getattr(upload, "name", upload), request))
+            except uploads.UploadRefused as exc:
+                errors = {"predictions": exc.message}
+                return [*error_updates(errors), outcome_message(errors, []), clear_key]
+        form = form_from_inputs(*values[:-1], upload)
         try:
             out = svc.submit(form, person, dry_run=dry_run)
         except Exception:   # the form never crashes the page; nothing was queued; the details go to the log
@@ -250,6 +287,8 @@ def build_submit_tab(ctx) -> TabHandles:
                     "Space's side; nothing was queued. Try again later.", clear_key]
         notes = "".join(f"\n- note: {md(n)}" for n in out.notes if n)
         if out.accepted and out.job_id is not None:
+            if upload:
+                uploads.consume(upload)       # the queue keeps its own copy of the zip
             msg = f"✅ Queued as request #{out.job_id} (PENDING). It is listed below.{notes}"
         elif out.accepted:
             msg = f"✅ The submission passes every check (dry run: nothing was queued).{notes}"
@@ -268,8 +307,9 @@ def build_submit_tab(ctx) -> TabHandles:
         # must not put the old pick back (its answer arrives after the pick)
         pick = gr.update(choices=ids) if keep == picked else gr.update(choices=ids, value=keep)
         return (jobs_frame(jobs), pick, ident.describe(person),
-                gr.update(visible=operator), gr.update(visible=operator),
-                gr.update(visible=cancel_visible(picked_job, person, operator)))
+                gr.update(visible=operator), gr.update(visible=operator and keys_ok),     # no key box without keys
+                gr.update(visible=cancel_visible(picked_job, person, operator)),
+                gr.update(visible=leave_live_visible(picked_job, person, operator)))
 
     def listing(picked, request: gr.Request, profile: gr.OAuthProfile | None):
         return listing_for(ident.who(request, profile), picked)
@@ -277,14 +317,16 @@ def build_submit_tab(ctx) -> TabHandles:
     def show(job_id, request: gr.Request, profile: gr.OAuthProfile | None):
         """The picked request's details, and Cancel beside it when it can still be cancelled."""
         if job_id is None:
-            return "", gr.update(visible=False)
+            return "", gr.update(visible=False), gr.update(visible=False)
         person = ident.who(request, profile)
+        operator = person is not None and person.is_operator
         try:
             job = svc.job_for(int(job_id), person)
-            return job_markdown(job, svc.events_for(int(job_id), person)), gr.update(
-                visible=cancel_visible(job, person, person is not None and person.is_operator))
+            return (job_markdown(job, svc.events_for(int(job_id), person)),
+                    gr.update(visible=cancel_visible(job, person, operator)),
+                    gr.update(visible=leave_live_visible(job, person, operator)))
         except JobError as exc:
-            return f"⚠️ {md(exc)}", gr.update(visible=False)
+            return f"⚠️ {md(exc)}", gr.update(visible=False), gr.update(visible=False)
 
     def act(action, request, profile, job_id, key):
         person = ident.who(request, profile)
@@ -293,19 +335,27 @@ def build_submit_tab(ctx) -> TabHandles:
         if job_id is None:
             return "⚠️ Choose a request first.", gr.update(value=""), *listing_for(person, job_id)
         try:
-            job = svc.retry(int(job_id), person, key or None) if action == "retry" else svc.cancel(int(job_id), person)
-            msg = f"✅ #{job.id} is now {mi(job.state)}."
+            if action == "retry":
+                job = svc.retry(int(job_id), person, key or None)
+            elif action == "leave_live":
+                job = svc.withdraw_live(int(job_id), person)
+            else:
+                job = svc.cancel(int(job_id), person)
+            msg = (f"✅ #{job.id} no longer battles live; its stored API key was deleted." if action == "leave_live"
+                   else f"✅ #{job.id} is now {mi(job.state)}.")
         except JobError as exc:
             msg = f"⚠️ {md(exc)}"
         return msg, gr.update(value=""), *listing_for(person, job_id)
 
     # Explicit positional parameters: Gradio injects the request and the OAuth profile only into positional
     # ones (the profile is None when nobody is signed in, and always off Spaces, where no session exists).
-    def submit_fn(n, o, li, lic, ow, k, u, m, a, v, key, p, request: gr.Request, profile: gr.OAuthProfile | None):
-        return do_submit(False, request, profile, n, o, li, lic, ow, k, u, m, a, v, key, p)
+    def submit_fn(n, o, li, lic, ow, k, u, m, a, v, key, p, lv, lc, request: gr.Request,
+                  profile: gr.OAuthProfile | None):
+        return do_submit(False, request, profile, n, o, li, lic, ow, k, u, m, a, v, key, p, lv, lc)
 
-    def check_fn(n, o, li, lic, ow, k, u, m, a, v, key, p, request: gr.Request, profile: gr.OAuthProfile | None):
-        return do_submit(True, request, profile, n, o, li, lic, ow, k, u, m, a, v, key, p)
+    def check_fn(n, o, li, lic, ow, k, u, m, a, v, key, p, lv, lc, request: gr.Request,
+                 profile: gr.OAuthProfile | None):
+        return do_submit(True, request, profile, n, o, li, lic, ow, k, u, m, a, v, key, p, lv, lc)
 
     def retry_fn(job_id, key, request: gr.Request, profile: gr.OAuthProfile | None):
         return act("retry", request, profile, job_id, key)
@@ -313,19 +363,23 @@ def build_submit_tab(ctx) -> TabHandles:
     def cancel_fn(job_id, key, request: gr.Request, profile: gr.OAuthProfile | None):
         return act("cancel", request, profile, job_id, key)
 
+    def leave_live_fn(job_id, key, request: gr.Request, profile: gr.OAuthProfile | None):
+        return act("leave_live", request, profile, job_id, key)
+
     kind.change(lambda k: (gr.update(visible=k == "endpoint"), gr.update(visible=k == "predictions")),
                 [kind], [endpoint_box, predictions_box])
     # Check and Submit call the endpoint (the preflight): they share a pool of `check_concurrency` slots, so
     # one slow endpoint does not make everyone else wait, and each click has its own deadline (service.py)
     pool = dict(concurrency_limit=settings.check_concurrency, concurrency_id="submit-preflight")
-    listed = [table, job_pick, whoami, retry, retry_key, cancel]
+    listed = [table, job_pick, whoami, retry, retry_key, cancel, leave_live]
     submit.click(submit_fn, field_inputs, [*err_outputs, outcome, api_key], **pool).then(listing, [job_pick], listed)
     check.click(check_fn, field_inputs, [*err_outputs, outcome, api_key], **pool)
     retry.click(retry_fn, [job_pick, retry_key], [action_md, retry_key, *listed])
     cancel.click(cancel_fn, [job_pick, retry_key], [action_md, retry_key, *listed])
+    leave_live.click(leave_live_fn, [job_pick, retry_key], [action_md, retry_key, *listed])
     refresh.click(listing, [job_pick], listed)
-    job_pick.change(show, [job_pick], [detail, cancel])
+    job_pick.change(show, [job_pick], [detail, cancel, leave_live])
     timer = gr.Timer(3.0)
-    timer.tick(listing, [job_pick], listed).then(show, [job_pick], [detail, cancel])
+    timer.tick(listing, [job_pick], listed).then(show, [job_pick], [detail, cancel, leave_live])
     # who you are and what you may do, as soon as the page opens
     return TabHandles(loads=(PageLoad(listing, [job_pick], listed),))

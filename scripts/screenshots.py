@@ -1,6 +1,7 @@
-"""Screenshots of every tab at 1440×900 and 390×844 (Playwright, Debian's /usr/bin/chromium), for reviewing layout.
+"""Screenshots of every tab at 1366×800 and 390×844 (Playwright, Debian's /usr/bin/chromium), for reviewing layout.
 
     python3 scripts/screenshots.py [--out screenshots/] [--root /path/to/a/checkout] [--url http://...]
+    python3 scripts/screenshots.py --readme        # the README's pictures, docs/screenshots/*.jpg (committed)
 
 Without --url it seeds a fresh data dir (tests/support/arena_fixtures.py: two espeak-ng "models", a few votes so the
 boards have rows) and starts the production app on it (tests/support/space_app.py, bootstrap off) from `--root`
@@ -23,28 +24,18 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-VIEWPORTS = ((1440, 900, False), (390, 844, True))      # (width, height, phone)
+VIEWPORTS = ((1366, 800, False), (390, 844, True))      # (width, height, phone)
+README_DIR = ROOT / "docs" / "screenshots"                # --readme: the README's few small pictures
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
                  "--disable-component-update", "--disable-sync", "--autoplay-policy=no-user-gesture-required"]
 MODELS = ("warm-model", "flat-model", "calm-model")
 
 
 def seed_data(data: Path, votes: int = 6) -> None:
-    """The arena fixtures' benchmark and replies, plus a few accepted votes (listening rule off for seeding)."""
-    from arena.config import settings_from_env
-    from arena.service import ArenaService
-    from eval_backend.store import Store
-    from tests.support.arena_fixtures import seed
-
-    seed(data, MODELS, n_scripts=2)
-    store = Store(data)
-    svc = ArenaService(store, settings_from_env(store.root, min_listen_s=0.0))
-    session = svc.new_session()
-    for k in range(votes):
-        view = svc.serve_battle(session, "127.0.0.1")
-        for clip in ("user", "A", "B"):
-            svc.clip_fetched(view.battle_id, clip)
-        svc.submit_vote(view.battle_id, session, "127.0.0.1", ("A", "B", "tie")[k % 3])
+    """The page fixtures (tests/support/page_fixtures.py): the arena fixtures' benchmark and espeak-ng replies of
+    three models, scorer results on it (the benchmark board has rows) and a few accepted votes."""
+    from tests.support.page_fixtures import seed_page
+    seed_page(data, votes=votes, models=MODELS)
 
 
 def start_app(root: Path, data: Path, port: int) -> subprocess.Popen:
@@ -110,10 +101,62 @@ def arena_states(page, out: Path) -> None:
     page.screenshot(path=str(out / "arena-heard-viewport.png"))
     full_page(page, out / "arena-heard.png")
     page.click("#arena-vote-a")
+    page.wait_for_selector("#arena-send", state="visible", timeout=30_000)   # the vote waits for its aspects
+    page.screenshot(path=str(out / "arena-aspects-viewport.png"))
+    page.locator("#arena-said label", has_text="A").first.click()
+    page.locator("#arena-sounded label", has_text="B").first.click()        # both answered: the vote is sent
     page.wait_for_selector("#arena-reveal", state="visible", timeout=30_000)
     page.wait_for_timeout(500)
     page.screenshot(path=str(out / "arena-voted-viewport.png"))
     full_page(page, out / "arena-voted.png")
+
+
+def readme_shots(url: str, out: Path) -> list[Path]:
+    """The README's pictures, small (JPEG, the first screen only, phone at 1x): the arena on a desktop and a
+    phone with a battle open and after a vote, and both boards on a desktop."""
+    from playwright.sync_api import sync_playwright
+
+    out.mkdir(parents=True, exist_ok=True)
+    shots = []
+
+    def snap(page, name: str) -> None:
+        page.wait_for_timeout(600)                 # let the last re-render and plotly's second layout pass land
+        path = out / f"{name}.jpg"
+        page.screenshot(path=str(path), type="jpeg", quality=70)
+        shots.append(path)
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS)
+        for width, height, phone in VIEWPORTS:
+            kind = "phone" if phone else "desktop"
+            ctx = browser.new_context(viewport={"width": width, "height": height}, has_touch=phone, is_mobile=phone)
+            page = ctx.new_page()
+            page.set_default_timeout(60_000)
+            page.goto(url + "/")
+            page.click("#arena-next")
+            page.wait_for_function("() => [...document.querySelectorAll('#arena-players audio')].length === 3 && "
+                                   "[...document.querySelectorAll('#arena-players audio')].every(a => a.duration > 0)")
+            page.evaluate("() => { for (const a of document.querySelectorAll('#arena-players audio')) "
+                          "{ a.playbackRate = 2; a.play(); } }")
+            page.wait_for_function("() => !document.getElementById('arena-vote-a').disabled")
+            page.evaluate("() => document.getElementById('arena-players').scrollIntoView({block: 'start'})")
+            snap(page, f"arena-{kind}-battle")
+            page.locator("#arena-said label", has_text="A").first.click()
+            page.locator("#arena-sounded label", has_text="Tie").first.click()
+            page.click("#arena-vote-a")
+            page.wait_for_selector("#arena-reveal", state="visible")
+            snap(page, f"arena-{kind}-voted")
+            if not phone:
+                for label, name, ready in (("Arena leaderboard", "arena-board", "#arena-board-table"),
+                                           ("Benchmark leaderboard", "bench-board", "#bench-table")):
+                    page.get_by_role("tab", name=label).click()
+                    page.wait_for_function("(sel) => (document.querySelector(sel)?.innerText || '').includes('-model')",
+                                           arg=ready)
+                    page.evaluate("() => window.scrollTo(0, 0)")
+                    snap(page, name)
+            ctx.close()
+        browser.close()
+    return shots
 
 
 def shoot(url: str, out: Path) -> list[Path]:
@@ -153,10 +196,12 @@ def main() -> int:
     p.add_argument("--out", default=str(ROOT / "screenshots"))
     p.add_argument("--root", default=str(ROOT), help="the checkout whose app is photographed")
     p.add_argument("--url", default=None, help="photograph a running app instead of starting one")
+    p.add_argument("--readme", action="store_true", help=f"only the README's pictures, into {README_DIR}")
     args = p.parse_args()
-    out = Path(args.out)
+    out = README_DIR if args.readme else Path(args.out)
+    take = readme_shots if args.readme else shoot
     if args.url:
-        paths = shoot(args.url.rstrip("/"), out)
+        paths = take(args.url.rstrip("/"), out)
     else:
         from tests.support.arena_fixtures import free_port
         with tempfile.TemporaryDirectory(prefix="screens_") as tmp:
@@ -165,7 +210,7 @@ def main() -> int:
             port = free_port()
             proc = start_app(Path(args.root).resolve(), data, port)
             try:
-                paths = shoot(f"http://127.0.0.1:{port}", out)
+                paths = take(f"http://127.0.0.1:{port}", out)
             finally:
                 proc.send_signal(signal.SIGTERM)
                 try:

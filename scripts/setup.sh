@@ -14,3 +14,10 @@ if [ -n "$need" ]; then
 fi
 . scripts/python_env.sh
 "$PY" -m pip install -q -r "$reqs"
+"$PY" -m pip install -q --no-deps -r requirements-nodeps.txt   # wheels whose declared torchaudio would move torch
+if [ "${1:-}" = "--test" ]; then
+  # axe-core (npm, MPL-2.0) for the page's accessibility tests, pinned by tests/axe/package-lock.json. Debian's
+  # npm is a package of its own; a nodejs build that bundles npm (NodeSource's) provides it already
+  command -v npm >/dev/null || DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q npm
+  npm ci --prefix tests/axe --no-audit --no-fund --loglevel=error
+fi

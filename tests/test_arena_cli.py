@@ -109,3 +109,39 @@ def test_import_of_deeply_nested_json_is_a_line_error(tmp_path):
     assert p.returncode == 2 and "Traceback" not in p.stderr, p.stderr
     assert "line 2" in p.stderr and "nests 5001 levels deep" in p.stderr
     assert "line 3" in p.stderr and "too large" in p.stderr and "nothing imported" in p.stderr
+
+
+def test_boards_per_vocal_state_and_the_style_board(tmp_path):
+    """import-votes takes attribute and a_*/b_* columns; `ratings --attribute` ranks on that vocal state only (with
+    the vote floor), `--style` adds the style-controlled fit, `style-effects` says what length does."""
+    from tests.support.vote_logs import vocal_state_log
+    data, votes = tmp_path / "data", vocal_state_log(tmp_path / "votes.csv")
+    assert run("import-votes", str(votes), "--data-dir", str(data)).returncode == 0
+
+    def board(*args):
+        p = run("ratings", "--json", "--rounds", "100", *args, "--data-dir", str(data))
+        assert p.returncode == 0, p.stderr
+        return json.loads(p.stdout)
+
+    sad, whisper = board("--attribute", "sad"), board("--attribute", " Whisper ")
+    assert sad[0]["model"] == "ear" and whisper[-1]["model"] == "ear"
+    assert sum(r["votes"] for r in sad) == 2 * 150 and all(not r["provisional"] for r in sad)
+    styled = board("--style")
+    assert all({"style_bt", "style_bt_low", "style_bt_high", "style_bt_rank", "style_bt_provisional",
+                "style_bt_votes"} <= set(r) for r in styled)
+    assert [r["bt"] for r in styled] == [r["bt"] for r in board()]     # the plain fit unchanged beside it
+    assert all(r["style_bt_low"] <= r["style_bt"] <= r["style_bt_high"] for r in styled)
+    p = run("style-effects", "--json", "--rounds", "100", "--data-dir", str(data))
+    effects = json.loads(p.stdout)["effects"]
+    assert effects["duration"]["coef"] > 0 and effects["duration"]["low"] > 0
+    assert effects["loudness"]["not_fitted"] == "not measured in these battles"
+    text = run("style-effects", "--rounds", "100", "--data-dir", str(data)).stdout
+    assert "when one reply is twice as long as the other, it wins" in text
+    bad = run("ratings", "--json", "--attribute", "grumpy", "--data-dir", str(data))
+    assert bad.returncode == 2 and "not neutral, a label of the vocabulary" in bad.stderr and not bad.stdout
+    # few votes on a vocal state: every model provisional, no score
+    few = tmp_path / "few.csv"
+    few.write_text("model_a,model_b,winner,attribute\nx,y,x,breathless\nx,y,y,breathless\n")
+    assert run("import-votes", str(few), "--data-dir", str(data)).returncode == 0
+    rows = board("--attribute", "breathless")
+    assert {r["model"] for r in rows} == {"x", "y"} and all(r["provisional"] and r["bt"] is None for r in rows)

@@ -111,13 +111,14 @@ def test_phone_start_on_first_screen_votes_on_screen_reveal_on_the_players_and_s
                       "b.loop = true; b.playbackRate = 1; b.play(); }")
         page.wait_for_function("() => !window.__playing.paused && window.__playing.currentTime > 0")
         page.click("#arena-vote-a")
+        page.click("#arena-send")                                    # no aspect answered: send it as it is
         page.wait_for_selector("#arena-reveal", state="visible")
         row = _db(app, "SELECT model_a, model_b, slot FROM arena_votes WHERE battle_id=?", (battle_id,))[0]
         assert row["slot"] == "A"
         page.wait_for_function("(m) => document.querySelector('#arena-audio-a').innerText.includes(m)",
                                arg=row["model_a"])
         label_a, label_b = page.inner_text("#arena-audio-a"), page.inner_text("#arena-audio-b")
-        assert f"A: {row['model_a']}" in label_a and "TrueSkill" in label_a and "1 vote" in label_a
+        assert f"A: {row['model_a']}" in label_a and "1 vote" in label_a and "TrueSkill" not in label_a
         assert f"B: {row['model_b']}" in label_b and row["model_a"] not in label_b
         page.wait_for_timeout(500)
         assert page.evaluate("() => window.__playing.paused"), "the reply that was playing still plays"
@@ -216,7 +217,7 @@ def test_revealed_player_names_are_inert_text():
                            rating=SimpleNamespace(mu=25.0, sigma=8.0))
     out = revealed_clip_html("A", side, "/api/arena/audio/b/A", True)
     assert "<img" not in out and "&lt;img src=&quot;http://x/y.gif&quot;&gt;&quot;" in out
-    assert "A: evil" in out and "TrueSkill 25.0 ± 8.0 · 1 vote<" in out
+    assert "A: evil" in out and "1 vote · rank on the Arena leaderboard<" in out and "25.0" not in out
 
 
 @pytest.mark.browser

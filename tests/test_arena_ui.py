@@ -71,12 +71,13 @@ def test_vote_needs_listening_then_reveals_and_is_stored(app, page):
         assert page.locator(f"#arena-vote-{slot}").is_disabled()
     page.keyboard.press("1")
     page.wait_for_function("() => document.querySelector('.arena-meter-hint')?.innerText.startsWith('Not yet')")
-    assert "Vote in" in page.inner_text(".arena-meter-hint")
+    assert "Vote in" not in page.inner_text(".arena-meter-hint")      # the countdown beside it says how long
     page.wait_for_timeout(500)
     assert _votes(app) == []
     # forcing the button open in the page does not help: the server answers "not yet", an honest early vote,
     # which is not an integrity refusal
     page.evaluate("() => { const b = document.getElementById('arena-vote-a'); b.disabled = false; b.click(); }")
+    page.click("#arena-send")             # no aspect answered: the vote waits for Send (issue 24)
     page.wait_for_function("() => document.querySelector('#arena-message')?.innerText.includes('Not yet')")
     assert _votes(app) == []
     refused = Store(app.data_dir).query("SELECT reason FROM arena_refused_votes WHERE battle_id=?", (battle_id,))
@@ -88,8 +89,8 @@ def test_vote_needs_listening_then_reveals_and_is_stored(app, page):
     assert "All clips heard" in page.inner_text(".arena-meter")
     page.wait_for_function("() => !document.querySelector('#arena-message')?.innerText.includes('Not yet')")
 
-    # both optional axes and a reason, then vote "B better" with the keyboard
-    page.get_by_text("Optional: judge two aspects separately").click()
+    # both optional axes (in view, issue 24) and a reason, then vote "B better" with the keyboard
+    page.get_by_text("Say why (optional)").click()
     page.locator("#arena-said label", has_text="B").click()
     page.locator("#arena-sounded label", has_text="Tie").click()
     page.fill("#arena-reason textarea", "B sounded concerned, A was flat")
@@ -171,7 +172,7 @@ def test_board_rows_win_rate_interval_and_provisional():
     x, y = df.iloc[0], df.iloc[1]
     assert x["win rate"] == "70.0%"                   # (6 + 1) / 10
     assert x["BT 95% interval"] == "1010 – 1070" and x["rank"] == 1
-    assert y["status"].startswith("provisional (< 300")
+    assert y["status"] == "provisional: 0 of 300 rated votes, 300 more to be ranked"
     assert y["win rate"] == "—" and y["BT 95% interval"].startswith("too few votes")   # no number, no zero
     assert y["rank"] == "—"
 
@@ -255,6 +256,8 @@ def test_clips_played_together_at_2x_unlock_early_and_that_vote_counts(app, page
     page.wait_for_function("() => !document.getElementById('arena-vote-a').disabled", timeout=60_000, polling=20)
     unlocked_after = time.monotonic() - t0
     page.keyboard.press("1")
+    page.wait_for_selector("#arena-send", state="visible")       # no aspect answered: Enter sends it as it is
+    page.keyboard.press("Enter")
     page.wait_for_selector("#arena-reveal", state="visible")
     assert "✅" in page.inner_text("#arena-message")
     assert page.evaluate("() => window.__contradictions") == []

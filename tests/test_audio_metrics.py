@@ -7,8 +7,7 @@ import pytest
 from eval_backend.audio.io import encode_wav
 from eval_backend.audio.synth import espeak
 from eval_backend.benchmark.model import AudioRef, Benchmark, Script, Variant
-from eval_backend.scoring import audio_metrics  # noqa: F401  (registers the metrics)
-from eval_backend.scoring.audio_metrics import emotion_fit
+from eval_backend.scoring import audio_metrics, learned_mos  # noqa: F401  (register the metrics)
 from eval_backend.scoring.prosody_fit import EXPECTED, Prosody, direction_met, prosody_fit
 from eval_backend.scoring.registry import METRICS, ScoringContext
 from eval_backend.store import Reply, Store
@@ -63,12 +62,6 @@ def test_voice_independent_reference_checks_only_rate_and_range():
     assert fit.score == 1.0 and set(fit.checks) == {"rate"}
     assert fit.skipped == {"pitch": "not comparable with this reference",
                            "loudness": "not comparable with this reference"}
-
-
-def test_emotion_fit_table():
-    probs = {"难过/sad": 0.5, "中立/neutral": 0.3, "开心/happy": 0.2}
-    assert emotion_fit("sad", probs) == pytest.approx(0.8)
-    assert emotion_fit("happy", probs) == pytest.approx(0.2)
 
 
 # ---------------------------------------------------------------- metrics on real audio
@@ -161,10 +154,17 @@ def test_prosody_fit_on_real_replies(scored):
 
 
 @pytest.mark.slow
-def test_emoalign_without_a_model_is_not_computed(scored):
-    res, ctx = scored
-    assert res["audio.emoalign"].value is None
-    assert res["audio.emoalign"].reason == "not computed: no emotion2vec model configured"
+def test_every_audio_metric_the_scorer_offers_is_computed_offline(scored):
+    """No dead columns (issue 26): every audio metric in the registry gets a value here, offline, with what the
+    requirements install (audio.emoalign needed emotion2vec weights no installable package ships: it is gone)."""
+    res, _ = scored
+    names = [n for n in METRICS if n.startswith("audio.")]
+    assert "audio.distillmos" in names and "audio.emoalign" not in names
+    missing = {n: res[n].reason for n in names if res[n].value is None}
+    # delivery_shift_agreement needs spoken reference replies, which this mini benchmark lacks (a fact of the data,
+    # not of the machine): the demo has them and tests/test_known_groups.py computes it there
+    assert set(missing) <= {"audio.delivery_shift_agreement"}, missing
+    assert "reference replies" in missing.get("audio.delivery_shift_agreement", "reference replies")
 
 
 def test_bad_and_missing_audio_are_counted_not_crashing(tmp_path):
@@ -177,7 +177,8 @@ def test_bad_and_missing_audio_are_counted_not_crashing(tmp_path):
     (store.root / rel).write_bytes(b"RIFF....not a wav")
     r = Reply("m", "hb", "conversation/s/target", "conversation", "s", "target", "ok", text="hi", audio_path=rel)
     ctx = ScoringContext("m", bench, {r.request_id: r}, store)
-    for name in ("audio.dnsmos_ovrl", "audio.speaking_rate", "audio.prosody_fit", "audio.consistency_wer"):
+    for name in ("audio.dnsmos_ovrl", "audio.speaking_rate", "audio.prosody_fit", "audio.consistency_wer",
+                 "audio.distillmos"):
         res = METRICS[name].compute(ctx)
         assert res.value is None and res.failures == {"bad_audio": 1}, name
     text_only = Reply("m", "hb", "conversation/s/target", "conversation", "s", "target", "ok", text="hi")

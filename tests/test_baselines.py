@@ -78,7 +78,7 @@ def message(resp: httpx.Response) -> dict:
 
 def test_models_health_and_unknown_model(server):
     ids = [m["id"] for m in httpx.get(f"{server.base_url}/models").json()["data"]]
-    assert ids == ["cascade-blind", "cascade-cue"]
+    assert ids == ["cascade-blind", "cascade-cue", "cascade-reflect-piper", "cascade-advice-cue"]
     assert httpx.get(f"{server.root}/health").json()["kind"] == "baseline"
     resp = chat(server, "gpt-nonexistent", SYSTEM_ASR, "", [espeak("hello")])
     assert resp.status_code == 404
@@ -104,21 +104,49 @@ def test_spoken_reply_decodes_and_is_deterministic(server, clips):
     assert "food" in first["content"].lower()                  # the topic (apples, market) steers the reply
 
 
-def test_cue_reply_to_a_sad_clip_is_slower_and_softer(server, clips):
-    got = {}
-    for model in ("cascade-blind", "cascade-cue"):
-        resp = chat(server, model, SYSTEM_CONVERSATION, "", [clips["sad"]], audio=True)
-        msg = message(resp)
-        samples, sr = decode_wav_bytes(base64.b64decode(msg["audio"]["data"]))
-        got[model] = (msg["content"], extract(samples, sr), resp.json()["baseline"])
-    blind, cue = got["cascade-blind"][1], got["cascade-cue"][1]
-    assert "sad" in got["cascade-cue"][2]["cues"]
-    assert "down" in got["cascade-cue"][0] or "sorry" in got["cascade-cue"][0]
-    assert cue.speaking_rate < blind.speaking_rate * 0.9, (cue.speaking_rate, blind.speaking_rate)
+def _spoken(server, model: str, wav: bytes, text: str = "") -> tuple[str, object, dict, bytes]:
+    resp = chat(server, model, SYSTEM_CONVERSATION, text, [wav], audio=True)
+    msg = message(resp)
+    audio = base64.b64decode(msg["audio"]["data"])
+    return msg["content"], extract(*decode_wav_bytes(audio)), resp.json()["baseline"], audio
+
+
+def test_cue_names_a_whisper_it_hears_and_answers_softly(server, clips):
+    whispered = espeak(SENTENCE, "-v", "en+whisper")
+    text, cue, detail, _ = _spoken(server, "cascade-cue", whispered)
+    _, blind, _, _ = _spoken(server, "cascade-blind", whispered)
+    assert detail["cues"] == ["whisper"] and detail["confidence"]["whisper"] >= 0.5
+    assert "quietly" in text
     assert cue.active_level_dbfs < blind.active_level_dbfs - 3.0, (cue.active_level_dbfs, blind.active_level_dbfs)
-    # the same words spoken plainly draw no cue and the plain reply
+
+
+def test_cue_abstains_on_a_voice_real_recordings_do_not_support(server, clips):
+    """The synthetic 'sad' voice (soft, slow, low, muffled): the older detector said sad and the reply said "you
+    sound really down" in a sad delivery; level and pitch do not tell sadness on real recordings, so it abstains."""
+    text, cue, detail, _ = _spoken(server, "cascade-cue", clips["sad"])
+    blind_text, blind, _, _ = _spoken(server, "cascade-blind", clips["sad"])
+    assert detail["cues"] == [] and "sad" in detail["guesses"]          # the guess stays for forced choices
+    assert not any(w in text.lower() for w in ("down", "crying", "you sound", "i can hear"))
+    assert detail["style"] == "neutral"
+    assert abs(cue.speaking_rate - blind.speaking_rate) < 0.15 * blind.speaking_rate
+    assert text != blind_text                       # its own wording, even when it hears nothing
     plain = chat(server, "cascade-cue", SYSTEM_CONVERSATION, "", [clips["neutral"]], audio=True).json()
     assert plain["baseline"]["cues"] == [] and plain["baseline"]["style"] == "neutral"
+
+
+def test_the_four_contestants_differ_in_words_and_voice(server, clips):
+    got = {m: _spoken(server, m, clips["neutral"]) for m in
+           ("cascade-blind", "cascade-cue", "cascade-reflect-piper", "cascade-advice-cue")}
+    assert len({g[0] for g in got.values()}) == 4, [g[0] for g in got.values()]
+    assert len({g[3] for g in got.values()}) == 4
+    assert got["cascade-reflect-piper"][0].startswith("So you went to the market")   # the speaker's words, back
+    assert got["cascade-advice-cue"][0].split(".")[1].strip().startswith("Keep it simple")   # advice first
+    # the neural voice is a recording-like voice of its own, the advice voice a female espeak-ng variant
+    pitch = {m: g[1].pitch_median_hz for m, g in got.items()}
+    assert pitch["cascade-advice-cue"] > 1.4 * pitch["cascade-blind"], pitch
+    neural = decode_wav_bytes(got["cascade-reflect-piper"][3])
+    assert neural[1] == 22_050 and len(neural[0]) / neural[1] > 2.0
+    assert got["cascade-reflect-piper"][1].hnr_db != got["cascade-blind"][1].hnr_db
 
 
 def test_mcq_cue_hears_the_emotion_blind_cannot(server, clips):

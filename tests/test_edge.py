@@ -246,6 +246,7 @@ def test_gradio_tab_uses_the_resolved_address_a_signed_session_and_the_limits(br
                 # vote (no minimum listening here), so "next" is offered again
                 page.wait_for_function("() => !document.getElementById('arena-vote-a').disabled")
                 page.click("#arena-vote-a")
+                page.click("#arena-send")          # no aspect answered: send the vote as it is (issue 24)
                 page.wait_for_selector("#arena-reveal", state="visible")
             page.click("#arena-next")              # past this address's budget: refused, and said so
             page.wait_for_function("() => document.querySelector('#arena-message')?.innerText"

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 import soundfile as sf
 
-from arena import gold, gold_clips, sweeps, vote_flags
+from arena import battle_audio, gold, gold_clips, sweeps, vote_flags
 from arena.gold import is_gold
 from arena.sweeps import GoldRecord
 from tests.support.arena_fixtures import seed
@@ -110,9 +110,11 @@ def test_the_check_clip_is_made_from_the_real_reply_and_shaped_like_it(make):
         bad_slot = "A" if is_gold(row["model_a"]) else "B"
         real_slot = "B" if bad_slot == "A" else "A"
         bad, real = svc.battle_clip(view.battle_id, bad_slot), svc.battle_clip(view.battle_id, real_slot)
-        assert bad.parent.name == "gold" and real.parent.parent.name == "replies"
+        assert bad.parent.name == "gold" and real.parent.parent.name == battle_audio.HEARD_DIR  # both as heard
         assert bad.read_bytes()[:data_chunk(real.read_bytes())] == real.read_bytes()[:data_chunk(real.read_bytes())]
         assert view.listening["clips"][bad_slot]["seconds"] == pytest.approx(view.listening["clips"][real_slot]["seconds"])
+        samples, rate = battle_audio.decode(bad.read_bytes())     # at the loudness of every heard clip
+        assert battle_audio.loudness(samples, rate) == pytest.approx(battle_audio.TARGET_LUFS, abs=0.5)
 
 
 def test_a_careless_voter_fails_gold_checks_and_their_votes_leave_the_fit(make):
@@ -171,7 +173,7 @@ def test_other_reply_is_the_same_models_reply_to_another_request(make):
     assert svc.battle_clip(view.battle_id, bad_slot).parent.name == "gold"      # a new file (dithered), not the reply
     same = []
     for r in svc.store.replies(benchmark_hash=row["benchmark_hash"]):
-        x, _ = gold_clips.read_like(svc.store.abspath(r.audio_path))
+        x, _ = gold_clips.read_like(svc.heard.clip(svc.store.abspath(r.audio_path)).path)     # as voters hear it
         if r.model == real and x.shape == clip.shape and np.max(np.abs(x - clip)) <= 2 / 32768:
             same.append(r.request_id)
     assert same and row["request_id"] not in same, "the check clip is not the model's reply to another request"

@@ -42,15 +42,19 @@ class Node:
         kind = "live" if k % 7 == 3 else "benchmark"      # some battles are live ones (arena/live.py)
         with self.store.transaction() as conn:
             conn.execute("INSERT INTO arena_battles (id, session_id, ip_hash, benchmark_hash, request_id, task, "
-                         "item_id, variant, model_a, model_b, min_listen_s, served_at, expires_at, voted, source) "
+                         "item_id, variant, model_a, model_b, min_listen_s, served_at, expires_at, voted, source, "
+                         "a_duration_s, b_duration_s) "
                          "VALUES (?, 'sess-secret', 'iphash-secret', 'h', 'r', 'conversation', 'i', 'v', ?, ?, 3, "
-                         "?, ?, 1, ?)", (f"{prefix}{k}", a, b, 1e9 + k, 1e9 + k + 1800, kind))
+                         "?, ?, 1, ?, ?, 3.5)", (f"{prefix}{k}", a, b, 1e9 + k, 1e9 + k + 1800, kind, 2.0 + k))
             self.svc.append_votes([{
                 "battle_id": f"{prefix}{k}", "model_a": a, "model_b": b, "winner": {"A": a, "B": b}.get(slot, slot),
                 "slot": slot, "said": "A" if k % 2 else None, "sounded": None, "reason": None,
                 "session_id": "sess-secret", "user": "user-secret", "ip_hash": "iphash-secret", "first_heard": "A",
                 "attribute": None, "dimension": "speaker" if k % 5 == 0 else None, "benchmark_hash": "h",
-                "request_id": "r", "created_at": 1e9 + k + 10, "source": "live", "battle_source": kind}], conn)
+                "request_id": "r", "created_at": 1e9 + k + 10, "source": "live", "battle_source": kind,
+                # the style covariates and the weight travel with the vote (issue 23)
+                "a_duration_s": 2.0 + k, "b_duration_s": 3.5, "a_latency_s": 1.5 if kind == "live" else None,
+                "weight": 0.5 if k % 11 == 0 else 1.0}], conn)
 
     def reply(self, model: str, freq: float):
         buf = io.BytesIO()
@@ -125,6 +129,10 @@ def test_restart_on_a_fresh_disk_gives_back_every_vote(nodes, hub):
     assert [tuple(r) for r in b.store.query(kinds)] == [tuple(r) for r in a.store.query(kinds)] == \
         [("benchmark", 34), ("live", 6)]                  # live battles stay live after a restore
     assert {v.battle_source for v in b.svc.votes() if v.id % 7 == 4} == {"live"}
+    covariates = "SELECT id, a_duration_s, b_duration_s FROM arena_battles ORDER BY id"
+    assert [tuple(r) for r in b.store.query(covariates)] == [tuple(r) for r in a.store.query(covariates)]
+    assert [(v.a_duration_s, v.a_latency_s, v.weight) for v in b.svc.votes()] == \
+        [(v.a_duration_s, v.a_latency_s, v.weight) for v in a.svc.votes()]
     assert [asdict(r) for r in b.store.replies()] == [asdict(r) for r in a.store.replies()]
     assert (b.store.root / rel).read_bytes() == (a.store.root / rel).read_bytes()
     assert (b.store.root / "results/warm/demo.json").read_text() == '{"score": 0.5}'

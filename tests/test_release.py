@@ -11,6 +11,7 @@ import pytest
 from arena import release
 from arena.__main__ import main
 from arena.service import ArenaService
+from arena import storage
 from arena.storage import AXES
 from eval_backend.store import Store
 
@@ -29,7 +30,10 @@ def seed_votes(data: Path, n: int = 240, seed: int = 7) -> ArenaService:
             slot = rng.choice(("A", "B", "A", "B", "tie", "both_bad"))
             winner = {"A": a, "B": b}.get(slot, slot)
             dim = rng.choice((None, "speaker", "paralinguistic", "environment"))
+            length = {m: 2.0 + 1.5 * i for i, m in enumerate(MODELS)}     # each model its own reply length
             svc._record(conn, {
+                "a_duration_s": length[a] * rng.uniform(0.7, 1.3), "b_duration_s": length[b] * rng.uniform(0.7, 1.3),
+                "a_words": rng.randint(5, 40), "b_words": rng.randint(5, 40),
                 "battle_id": f"battle-{k}", "model_a": a, "model_b": b, "winner": winner, "slot": slot,
                 "said": rng.choice((None, "A", "B", "tie")), "sounded": rng.choice((None, "A", "B")),
                 "reason": None, "session_id": f"{SECRETS[0]}-{k % 9}", "user": f"{SECRETS[1]}-{k % 5}",
@@ -68,12 +72,18 @@ def test_release_rebuild_is_byte_identical_and_private_free(tmp_path, capsys):
         assert key.encode() not in (out / "votes.jsonl").read_bytes()
 
     for axis in ("overall", "said", "speaker"):
-        code, live, _ = cli(capsys, "ratings", "--json", "--axis", axis, "--data-dir", str(data))
-        assert code == 0
-        code, rebuilt, err = cli(capsys, "rebuild", str(out), "--json", "--axis", axis)
-        assert code == 0, err
-        assert rebuilt.encode() == live.encode()
-        assert json.loads(rebuilt)                     # not an empty table
+        for style in ((), ("--style",)):
+            code, live, _ = cli(capsys, "ratings", "--json", "--axis", axis, *style, "--data-dir", str(data))
+            assert code == 0
+            code, rebuilt, err = cli(capsys, "rebuild", str(out), "--json", "--axis", axis, *style)
+            assert code == 0, err
+            assert rebuilt.encode() == live.encode()
+            assert json.loads(rebuilt)                     # not an empty table
+    # the style board and its effects are released as printed, and carry what they were fitted on
+    code, effects, _ = cli(capsys, "style-effects", "--json", "--data-dir", str(data))
+    assert (out / "effects" / "overall.json").read_text() == effects
+    assert json.loads(effects)["effects"]["duration"]["coef"] is not None
+    assert json.loads((out / "ratings" / "overall.style.json").read_text())[0]["style_bt_votes"] > 0
     code, text, _ = cli(capsys, "rebuild", str(out))
     assert code == 0 and "identical to the released table" in text
 
@@ -92,6 +102,8 @@ def test_rebuild_in_a_fresh_process_matches_ratings_json(tmp_path):
 
     run("release", "--out", str(tmp_path / "r"), "--data-dir", str(data))
     assert run("rebuild", str(tmp_path / "r"), "--json") == run("ratings", "--json", "--data-dir", str(data))
+    assert run("rebuild", str(tmp_path / "r"), "--json", "--style") == \
+        run("ratings", "--json", "--style", "--data-dir", str(data))
 
 
 def test_tampered_or_reused_release_is_refused(tmp_path, capsys):
@@ -134,7 +146,35 @@ def test_rebuilt_table_differs_when_parameters_differ(tmp_path, capsys):
 def test_every_axis_is_released(tmp_path):
     svc = seed_votes(tmp_path / "data", n=40)
     m = release.write_release(svc, tmp_path / "rel", rounds=20)
-    assert sorted(m["files"]) == sorted(["votes.jsonl"] + [f"ratings/{a}.json" for a in AXES])
+    # format 4: each axis has its plain board, its style-controlled board and the style effects
+    assert sorted(m["files"]) == sorted(["votes.jsonl"] + [f"ratings/{a}.json" for a in AXES]
+                                        + [f"ratings/{a}.style.json" for a in AXES]
+                                        + [f"effects/{a}.json" for a in AXES])
     for axis in AXES:
         rows, report = release.rebuild(tmp_path / "rel", axis)
         assert report["identical"]
+
+
+def test_a_version_3_release_still_rebuilds_and_says_it_has_no_style_tables(tmp_path, capsys):
+    """Releases written before the style covariates (format 3: no a_*/b_* or weight in votes.jsonl) rebuild."""
+    import hashlib
+    svc = seed_votes(tmp_path / "data", n=60)
+    out = tmp_path / "rel"
+    release.write_release(svc, out, rounds=30)
+    manifest = json.loads((out / "manifest.json").read_text())
+    old = [{k: v for k, v in json.loads(line).items() if k not in storage.LATER_VOTE_FIELDS}
+           for line in (out / "votes.jsonl").read_text().split("\n") if line]
+    text = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in old)
+    (out / "votes.jsonl").write_text(text)
+    for name in list(manifest["files"]):
+        if name.endswith(".style.json") or name.startswith("effects/"):
+            (out / name).unlink()
+            del manifest["files"][name]
+    digest = hashlib.sha256(text.encode()).hexdigest()
+    manifest["files"]["votes.jsonl"] = manifest["vote_log"]["sha256"] = digest
+    manifest["format_version"] = 3
+    (out / "manifest.json").write_text(json.dumps(manifest))
+    rows, report = release.rebuild(out)
+    assert report["identical"] and rows
+    code, _, err = cli(capsys, "rebuild", str(out), "--style")
+    assert code == 2 and "no style tables" in err

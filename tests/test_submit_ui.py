@@ -225,7 +225,7 @@ def test_labels_plain_key_box_on_and_no_cancel_beside_an_empty_queue(env, page):
     assert not page.locator("#jobs-cancel").is_visible()
 
 
-def test_key_box_disabled_with_the_reason_when_the_operator_secret_is_unset(env, page):
+def test_no_key_box_but_the_reason_when_the_operator_secret_is_unset(env, page):
     """A second app on the same data dir, started without EMPATHY_ARENA_SECRET_KEY."""
     port = free_port()
     keyless = Proc(["-m", "tests.support.space_app", "--port", str(port), "--data-dir", str(env["data"])],
@@ -236,8 +236,9 @@ def test_key_box_disabled_with_the_reason_when_the_operator_secret_is_unset(env,
     try:
         page.goto(f"http://127.0.0.1:{port}/")
         page.get_by_role("tab", name="Submit").click()
-        shown = _text(page, "submit-api-key")
-        assert page.locator("#submit-api-key input").is_disabled()
+        page.locator("#submit-key-note").wait_for(state="visible")
+        shown = _text(page, "submit-key-note")          # the reason, and no key box at all (issue 24)
+        assert not page.locator("#submit-api-key").is_visible()
         assert "not accepted on this Space" in shown and "encrypted storage" in shown
         assert "stored encrypted, deleted" not in shown
     finally:
@@ -278,7 +279,7 @@ def test_submit_cascade_cue_then_leaderboard_manifest_and_arena(env, page):
     bench_hash = _db(env, "SELECT benchmark_hash FROM replies WHERE model='Cue Submitted' LIMIT 1")[0]["benchmark_hash"]
     assert bench_hash[:12] in _text(page, "model-page-head")
     _wait_text(page, "model-page-other", "speech emotion")   # the MCQ's question-type breakdown
-    _wait_text(page, "model-page-sample-0", "/")              # a spoken reply: its request id and words
+    _wait_text(page, "model-page-sample-0", "“")              # a spoken reply: what it answers, its words
     assert page.locator("#model-page-audio-0").is_visible()   # with its audio
 
     # filter state in the URL: written on change, read on load
@@ -401,8 +402,8 @@ with gr.Blocks() as demo:
     st.build_submit_tab(c)
 assert st.on_spaces() and demo.expects_oauth
 fn = [f for f in demo.fns.values() if getattr(f.fn, '__name__', '') == 'submit_fn'][0].fn
-args, *_ = helpers.special_args(fn, ['x'] * 12, None)      # Gradio injects the profile (signed out: None)
-assert len(args) == 14 and args[-1] is None      # the request and the profile (signed out: None)
+args, *_ = helpers.special_args(fn, ['x'] * 14, None)      # Gradio injects the profile (signed out: None)
+assert len(args) == 16 and args[-1] is None      # the request and the profile (signed out: None)
 assert 'Sign in' in fn(*args)[-2]
 print('OK')
 """

@@ -162,7 +162,7 @@ def test_flagged_votes_leave_the_fit_the_operator_reverses_and_releases_mark_the
     m = release.write_release(svc, tmp_path / "rel", rounds=10)
     marks = [json.loads(line) for line in (tmp_path / "rel" / "integrity.jsonl").read_text().splitlines()]
     assert {r["vote_id"] for r in marks if r["weight"] == 0} == excluded
-    assert m["integrity"]["excluded"] == len(excluded) and m["format_version"] == 4
+    assert m["integrity"]["excluded"] == len(excluded) and m["format_version"] == 5
     rows, rep = release.rebuild(tmp_path / "rel")
     assert rep["identical"] and sum(r["votes"] for r in rows) // 2 == total - len(excluded)
     assert len((tmp_path / "rel" / "votes.jsonl").read_text().splitlines()) == total     # all votes released

@@ -29,7 +29,8 @@ CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run"
 SIZES = ((1440, 900), (390, 844))
 TAB_NAMES = {"bench-board": "Benchmark leaderboard", "arena-board": "Arena leaderboard", "health": "Integrity health"}
 PLOTS = {"bench-board": ("bench-radar", "bench-scatter"),
-         "arena-board": ("arena-board-intervals", "arena-board-winrate", "arena-board-counts", "arena-board-history"),
+         "arena-board": ("arena-board-intervals", "arena-board-states", "arena-board-winrate", "arena-board-counts",
+                         "arena-board-history"),
          "health": ("health-plot",)}
 MODULE_DATABASE_FIXTURES = ("app",)
 

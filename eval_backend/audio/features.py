@@ -165,6 +165,31 @@ def _inner_pauses(active: np.ndarray) -> float:
     return float(1.0 - span.mean())
 
 
+def _analysis_rate(x: np.ndarray, sr: int) -> tuple[np.ndarray, int]:
+    if sr > ANALYSIS_SR:                 # speed: nothing here needs more than 8 kHz of bandwidth
+        g = np.gcd(int(sr), ANALYSIS_SR)
+        return signal.resample_poly(x, ANALYSIS_SR // g, int(sr) // g), ANALYSIS_SR
+    return x, sr
+
+
+def _speech_activity(x: np.ndarray, sr: int) -> tuple[np.ndarray, float, np.ndarray]:
+    """(speech-band level per frame in dB, its floor, speech-active frames)."""
+    band_db = _db(np.mean(_frames(_band(x, sr), sr) ** 2, axis=1))
+    band_floor = float(np.percentile(band_db, 5))
+    return band_db, band_floor, _active_mask(band_db, band_floor)
+
+
+def speaking_rate(samples: np.ndarray, sr: int) -> tuple[float, float]:
+    """(syllable nuclei per second of speech, seconds of speech): `extract`'s speaking_rate and speech_s without
+    its pitch and spectral analysis (a fifth of the time), for callers that need only these (arena/covariates.py).
+    Expects what `extract` checked: a finite, non-empty mono array and a positive rate."""
+    x, sr = _analysis_rate(np.asarray(samples, dtype=np.float64), sr)
+    band_db, band_floor, active = _speech_activity(x, sr)
+    speech_s = float(active.sum() * HOP_S)
+    syllables = _syllables(band_db, active, band_floor)
+    return (float(syllables / speech_s) if speech_s > 0 else 0.0), speech_s
+
+
 def extract(samples: np.ndarray, sr: int) -> Features:
     """Features of a mono clip (float samples in [-1, 1]); raises ValueError on unusable input."""
     x = np.asarray(samples, dtype=np.float64)
@@ -177,17 +202,11 @@ def extract(samples: np.ndarray, sr: int) -> Features:
     if not np.all(np.isfinite(x)):
         raise ValueError("audio contains NaN or infinite samples")
     duration = len(x) / sr
-    if sr > ANALYSIS_SR:                 # speed: nothing here needs more than 8 kHz of bandwidth
-        g = np.gcd(int(sr), ANALYSIS_SR)
-        x = signal.resample_poly(x, ANALYSIS_SR // g, int(sr) // g)
-        sr = ANALYSIS_SR
-
+    x, sr = _analysis_rate(x, sr)
     frames = _frames(x, sr)
     frame_pow = np.mean(frames ** 2, axis=1)
     frame_db = _db(frame_pow)
-    band_db = _db(np.mean(_frames(_band(x, sr), sr) ** 2, axis=1))
-    band_floor = float(np.percentile(band_db, 5))
-    active = _active_mask(band_db, band_floor)
+    band_db, band_floor, active = _speech_activity(x, sr)
     quiet = frame_db <= np.percentile(frame_db, 10)
 
     rms_db = float(_db(np.mean(x ** 2)))

@@ -1,7 +1,9 @@
-"""`python -m eval_backend.baselines serve --host 127.0.0.1 --port P`: the baseline server."""
+"""`python -m eval_backend.baselines serve --host 127.0.0.1 --port P`: the baseline server.
+`python -m eval_backend.baselines detect FILE.wav [--json]`: what the cue detector hears in one recording."""
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 import threading
@@ -32,7 +34,12 @@ def main(argv: list[str] | None = None) -> int:
     serve.add_argument("--log-level", default="warning")
     serve.add_argument("--parent-pid", type=int,
                        help="exit when this process (the app that started us) is gone, however it ended")
+    det = sub.add_parser("detect", help="what the cue detector hears in one recording (wav, flac or ogg)")
+    det.add_argument("file")
+    det.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
+    if args.command == "detect":
+        return detect_file(args.file, args.json)
     if args.parent_pid:
         watch_parent(args.parent_pid)
 
@@ -45,6 +52,40 @@ def main(argv: list[str] | None = None) -> int:
     engine = Engine()
     engine.warm_up()  # load Whisper and pay first-call costs before listening, so /health means ready
     uvicorn.run(create_app(Service(engine)), host=args.host, port=args.port, log_level=args.log_level)
+    return 0
+
+
+def detect_file(path: str, as_json: bool) -> int:
+    """Claims with confidences, what it abstains on and why, the words heard, and the forced-choice guesses."""
+    import hashlib
+
+    import soundfile as sf
+
+    from ..audio.features import extract
+    from .asr import Transcriber
+    from .cues import detect, hear
+    try:
+        x, sr = sf.read(path, dtype="float32", always_2d=True)
+    except (OSError, RuntimeError, sf.LibsndfileError) as exc:
+        print(f"cannot read {path}: {exc}", file=sys.stderr)
+        return 2
+    samples = x.mean(axis=1)
+    if len(samples) < sr * 0.1:
+        print(f"{path}: shorter than 0.1 s, nothing to hear", file=sys.stderr)
+        return 2
+    words = Transcriber().transcribe(hashlib.sha256(samples.tobytes()).hexdigest(), samples, sr)
+    f = extract(samples, sr)
+    out = {"file": path, "transcript": words, **hear(f, words).to_dict(),
+           "forced_choice_guesses": {"labels": list(detect(f).labels),
+                                     "note": "MCQ / selection guesses, thresholds read from synthetic voices; "
+                                             "never said or spoken in a reply"}}
+    if as_json:
+        print(json.dumps(out, indent=1))
+    else:
+        print(f"heard: {words!r}")
+        print("claims: " + (", ".join(f"{c} ({out['confidence'][c]:.2f})" for c in out["claims"]) or
+                            "none (abstains)"))
+        print("confidence: " + ", ".join(f"{k} {v:.2f}" for k, v in out["confidence"].items()))
     return 0
 
 

@@ -1,4 +1,34 @@
-"""cascade-cue's acoustic-cue detector: Features -> the speaker's state, by fixed thresholds.
+"""The baselines' cue detector: what a reply may name (`hear`) and forced-choice guesses (`detect`).
+
+`hear(features, transcript) -> Heard` is what cascade-cue and cascade-advice-cue reply to. It was calibrated on
+REAL recordings (the `calibration` rows of real_voices.csv; real_voices.md says what they are and how they were
+labelled) and validated on the held-apart `validation` rows (tests/test_real_cues.py). It claims only what the
+acoustics of a real recording support, and abstains otherwise:
+
+    cue        claimed when                                               calibration (real recordings)
+    raised     median F0 >= 300 Hz AND spectral centroid >= 1200 Hz AND    neutral speech: centroid 357-1010 Hz
+               >= 60% of active frames voiced (a tense, high, bright       (10-90th pct.; a high female voice
+               voice: shouting, crying out, cheering)                      reaches F0 390 Hz but stays under
+                                                                           1000 Hz); cries / shouts / cheers:
+                                                                           F0 ~300-490 Hz, centroid 1190-1730 Hz
+    laughter   Whisper writes the laugh out ('ha ha', 'hahaha'); a laugh   3 of 4 laughs, and 4 other lines the
+               is not also claimed as a raised voice                       actors laughed through
+    whisper    < 8% of active frames voiced, and Whisper hears >= 2 words  neutral minimum 13% (no real whisper
+                                                                           installs: not validated)
+    fast/slow  > 7.0 / < 1.7 syllable nuclei per second over >= 1.5 s of   neutral speech (>= 1.5 s): 1.9-6.5
+               speech with >= 4 words heard                                nuclei/s
+
+    abstains on: loudness and softness (a recording's level is the microphone's gain as much as the voice's),
+    sadness, sobbing, fear, hoarseness (pitch tremor and HNR of neutral real speech overlap the marked demo
+    voices: tremor 0.5-1.7 st, HNR 3.7-10.9 dB), background noise (the SNR estimate reads 2-8 dB on clean read
+    speech without pauses), gender and age (traits, not something a reply should name).
+
+Each cue gets a confidence in 0..1 (the smallest of its conditions' logistic margins, so 0.5 sits on the
+threshold); a cue is claimed at 0.5 or more. Calibration figures: `python benchmarks/calibrate_real_cues.py`.
+
+`detect(features) -> Cues` (below) is the older detector: its thresholds were read from our synthetic espeak-ng
+demo voices, and it always names something. It is kept ONLY for forced-choice answers (MCQ, selection), where a
+guess is what is asked; no reply says or sounds what it guesses.
 
 Pure: no audio I/O here. The thresholds sit between espeak-ng's neutral voice (the demo
 benchmark's `Recipe()`: en-us, 160 wpm, pitch 50) and the demo's marked deliveries, as
@@ -28,6 +58,8 @@ puts states a reply must address (whisper, sobbing, anger, sadness) before trait
 """
 from __future__ import annotations
 
+import math
+import re
 from dataclasses import dataclass, field
 
 # --- thresholds (see the module docstring for the espeak-ng figures they come from) ---
@@ -157,3 +189,68 @@ def detect(f) -> Cues:
         "spectral_centroid_hz": round(centroid), "noise_floor_dbfs": round(f.noise_floor_dbfs, 1),
     }
     return Cues(tuple(seen), pace, volume, gender, age, noisy, _noise_kind(f) if noisy else None, evidence)
+
+
+# --- the real-speech detector (see the module docstring) -------------------------------------------------------
+RAISED_F0_HZ = 300.0
+RAISED_CENTROID_HZ = 1200.0
+RAISED_VOICED = 0.6
+WHISPER_MAX_VOICED = 0.08
+FAST_RATE = 7.0
+SLOW_RATE = 1.7
+RATE_MIN_SPEECH_S = 1.5
+RATE_MIN_WORDS = 4
+CLAIM_AT = 0.5
+LAUGH = re.compile(r"\b(?:ha|he|hah|heh)(?:[\s,!.-]+(?:ha|he|hah|heh)\b)+|\b(?:ha){2,}h?\b|\b(?:he){3,}\b|"
+                   r"[(\[]\s*laugh", re.IGNORECASE)
+ABSTAINS = {
+    "loud / soft": "a recording's level is the microphone's gain as much as the voice",
+    "sad / sobbing / fear / hoarse": "pitch tremor and voice quality of neutral real speech overlap marked voices",
+    "background noise": "the SNR estimate is unreliable on real recordings without pauses",
+    "gender / age": "traits, not something a reply should name",
+}
+ORDER = ("whisper", "laughter", "raised", "fast", "slow")   # a reply names the first claimed
+
+
+@dataclass(frozen=True)
+class Heard:
+    """What `hear` claims (confidence >= CLAIM_AT, most salient first) and every cue's confidence."""
+    claims: tuple[str, ...]
+    confidence: dict[str, float]
+    evidence: dict = field(default_factory=dict)
+
+    @property
+    def cue(self) -> str | None:
+        return self.claims[0] if self.claims else None
+
+    def to_dict(self) -> dict:
+        return {"claims": list(self.claims), "cue": self.cue, "confidence": self.confidence,
+                "abstains_on": ABSTAINS, "evidence": self.evidence}
+
+
+def _margin(value: float, threshold: float, scale: float) -> float:
+    """Logistic confidence that `value` is past `threshold` (scale > 0: above, < 0: below); 0.5 at the threshold."""
+    z = max(-30.0, min(30.0, (value - threshold) / scale))
+    return 1.0 / (1.0 + math.exp(-z))
+
+
+def hear(f, transcript: str = "") -> Heard:
+    """Cues a reply may name, from a `Features` and Whisper's transcript of the same clip. Deterministic."""
+    n_words = len(re.findall(r"[A-Za-z']+", transcript or ""))
+    f0, centroid = f.pitch_median_hz, f.spectral_centroid_hz or 0.0
+    conf = {"raised": 0.0 if f0 is None else round(min(
+                _margin(f0, RAISED_F0_HZ, 25.0), _margin(centroid, RAISED_CENTROID_HZ, 80.0),
+                _margin(f.voiced_fraction, RAISED_VOICED, 0.05)), 3),
+            "laughter": 0.9 if LAUGH.search(transcript or "") else 0.0,
+            "whisper": round(min(_margin(f.voiced_fraction, WHISPER_MAX_VOICED, -0.02),
+                                 _margin(n_words, 1.5, 0.25)), 3)}
+    rate_ok = f.speech_s >= RATE_MIN_SPEECH_S and n_words >= RATE_MIN_WORDS
+    conf["fast"] = round(_margin(f.speaking_rate, FAST_RATE, 0.3), 3) if rate_ok else 0.0
+    conf["slow"] = round(_margin(f.speaking_rate, SLOW_RATE, -0.2), 3) if rate_ok else 0.0
+    if conf["whisper"] >= CLAIM_AT or conf["laughter"] >= CLAIM_AT:
+        conf["raised"] = 0.0          # no pitch to raise in an unvoiced voice; a laugh's own pitch and brightness
+    claims = tuple(c for c in ORDER if conf[c] >= CLAIM_AT)
+    evidence = {"pitch_median_hz": None if f0 is None else round(f0, 1), "spectral_centroid_hz": round(centroid),
+                "voiced_fraction": round(f.voiced_fraction, 2), "speaking_rate": round(f.speaking_rate, 2),
+                "speech_s": round(f.speech_s, 2), "words_heard": n_words}
+    return Heard(claims, conf, evidence)

@@ -1,8 +1,10 @@
-"""What the two baselines say: task detection, spoken replies, MCQ answers, selection choices.
+"""What the baselines say: task detection, blind's and cue's spoken replies, MCQ answers, selection choices
+(the other contestants' wording strategies: strategies.py).
 
 Pure functions over strings, `Cues` and a few numbers; deterministic (no sampling, ties go
 to the earliest option). `cascade-blind` sees only words (transcript + prompt text);
-`cascade-cue` also gets the detected cues and replies to them in words and delivery.
+`cascade-cue` also gets the cue the detector claims (none when it abstains) and replies to it in words and
+delivery; its MCQ and selection answers use the detector's best guesses.
 """
 from __future__ import annotations
 
@@ -177,6 +179,7 @@ CUE_REPLIES: dict[str, tuple[str, str, Style]] = {
     "angry": ("I can hear how upset and frustrated you are.", "Let's take it one step at a time and sort it out together.",
               CALM_STYLE),
     "shout": ("You sound really worked up.", "I'm listening; let's go through it calmly together.", CALM_STYLE),
+    "raised": ("You sound really fired up!", "I'm listening; tell me what's going on.", CALM_STYLE),
     "fear": ("Your voice sounds shaky, as if you're worried.", "You're not alone with this; we can work it out.",
              Style("reassuring", 145, 42, 80, 1)),
     "breathless": ("You sound out of breath; take a moment.", "Catch your breath first, there's no rush.",
@@ -203,21 +206,37 @@ CUE_REPLIES: dict[str, tuple[str, str, Style]] = {
 }
 
 
-def cue_reply(transcript: str, context: str | None, cues: Cues) -> tuple[str, Style]:
-    """A reply that names the detected cue first, then the topic, spoken in a matching style.
+LISTENING_ACKS = ("I'm listening.", "I hear you.", "Okay, I'm with you.")
+LISTENING_FOLLOWS = ("How does that feel for you?", "How are you doing with it?", "What has that been like?")
 
-    With no vocal cue the words decide as for blind, but the delivery follows the situation's
-    mood (gentle for hard news, bright for good news).
+
+def cue_reply(transcript: str, context: str | None, cue: str | None) -> tuple[str, Style]:
+    """A reply that names the claimed cue first, then the topic, spoken in a matching style.
+
+    With no claimed cue (the detector abstained or heard nothing) it does not pretend to hear anything: it
+    acknowledges, names the situation's mood from the context's words, the topic, and asks how it feels
+    (other phrasings than blind's), in the delivery the mood calls for.
     """
     basis = f"{transcript} {context or ''}"
-    _, line, _ = topic_of(basis)
+    topic, line, _ = topic_of(basis)
     mood = context_mood(context)
-    entry = CUE_REPLIES.get(cues.primary) or (NOISY_REPLY if cues.noisy else None)
+    entry = CUE_REPLIES.get(cue or "") or (NOISY_REPLY if cue == "noisy" else None)
     if entry is None:
-        style = GENTLE_STYLE if mood < 0 else BRIGHT_STYLE if mood > 0 else NEUTRAL
-        return blind_reply(transcript, context), style
+        ack = _pick(LISTENING_ACKS, f"cue|{transcript.lower()}")
+        follow = _pick(LISTENING_FOLLOWS, f"cue|{topic}|{transcript.lower()}")
+        return " ".join(x for x in (ack, MOOD_LINES[mood], line, follow) if x), cue_style(None, context)
     opener, closing, style = entry
     return " ".join(x for x in (opener, MOOD_LINES[mood], line, closing) if x), style
+
+
+def cue_style(cue: str | None, context: str | None) -> Style:
+    """The delivery a claimed cue calls for; with none, the situation's mood (gentle for hard news, bright for
+    good news, else neutral)."""
+    entry = CUE_REPLIES.get(cue or "") or (NOISY_REPLY if cue == "noisy" else None)
+    if entry is not None:
+        return entry[2]
+    mood = context_mood(context)
+    return GENTLE_STYLE if mood < 0 else BRIGHT_STYLE if mood > 0 else NEUTRAL
 
 
 # --- MCQ ------------------------------------------------------------------------------------------

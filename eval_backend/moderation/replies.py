@@ -19,6 +19,8 @@ from dataclasses import dataclass, field
 from types import SimpleNamespace
 from typing import Callable
 
+import numpy as np
+
 from ..tasks import SPOKEN_TASKS
 from . import ledger
 
@@ -69,7 +71,7 @@ def combine(results: list, screen: str):
         for c, v in r.categories.items():
             cats[c] = max(cats.get(c, 0.0), v)
     reasons = [r.reason for r in results if r.reason]
-    unscreened = any(r.status != "screened" for r in results)
+    unscreened = any(getattr(r, "status", "screened") != "screened" for r in results)
     return ScreenResult(flagged=unscreened or any(r.flagged for r in results), crisis=any(r.crisis for r in results),
                         categories=cats, reason="; ".join(dict.fromkeys(reasons)),
                         screen=results[0].screen if results else screen,
@@ -79,10 +81,8 @@ def combine(results: list, screen: str):
 def screen_reply(store, reply, transcribe: Callable | None = None, screen: Callable | None = None):
     """(text recorded, ScreenResult) for one playable reply. A transcription failure is "not screened"
     (the reply is held), never served unscreened."""
-    from ..safety import screen_text
     from ..safety.core import not_screened
     from ..safety.service import screen_name
-    screen = screen or screen_text
     transcribe = transcribe or our_transcript
     claimed = (reply.transcript or reply.text or "").strip()
     try:
@@ -91,6 +91,34 @@ def screen_reply(store, reply, transcribe: Callable | None = None, screen: Calla
         log.warning("reply %s/%s not transcribed: %s", reply.model, reply.request_id, exc)
         text = f"model's words: {claimed}" if claimed else ""
         return text, not_screened(screen_name(), f"transcription failed ({type(exc).__name__})")
+    return screen_heard_and_claimed(heard, claimed, screen)
+
+
+def screen_reply_audio(audio: bytes, words: str | None, screen: Callable | None,
+                       transcribe: Callable[[np.ndarray, int], str]):
+    """(text recorded, ScreenResult) for a reply that is not stored yet (a live reply: arena/live.py): our
+    transcript of its wav bytes and the words the model says it spoke. Audio that cannot be decoded or transcribed
+    gives "not screened": the caller replaces the reply, never plays it."""
+    from ..audio.io import decode_wav_bytes
+    from ..safety.core import not_screened
+    from ..safety.service import screen_name
+    try:
+        heard = transcribe(*decode_wav_bytes(audio))
+    except Exception as exc:        # bad audio, Whisper missing
+        return (f"model's words: {words}" if words else ""), not_screened(
+            screen_name(), f"transcription failed ({type(exc).__name__})")
+    return screen_heard_and_claimed(heard, words or "", screen)
+
+
+def screen_heard_and_claimed(heard: str, claimed: str, screen: Callable | None = None):
+    """(text recorded, ScreenResult) for a reply's words: our transcript of its audio (`heard`) and the words the
+    model says it spoke (`claimed`), each screened when they differ; flagged or crisis if either is. Both empty:
+    "not screened" (held). Shared by benchmark replies (screen_reply) and live replies (arena/live.py)."""
+    from ..safety import screen_text
+    from ..safety.core import not_screened
+    from ..safety.service import screen_name
+    screen = screen or screen_text
+    heard, claimed = (heard or "").strip(), (claimed or "").strip()
     texts = [heard] + ([claimed] if claimed and claimed.lower() != heard.lower() else [])
     results = [screen(t) for t in texts if t]
     if not results:

@@ -1,8 +1,10 @@
 """The offline screen (default): the `alt-profanity-check` classifier (MIT; a linear model trained on offensive
-language, shipped inside the PyPI package, loaded from disk — no network) plus our rules (rules.py).
+language, shipped inside the PyPI package, loaded from disk — no network), our rules (rules.py) and the semantic
+layer (semantic.py: MiniLM sentence embeddings against a labelled example bank).
 
 The classifier gives one number, "offensive or not"; it becomes the abuse score. It cannot tell hate from
-abuse, nor see phone numbers or distress, which is why the rules exist.
+abuse, nor see phone numbers or distress, which is why the rules exist; the rules match words, so the semantic
+layer reads meaning (indirect crisis statements, insults without a swear word, threats in other words).
 """
 from __future__ import annotations
 
@@ -10,7 +12,7 @@ import threading
 from functools import lru_cache
 from importlib import metadata
 
-from . import rules
+from . import rules, semantic
 from .core import Finding, ScreenResult, Thresholds, combine, not_screened
 
 PACKAGE = "alt-profanity-check"
@@ -29,7 +31,7 @@ def package_version() -> str:
 
 
 def screen_name() -> str:
-    return f"offline:{PACKAGE}-{package_version()}+{rules.VERSION}"
+    return f"offline:{PACKAGE}-{package_version()}+{rules.VERSION}+{semantic.VERSION}"
 
 
 def _predict():
@@ -52,5 +54,9 @@ def screen(text: str, threshold: float, required: bool = True) -> ScreenResult:
         score = classifier_score(text) if text.strip() else 0.0
     except Exception as exc:       # a missing or broken package must hold, never pass, the item
         return not_screened(name, f"classifier unavailable ({type(exc).__name__})", required)
-    findings = [Finding("abuse", score, "classifier")] + rules.findings(text)
+    try:
+        meaning = semantic.findings(text) if text.strip() else []
+    except Exception as exc:       # MiniLM or scikit-learn missing: held, as for the classifier
+        return not_screened(name, f"semantic layer unavailable ({type(exc).__name__})", required)
+    findings = [Finding("abuse", score, "classifier")] + rules.findings(text) + meaning
     return combine(findings, Thresholds(default=threshold), name)

@@ -1,5 +1,6 @@
-"""Audio metrics of spoken replies, all offline: DNSMOS, speech-text consistency, prosody, prosody_fit,
-and EmoAlign as an optional plugin.
+"""Audio metrics of spoken replies, all offline: DNSMOS, speech-text consistency, prosody, prosody_fit.
+(A learned MOS, Distill-MOS, is in learned_mos.py. EchoMind's EmoAlign is not here: it needs emotion2vec, whose
+weights no package that installs here ships; README "What is not available" says so.)
 
 - DNSMOS SIG/BAK/OVRL (P.835) and P.808 MOS come from PyPI `speechmos` (Microsoft's ONNX
   models inside the package), on audio resampled to 16 kHz. Clips under 9 s are looped by
@@ -11,15 +12,18 @@ and EmoAlign as an optional plugin.
   descriptive (no better direction), so not headline columns.
 - prosody_fit: see `prosody_fit.py` (our own metric, not EmoAlign).
 
-Each clip is decoded and measured once per run (`ctx.cache`), whichever metrics ask for it.
+Each clip is decoded and measured once per run (`ctx.cache`), whichever metrics ask for it, and once per
+process for what depends only on its content (`_by_content`: DNSMOS, features, espeak-ng readings of a text,
+the benchmark's reference clips), so the same clip in another reply or another model's run (the bootstrap scores
+four baselines in one process) is not measured again.
 A reply without audio is not an item; a clip that cannot be decoded is counted as `bad_audio`.
 """
 from __future__ import annotations
 
 import hashlib
 import threading
+from collections import OrderedDict, defaultdict
 from concurrent.futures import ThreadPoolExecutor
-from collections import defaultdict
 from statistics import mean
 from typing import Any, Callable
 
@@ -46,6 +50,34 @@ def transcriber():
             from ..baselines.asr import Transcriber
             _ASR = Transcriber()
         return _ASR
+
+
+_CONTENT: "OrderedDict[tuple, Any]" = OrderedDict()
+_CONTENT_SIZE = 20_000
+_CONTENT_LOCK = threading.Lock()
+
+
+def _by_content(kind: str, key: Any, make: Callable[[], Any]) -> Any:
+    """Process-wide memo of a pure measurement of content (a clip's digest, a text); computed outside the lock."""
+    with _CONTENT_LOCK:
+        if (kind, key) in _CONTENT:
+            _CONTENT.move_to_end((kind, key))
+            return _CONTENT[(kind, key)]
+    value = make()
+    with _CONTENT_LOCK:
+        _CONTENT[(kind, key)] = value
+        if len(_CONTENT) > _CONTENT_SIZE:
+            _CONTENT.popitem(last=False)
+    return value
+
+
+def content_key(ctx: ScoringContext, rel: str) -> str:
+    """A stored reply clip's content digest: its file name (the store names reply audio by sha256), else the
+    sha256 of its bytes."""
+    stem = rel.rsplit("/", 1)[-1].rsplit(".", 1)[0]
+    if len(stem) == 32 and all(c in "0123456789abcdef" for c in stem):
+        return stem
+    return hashlib.sha256(ctx.store.abspath(rel).read_bytes()).hexdigest()[:32]
 
 
 def _clip(ctx: ScoringContext, rel: str) -> tuple[np.ndarray, int]:
@@ -106,8 +138,7 @@ def features_of(ctx: ScoringContext, rel: str):
     from ..audio.features import extract
     memo = ctx.cache.setdefault("audio:features", {})
     if rel not in memo:
-        samples, sr = _clip(ctx, rel)
-        memo[rel] = extract(samples, sr)
+        memo[rel] = _by_content("features", content_key(ctx, rel), lambda: extract(*_clip(ctx, rel)))
     return memo[rel]
 
 
@@ -197,7 +228,9 @@ def _result(ctx: ScoringContext, values: dict, pick: Callable[[Any], float | Non
 # ---------------------------------------------------------------- DNSMOS
 def _dnsmos_values(ctx: ScoringContext) -> dict:
     # two clips at once: each ONNX session runs single-threaded, so one clip leaves a core idle
-    return _per_clip(ctx, "dnsmos", lambda c, r, i: dnsmos(*_clip(c, r.audio_path)), workers=DNSMOS_WORKERS)
+    return _per_clip(ctx, "dnsmos", lambda c, r, i: _by_content("dnsmos", content_key(c, r.audio_path),
+                                                                lambda: dnsmos(*_clip(c, r.audio_path))),
+                     workers=DNSMOS_WORKERS)
 
 
 def _dnsmos_metric(field: str):
@@ -284,7 +317,8 @@ def espeak_reference(ctx: ScoringContext, text: str) -> Prosody:
     from ..audio.synth import espeak
     memo = ctx.cache.setdefault("audio:espeak_ref", {})
     if text not in memo:
-        memo[text] = Prosody.from_features(extract(espeak(text, voice="en", rate=175), 16_000))
+        memo[text] = _by_content("espeak_ref", text, lambda: Prosody.from_features(
+            extract(espeak(text, voice="en", rate=175), 16_000)))
     return memo[text]
 
 
@@ -348,9 +382,12 @@ PLAIN_VOICE, PLAIN_WPM, PLAIN_SR = "en-us", 175, 16_000     # the word control: 
 def file_features(ctx: ScoringContext, path: str):
     """Features of a benchmark clip (an absolute path, e.g. a reference reply), memoised per run."""
     from ..audio.features import extract
+    import os
     memo = ctx.cache.setdefault("audio:file_features", {})
     if path not in memo:
-        memo[path] = extract(*read_wav(path))
+        st = os.stat(path)
+        memo[path] = _by_content("file_features", (path, st.st_size, st.st_mtime_ns),
+                                 lambda: extract(*read_wav(path)))
     return memo[path]
 
 
@@ -361,7 +398,8 @@ def plain_reading(ctx: ScoringContext, text: str) -> dict:
     from .delivery_shift import measures_of
     memo = ctx.cache.setdefault("audio:plain_reading", {})
     if text not in memo:
-        memo[text] = measures_of(extract(espeak(text, voice=PLAIN_VOICE, rate=PLAIN_WPM, sr=PLAIN_SR), PLAIN_SR))
+        memo[text] = _by_content("plain_reading", text, lambda: measures_of(
+            extract(espeak(text, voice=PLAIN_VOICE, rate=PLAIN_WPM, sr=PLAIN_SR), PLAIN_SR)))
     return memo[text]
 
 
@@ -461,42 +499,3 @@ def delivery_shift_agreement(ctx: ScoringContext) -> MetricResult:
         breakdown={"sign_agreement": {k: mean(v) for k, v in sorted(signs.items())},
                    "pairs": {"scripts": float(len(script_means)), "model_unchanged": unchanged / n_pairs}})
 
-
-# ---------------------------------------------------------------- EmoAlign (optional plugin)
-# Reply emotions that suit a user state (our table). Scored as the probability emotion2vec gives them.
-SUITABLE_EMOTIONS = {
-    **{k: ("neutral", "sad") for k in ("sad", "sobbing", "fear", "sigh", "hoarse", "vocal fatigue", "breathless",
-                                        "cough", "yawn", "moan", "sad music")},
-    **{k: ("neutral",) for k in ("angry", "shout", "disgust", "angry music")},
-    **{k: ("happy", "surprised") for k in ("happy", "surprise", "laughter", "happy music", "funny music",
-                                            "exciting music", "cheering", "applause")},
-}
-DEFAULT_SUITABLE = ("neutral", "happy")
-
-
-def emotion_fit(attribute: str, probs: dict[str, float]) -> float:
-    """Probability mass on the emotions that suit the user's attribute (labels like '难过/sad' or 'sad')."""
-    want = SUITABLE_EMOTIONS.get(attribute, DEFAULT_SUITABLE)
-    return float(sum(p for label, p in probs.items() if label.split("/")[-1].strip().lower() in want))
-
-
-@metric("audio.emoalign", "audio",
-        note="EmoAlign-like: emotion2vec's probability for reply emotions that suit the user's attribute (our "
-             "table); computed only when settings['emotion2vec_path'] names a local model and funasr is installed")
-def emoalign(ctx: ScoringContext) -> MetricResult:
-    path = ctx.settings.get("emotion2vec_path")
-    if not path:
-        return MetricResult.not_computed("no emotion2vec model configured")
-    try:
-        from funasr import AutoModel
-    except ImportError:
-        return MetricResult.not_computed(f"emotion2vec configured at {path} but funasr is not installed")
-    model = ctx.cache.get("audio:emotion2vec") or AutoModel(model=str(path), disable_update=True)
-    ctx.cache["audio:emotion2vec"] = model
-
-    def one(c, reply, info):
-        from ..baselines.asr import to_16k
-        samples, sr = _clip(c, reply.audio_path)
-        out = model.generate(to_16k(samples, sr), granularity="utterance", extract_embedding=False)[0]
-        return emotion_fit(info.voice_label, dict(zip(out["labels"], out["scores"])))
-    return _result(ctx, _per_clip(ctx, "emoalign", one), lambda v: v)

@@ -31,7 +31,7 @@ METRIC_LABELS: dict[str, str] = {
     "audio.dnsmos_ovrl": "DNSMOS overall",
     "audio.dnsmos_p808": "DNSMOS P.808",
     "audio.dnsmos_sig": "DNSMOS signal",
-    "audio.emoalign": "Emotion alignment",
+    "audio.distillmos": "Distill-MOS",
     "audio.loudness_dbfs": "Loudness (dBFS)",
     "audio.pitch_median_hz": "Median pitch (Hz)",
     "audio.pitch_range_st": "Pitch range (semitones)",
@@ -50,6 +50,7 @@ METRIC_LABELS: dict[str, str] = {
     # the EchoMind paper's figures without a like-for-like metric here (leaderboard/results_table.PAPER_COLUMNS)
     "l1.semsim (paper)": "Semantic similarity (paper)",
     "audio.nisqa (paper)": "NISQA (paper)",
+    "audio.emoalign (paper)": "Emotion alignment (paper)",
     "l3.bertscore (paper, rescaled)": "BERTScore (paper, rescaled)",
 }
 

@@ -76,7 +76,7 @@ METRICS: dict[str, Metric] = {}
 # False: optional, an absent or broken module only leaves its metrics out (the results manifest says why).
 METRIC_MODULES: dict[str, bool] = {
     "understanding": True, "text_metrics": True, "selection": True,
-    "judge_metrics": False, "audio_metrics": False,
+    "judge_metrics": False, "audio_metrics": False, "learned_mos": False,
 }
 
 

@@ -3,6 +3,7 @@
     python -m eval_backend submit --name N --endpoint URL --model-id M [--audio-out] [--voice V]
         [--api-key-env VAR] [--predictions ZIP] [--organisation O] [--link URL] [--licence L] [--open-weights]
         [--dry-run] [--json] [--data-dir D] [--benchmark SPEC] [--allow ADDR]... [--submitter NAME]
+        [--live --live-calls-per-day N]      (battle live once evaluated, within N calls a day: issue 22)
 
 Exit status: 0 accepted (or would be, with --dry-run), 1 refused, 2 a usage error.
 `--json` prints {"accepted": bool, "errors": {field: message}, "job_id": int|null, ...}.
@@ -47,6 +48,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="an internal address/network the endpoint may use (repeatable), e.g. 127.0.0.1:8765")
     p.add_argument("--no-preflight", action="store_true", help="skip the 2 test calls (operator use)")
     p.add_argument("--submitter", help="submit as this user (quota applies) instead of as the operator")
+    p.add_argument("--live", action="store_true",
+                   help="let the model battle live once evaluated (it answers voters' own recordings); needs "
+                        "--audio-out and --live-calls-per-day")
+    p.add_argument("--live-calls-per-day", type=int, default=0, help="at most this many live calls per 24 hours")
 
 
 def build_form(args: argparse.Namespace) -> tuple[SubmissionForm, dict[str, str]]:
@@ -60,7 +65,8 @@ def build_form(args: argparse.Namespace) -> tuple[SubmissionForm, dict[str, str]
     form = SubmissionForm(name=args.name, organisation=args.organisation, link=args.link, licence=args.licence,
                           open_weights=args.open_weights, kind=kind, base_url=args.endpoint or "",
                           model_id=args.model_id or "", audio_output=args.audio_out, voice=args.voice,
-                          api_key=key, predictions_path=args.predictions or "")
+                          api_key=key, predictions_path=args.predictions or "", live=args.live,
+                          live_calls_per_day=args.live_calls_per_day)
     return form, errors
 
 

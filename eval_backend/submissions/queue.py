@@ -94,6 +94,13 @@ CREATE TABLE IF NOT EXISTS submission_secrets (
 )
 """)
 
+# Live battles (issue 22, arena/live_submitted.py): the submitter's opt-in and daily budget. A FINISHED job that opted
+# in keeps its encrypted API key (submission_secrets) while it battles live; withdrawing deletes it.
+register_migration("submissions_0002_live", (
+    "ALTER TABLE submissions ADD COLUMN live_opt_in INTEGER NOT NULL DEFAULT 0",
+    "ALTER TABLE submissions ADD COLUMN live_calls_per_day INTEGER",
+))
+
 CLAIMABLE = "(state = 'PENDING' OR (state = 'RUNNING' AND lease_expires < :now))"
 CLAIM_SELECT = f"SELECT * FROM submissions WHERE {CLAIMABLE} ORDER BY id LIMIT 1"
 # PostgreSQL: workers claim in plain transactions and skip rows another claimer holds, instead of queueing
@@ -142,11 +149,13 @@ class Job:
     results_path: str | None
     summary: dict | None
     arena: dict | None
+    live_opt_in: bool = False           # battles live once FINISHED and servable (arena/live_submitted.py)
+    live_calls_per_day: int | None = None
 
     @classmethod
     def from_row(cls, row) -> "Job":
         d = dict(row)
-        for k in ("open_weights", "audio_output", "has_api_key"):
+        for k in ("open_weights", "audio_output", "has_api_key", "live_opt_in"):
             d[k] = bool(d[k])
         for k in ("tasks", "summary", "arena"):
             d[k] = json.loads(d[k]) if d[k] else None
@@ -313,7 +322,9 @@ class Queue:
                 sets[k] = json.dumps(sets[k])
         conn.execute(f"UPDATE submissions SET {', '.join(f'{k}=:{k}' for k in sets)} WHERE id=:id",
                      {**sets, "id": job_id})
-        secretstore.delete(conn, job_id)     # the key lives no longer than the job
+        live = conn.execute("SELECT live_opt_in FROM submissions WHERE id=?", (job_id,)).fetchone()
+        if not (state == "FINISHED" and live and live[0]):
+            secretstore.delete(conn, job_id)     # the key lives no longer than the job (or its live battles)
         self._event(conn, job_id, state.lower(), actor, f"{error_class}: {message}" if error_class else message, now)
 
     def finish(self, job_id: int, worker: str, *, results_path: str | None, summary: dict, arena: dict | None,
@@ -338,6 +349,23 @@ class Queue:
                 return False
             self._end(conn, job_id, state, error_class, message, worker, now, **extra)
             return True
+
+    def withdraw_live(self, job_id: int, actor: str, is_operator: bool) -> Job:
+        """The submitter (or the operator) takes a model out of live battles: no more live calls, and its stored
+        API key is deleted now."""
+        now = self.clock()
+        with self.store.transaction() as conn:
+            row = conn.execute("SELECT submitter, live_opt_in FROM submissions WHERE id=?", (job_id,)).fetchone()
+            if row is None:
+                raise JobError(f"no submission #{job_id}")
+            if not is_operator and row["submitter"] != actor:
+                raise JobError("only its submitter or the operator can take a model out of live battles")
+            if not row["live_opt_in"]:
+                raise JobError(f"submission #{job_id} does not battle live")
+            conn.execute("UPDATE submissions SET live_opt_in=0, updated_at=? WHERE id=?", (now, job_id))
+            secretstore.delete(conn, job_id)
+            self._event(conn, job_id, "live_withdrawn", actor, None, now)
+        return self.get(job_id)
 
     def cancel(self, job_id: int, actor: str, is_operator: bool) -> Job:
         """PENDING or RUNNING → CANCELLED. The operator may cancel any job, a submitter only their PENDING one.

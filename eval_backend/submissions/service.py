@@ -12,6 +12,7 @@
     svc.job(job_id), svc.events(job_id)         # one job and its history (claimed, lease expired, failed...)
     svc.model_info()                            # {model: organisation, licence, open_weights, results_path...}
     svc.cancel(job_id, Submitter), svc.retry(job_id, Submitter, api_key=None)   # JobError when not allowed
+    svc.withdraw_live(job_id, Submitter)        # out of live battles (form.live: opt in; arena/live_submitted.py)
     svc.jobs_for(viewer), svc.job_for(job_id, viewer), svc.events_for(job_id, viewer)   # what `viewer` may see
 
 Who sees what (`viewer` is a Submitter, or None when signed out): a job's endpoint URL, model id, voice,
@@ -19,7 +20,7 @@ submitter, worker, log excerpt and event details are shown to its submitter and 
 else sees its name, state, reason (with the endpoint's address and model id blanked), times and event names.
 
 Error keys: the form's fields (name, organisation, link, licence, open_weights, kind, base_url,
-model_id, audio_output, voice, api_key, predictions) plus `endpoint` (the preflight's test call failed in a
+model_id, audio_output, voice, api_key, predictions, live, live_calls_per_day) plus `endpoint` (the preflight's test call failed in a
 way no single field explains), `duplicate`, `quota` and `benchmark` (the operator's benchmark cannot be loaded).
 A failed test call is put under the field it concerns where there is one (messages.py: an endpoint that cannot
 be reached under `base_url`, a refused key under `api_key`), always as a sentence of ours, never library text.
@@ -125,6 +126,10 @@ class SubmissionService:
             raise JobError(secretstore.NO_KEY_MESSAGE)
         return self.queue.retry(job_id, who.name, self._operator(who), api_key)
 
+    def withdraw_live(self, job_id: int, who: Submitter) -> Job:
+        """Take a model out of live battles (its submitter or the operator); its stored key is deleted."""
+        return self.queue.withdraw_live(job_id, who.name, self._operator(who))
+
     def _operator(self, who: Submitter) -> bool:
         return who.is_operator or self.settings.is_operator(who.name)
 
@@ -217,7 +222,9 @@ class SubmissionService:
                    "predictions_jsonl": str(upload.jsonl) if upload else None,
                    "predictions_hash": upload.content_hash if upload else None,
                    "benchmark": bench.source or s.benchmark, "tasks": list(s.tasks) if s.tasks else None,
-                   "limit_n": s.limit, "dedup_key": key, "submitter": who.name}
+                   "limit_n": s.limit, "dedup_key": key, "submitter": who.name,
+                   "live_opt_in": int(form.live is True),
+                   "live_calls_per_day": int(form.live_calls_per_day) if form.live is True else None}
             with self.store.transaction() as conn:   # re-checked under the write lock: current data only
                 conflicts = self._conflicts(conn, row["model"], key, who)
                 key_to_keep = (form.api_key or None) if form.kind == "endpoint" else None

@@ -21,6 +21,7 @@ NAME_MIN, NAME_MAX, MODEL_ID_MAX, VOICE_MAX = 3, 64, 200, 64
 ORG_MAX, URL_MAX, KEY_MAX = 100, 2048, 512
 # the limits the Submit tab shows as counters beside its boxes (one place per fact)
 FIELD_LIMITS = {"name": NAME_MAX, "organisation": ORG_MAX, "model_id": MODEL_ID_MAX, "voice": VOICE_MAX}
+LIVE_CALLS_MAX = 10_000          # live calls per day a submitter may allow (arena/live_submitted.py spends them)
 RESERVED_NAMES = {"operator", "tie", "both_bad", "a", "b", "reported"}
 
 
@@ -43,6 +44,8 @@ class SubmissionForm:
     voice: str = ""
     api_key: str = ""               # optional; never stored in clear, never echoed back
     predictions_path: str = ""      # the uploaded zip (a local path)
+    live: bool = False              # opt in to live battles (answer voters' own recordings), off by default
+    live_calls_per_day: int = 0     # the submitter's budget of live calls per 24 hours (required with `live`)
 
     def public(self) -> dict:
         """The form without the API key (for logs and listings)."""
@@ -165,6 +168,23 @@ def check_endpoint(form: SubmissionForm) -> dict[str, str]:
     return errors
 
 
+def check_live(form: SubmissionForm) -> dict[str, str]:
+    """Live battles (issue 22): only an endpoint that speaks can answer a voter live, within a daily budget."""
+    if not isinstance(form.live, bool):
+        return {"live": "Say whether the model may battle live (yes or no)."}
+    if not form.live:
+        return {}
+    if form.kind != "endpoint" or form.audio_output is not True:
+        return {"live": "Only an endpoint that answers with audio can battle live: tick 'Answers with audio'."}
+    n = form.live_calls_per_day
+    if isinstance(n, float) and n.is_integer():
+        n = int(n)
+    if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= LIVE_CALLS_MAX:
+        return {"live_calls_per_day": f"Give the live calls per day your endpoint may receive: a whole number from "
+                                      f"1 to {LIVE_CALLS_MAX:,}."}
+    return {}
+
+
 def check_predictions_field(form: SubmissionForm) -> dict[str, str]:
     p = form.predictions_path
     if not isinstance(p, str) or not p.strip():
@@ -192,6 +212,7 @@ def validate_form(form: SubmissionForm) -> dict[str, str]:
             errors["base_url"] = "Give either an endpoint or a predictions upload, not both."
     else:
         errors["kind"] = "Choose an endpoint or a predictions upload."
+    errors.update(check_live(form))
     return errors
 
 

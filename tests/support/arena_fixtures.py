@@ -59,8 +59,9 @@ def espeak_wav(text: str, path: Path, voice: str = "en", rate: int = 165) -> Pat
     return path
 
 
-def build_benchmark(folder: Path, n_scripts: int = 2) -> Benchmark:
-    """Scripts with one target variant each, plus one context group (so context text is shown)."""
+def build_benchmark(folder: Path, n_scripts: int = 2, rate: int = 150) -> Benchmark:
+    """Scripts with one target variant each, plus one context group (so context text is shown); `rate`: the
+    user utterances' espeak-ng speed (words a minute)."""
     from eval_backend.benchmark.dataset import save_benchmark
     from eval_backend.benchmark.loaders import load_benchmark
 
@@ -69,10 +70,10 @@ def build_benchmark(folder: Path, n_scripts: int = 2) -> Benchmark:
         scripts = []
         for i in range(n_scripts):
             text = USER_LINES[i % len(USER_LINES)]
-            wav = espeak_wav(text, src / f"s{i}.wav", voice="en+f5", rate=150)
+            wav = espeak_wav(text, src / f"s{i}.wav", voice="en+f5", rate=rate)
             scripts.append(Script(id=f"s{i}", text=text, attribute="sad", topic="daily life",
                                   variants={"target": Variant("target", "sad", AudioRef(str(wav)))}))
-        ctx_wav = espeak_wav(CONTEXT_LINE, src / "ctx.wav", voice="en+m2", rate=150)
+        ctx_wav = espeak_wav(CONTEXT_LINE, src / "ctx.wav", voice="en+m2", rate=rate)
         group = ContextGroup(id="g0", utterance_text=CONTEXT_LINE, audio=AudioRef(str(ctx_wav)),
                              cases=[ContextCase(id=f"c{j}", context=c) for j, c in enumerate(CONTEXTS)])
         # One item in every split: all three spoken tasks (conversation, context, tone) get served.

@@ -27,7 +27,10 @@ Unbounded replies (bodies generated lazily from one 1 MiB block: the server stay
     redirect-private  307 to this server's /secret (a private URL serving a secret), which the client must not follow
     redirect-other    307 to another origin
     echo-key-text 200 whose text and transcript quote the Authorization key (raw, base64, hex, percent-encoded)
-No marker: a normal reply, with audio when the request asks for it (`modalities` has "audio").
+No marker: a normal reply, with audio when the request asks for it (`modalities` has "audio"): a tone at `tone_hz`
+for the first model the server is asked for, four semitones higher for each further one, so two models on one
+server do not send the very same clip (the arena never pits identical replies: issue 22); `one_voice=True` gives
+every model the same tone.
 `stream=true` requests get SSE chunks (audio as independently base64-encoded 16-bit PCM pieces,
 Qwen-Omni style); `[fault:streamwav]` streams a whole wav cut at odd base64 positions instead, and
 `[fault:weird]` an event of an impossible shape.
@@ -104,7 +107,8 @@ def _strip(payload: dict) -> dict:
 
 class FaultServer:
     def __init__(self, latency: float = 0.0, hang_s: float = 30.0, retry_after: float = 1.0,
-                 stream_only: bool = False, port: int | None = None, fault: str | None = None):
+                 stream_only: bool = False, port: int | None = None, fault: str | None = None,
+                 tone_hz: float = 220.0, one_voice: bool = False):
         self.latency, self.hang_s, self.retry_after, self.stream_only = latency, hang_s, retry_after, stream_only
         self.fault = fault       # the fault of every request without a marker (a model that always fails)
         self.port = port or free_port()
@@ -114,8 +118,10 @@ class FaultServer:
         self.auth_seen: list[str] = []
         self.inflight = self.max_inflight = 0
         self.lock = threading.Lock()
-        self.wav = encode_wav(tone_pcm(), REPLY_RATE)
+        self.tone_hz, self.one_voice = tone_hz, one_voice
+        self.wav = encode_wav(tone_pcm(freq=tone_hz), REPLY_RATE)
         self.wav_b64 = base64.b64encode(self.wav).decode()
+        self._voices: dict[str, str] = {}      # model -> base64 wav of its tone (the first model: self.wav_b64)
         self.secret = "SALT-" + "7f3a" * 8             # what /secret serves: must never reach a submitter
         self.app = Starlette(routes=[Route("/v1/chat/completions", self.handle, methods=["POST"]),
                                      Route("/secret", lambda r: PlainTextResponse(self.secret))])
@@ -166,6 +172,16 @@ class FaultServer:
                 msg["audio"] = {"id": "a0", "data": audio, "transcript": transcript or text, "expires_at": 0}
         return {"id": f"chatcmpl-{rid}", "object": "chat.completion", "created": int(time.time()),
                 "model": "fault", "choices": choices}
+
+    def voice_b64(self, model) -> str:
+        """The model's reply clip: this server's tone for its first model, 4 semitones up for each next one."""
+        key = "" if self.one_voice else str(model)
+        with self.lock:
+            if key not in self._voices:
+                n = len(self._voices)
+                self._voices[key] = self.wav_b64 if n == 0 else base64.b64encode(
+                    encode_wav(tone_pcm(freq=self.tone_hz * 2 ** (4 * n / 12)), REPLY_RATE)).decode()
+            return self._voices[key]
 
     async def _sleep_unless_gone(self, req: HttpRequest, seconds: float) -> bool:
         """Sleep; False if the client disconnected meanwhile."""
@@ -241,7 +257,8 @@ class FaultServer:
         if fault == "nocontent":
             return JSONResponse({"id": "x", "object": "chat.completion",
                                  "choices": [{"index": 0, "message": {"role": "assistant", "content": ""}}]})
-        audio = self.wav_b64 if (wants_audio or fault in ("badb64", "truncwav", "omni")) else None
+        audio = self.voice_b64(payload.get("model")) if (wants_audio or fault in ("badb64", "truncwav", "omni")) \
+            else None
         if fault == "badb64":
             audio = "@@this is not base64@@" * 4
         elif fault == "truncwav":

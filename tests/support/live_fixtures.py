@@ -22,9 +22,10 @@ def espeak_bytes(text: str, rate: int = 150) -> bytes:
         return path.read_bytes()
 
 
-def utterance(seconds: float | None = None, text: str = "I lost my job today and I feel awful about it.") -> bytes:
+def utterance(seconds: float | None = None, text: str = "I lost my job today and I feel awful about it.",
+              rate: int = 150) -> bytes:
     """espeak-ng speech; with `seconds`, padded with its own repetitions (and cut) to that length."""
-    data = espeak_bytes(text)
+    data = espeak_bytes(text, rate)
     if seconds is None:
         return data
     samples, sr = sf.read(io.BytesIO(data), dtype="float32")

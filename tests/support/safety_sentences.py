@@ -292,6 +292,11 @@ def table(sentences: dict[str, list[str]]) -> str:
 
 
 if __name__ == "__main__":      # python -m tests.support.safety_sentences: the tables for docs/security.md
-    from eval_backend.safety import screen_name
+    from eval_backend.safety import screen_name, screen_text
+    from tests.support.safety_held_apart import HELD_APART_26
     print(f"screen: {screen_name()}\n\nDEV (rules written against it):\n{table(DEV)}\n\n"
-          f"HELD_APART:\n{table(HELD_APART)}")
+          f"HELD_APART:\n{table(HELD_APART)}\n\nHELD_APART_26 (issue 26; never used to tune):\n{table(HELD_APART_26)}")
+    for name, sentences in (("DEV", DEV), ("HELD_APART", HELD_APART), ("HELD_APART_26", HELD_APART_26)):
+        readings = sum(screen_text(t).crisis for t in sentences["benign"])
+        print(f"{name}: benign replies with a crisis reading (the help notice, not a hold): "
+              f"{readings}/{len(sentences['benign'])}")

