@@ -12,11 +12,11 @@ import json
 
 import pytest
 
-from arena import health, release, sweeps, vote_flags
+from arena import health, raters, release, sweeps, vote_flags
 from arena.sweeps import GoldRecord, Rules, VoteFacts
 from leaderboard.health_tab import health_frame
 from tests.support.arena_fixtures import seed
-from tests.support.integrity import battle_row, service_on_copy, vote_after_listening
+from tests.support.integrity import battle_row, good_slot, serve, service_on_copy, vote_after_listening
 
 T0 = 1_767_225_600.0        # 2026-01-01 00:00 UTC
 MODELS = ("warm-model", "flat-model", "third-model")
@@ -250,3 +250,43 @@ def test_flags_come_back_with_the_votes_after_a_wiped_disk(tmp_path, fresh_datab
     blob = "".join(t.decode() for t in hub.files("org/arena-logs").values())
     assert "bot" not in blob.replace("both_bad", "") and "ip-" not in blob     # no session, no address
     sync_b.stop(final_push=False, timeout_s=5)
+
+
+def test_the_flags_weights_reach_every_published_rating(svc, tmp_path):
+    """One hook (RatingQueries.vote_weights) carries the flags into every rating: a bot's cadence-flagged votes
+    (weight 0) and a voter down-weighted by a failed gold check (0.5) change the plain and style-controlled boards,
+    the replayed TrueSkill, the CLI table and the release exactly as the raters over those weights say; without
+    the hook the boards would be the unweighted ones (asserted different)."""
+    for s in range(4):
+        cast(svc, f"honest{s}", f"10.0.1.{s}", [for_model("warm-model")] * 8)
+    cast(svc, "fan", "10.0.2.1", [for_model("flat-model", otherwise="tie")] * 6)
+    cast(svc, "bot", "10.0.3.1", [lambda row: "A"] * 35, gap_s=20)                  # 35 votes in 12 min
+    svc.gold.share = 1.0                                 # the fan's checks: two passed, one failed
+    for passed in (True, True, False):
+        view = serve(svc, "fan", "10.0.2.1")
+        good = good_slot(svc, view.battle_id)
+        svc.test_clock.t += 120
+        vote_after_listening(svc, svc.test_clock, view, "fan", "10.0.2.1", good if passed else "AB".replace(good, ""))
+    svc.gold.share = 0.0
+    unweighted = svc.replayed_table(rounds=20, style=True)
+    svc.integrity_upkeep()
+
+    ids = {who: {r["id"] for r in svc.store.query("SELECT id FROM arena_votes WHERE session_id=?", (who,))}
+           for who in ("fan", "bot")}
+    expected = {**{i: 0.5 for i in ids["fan"]}, **{i: 0.0 for i in ids["bot"]}}
+    assert svc.vote_weights() == expected
+    keys = ("bt", "style_bt")
+    reference = raters.build_rows(raters.weighted(svc.votes(), expected), svc._context("overall", 20), keys).rows
+    cli_fields = raters.with_scores(raters.CLI_FIELDS, keys)
+    assert [r.as_json(cli_fields) for r in reference] != unweighted                   # the weights matter here
+    assert svc.replayed_table(rounds=20, style=True) == [r.as_json(cli_fields) for r in reference]
+    board_fields = raters.with_scores(raters.BOARD_FIELDS, keys)
+    assert svc.ratings_table(rounds=20, style=True) == [r.as_json(board_fields) for r in reference]
+    assert sum(r["votes"] for r in svc.ratings_table(rounds=20)) // 2 == len(svc.votes()) - len(ids["bot"])
+    # the release carries each vote's weight, and its tables are the weighted ones
+    release.write_release(svc, tmp_path / "rel", rounds=20)
+    released = {json.loads(line)["id"]: json.loads(line)["weight"]
+                for line in (tmp_path / "rel" / "votes.jsonl").read_text().splitlines()}
+    assert {i: w for i, w in released.items() if w != 1} == expected
+    rows, rep = release.rebuild(tmp_path / "rel", style=True)
+    assert rep["identical"] and rows == svc.replayed_table(rounds=20, style=True)
