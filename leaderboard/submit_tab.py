@@ -271,14 +271,15 @@ def build_submit_tab(ctx) -> TabHandles:
             first = "Sign in with Hugging Face first." if spaces else "Reload the page first (it gives you a guest id)."
             return [*error_updates({}), f"⚠️ {first}" if spaces or ident.cfg.guests
                     else "⚠️ Anonymous submissions are off here.", clear_key]
-        upload = values[-1] if values[5] == "predictions" else None
+        fields = dict(zip(FIELDS, values))
+        upload = fields["predictions"] if fields["kind"] == "predictions" else None
         if upload:     # only a zip this browser uploaded (eval_backend/uploads.py): the path is the sender's choice
             try:
                 upload = str(uploads.own_upload(getattr(upload, "name", upload), request))
             except uploads.UploadRefused as exc:
                 errors = {"predictions": exc.message}
                 return [*error_updates(errors), outcome_message(errors, []), clear_key]
-        form = form_from_inputs(*values[:-1], upload)
+        form = form_from_inputs(**{**fields, "predictions": upload})
         try:
             out = svc.submit(form, person, dry_run=dry_run)
         except Exception:   # the form never crashes the page; nothing was queued; the details go to the log
