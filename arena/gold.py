@@ -230,11 +230,15 @@ class GoldBattles:
             if not others:
                 return None
             own = self._rng.choice(others).replies[model].audio_path
-        source = self.heard(str(self.store.abspath(own))).path
+        real = self.heard(str(self.store.abspath(own)))
+        source = real.path
         samples, sr = read_like(source)
         gen = np.random.default_rng(self._rng.getrandbits(64))
-        built = samples if name == "other_reply" else CONSTRUCTIONS[name].build(samples, sr, gen)
-        level, facts = normalise(built[:, 0], sr)           # the loudness every heard clip has
+        if name == "other_reply":       # already as heard: only the dither is new
+            level, facts = samples[:, 0], {"lufs": real.lufs, "peak_dbtp": real.peak_dbtp,
+                                           "source_lufs": real.source_lufs}
+        else:                           # the construction, brought to the loudness every heard clip has
+            level, facts = normalise(CONSTRUCTIONS[name].build(samples, sr, gen)[:, 0], sr)
         bad = dithered(level.astype(np.float32), gen)
         token = secrets.token_hex(16)
         dest = self.store.abspath(f"{GOLD_DIR}/{token}.wav")

@@ -136,7 +136,7 @@ def wav_like(source: str | Path, samples: np.ndarray) -> bytes:
     layout = _pcm16_layout(raw)
     if layout is not None:
         channels, off, size = layout
-        pcm = np.round(x * 32767.0).astype("<i2")
+        pcm = np.clip(np.round(x * 32768.0), -32768, 32767).astype("<i2")   # soundfile reads k as k / 32768
         if pcm.ndim == 1:
             pcm = pcm[:, None]
         body = np.repeat(pcm[:, :1], channels, axis=1) if pcm.shape[1] != channels else pcm
