@@ -151,3 +151,19 @@ def demo_run(tmp_path_factory, databases):
     from tests.support.demo_pipeline import run_demo_pipeline
     url = databases.create("demo") if databases is not None else None
     return run_demo_pipeline(tmp_path_factory.mktemp("demo_run"), database_url=url)
+
+
+@pytest.fixture(scope="module")
+def chromium_args():
+    """Flags added to tests/support/browser.py's CHROMIUM_ARGS for the module's browser; a module overrides this
+    fixture to add its own (a fake microphone, say)."""
+    return ()
+
+
+@pytest.fixture(scope="module")
+def chromium(chromium_args):
+    """Debian's chromium under Playwright, one per test module (why not per session: tests/support/browser.py).
+    Open pages with `tests.support.browser.new_page(chromium, ...)`."""
+    from tests.support.browser import launch_chromium
+    with launch_chromium(chromium_args) as browser:
+        yield browser

@@ -12,7 +12,7 @@ import pytest
 
 from eval_backend.store import Store
 from tests.support.arena_fixtures import AppProcess, seed
-from tests.test_arena_ui import CHROMIUM_ARGS
+from tests.support.browser import launch_chromium, new_page
 
 MODELS = ("warm-model", "flat-model")
 MODULE_DATABASE_FIXTURES = ("app",)
@@ -44,11 +44,8 @@ def app(tmp_path_factory):
 @pytest.mark.slow
 @pytest.mark.timeout(300)
 def test_the_crisis_notice_follows_the_battle(app):
-    sync_api = pytest.importorskip("playwright.sync_api")
-    with sync_api.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS)
-        page = browser.new_page()
-        page.set_default_timeout(30_000)
+    with launch_chromium() as browser:
+        page = new_page(browser, 30_000)
         page.goto(app.url + "/")
         seen = set()
         last = None
@@ -73,5 +70,4 @@ def test_the_crisis_notice_follows_the_battle(app):
             page.click("#arena-vote-a")
             page.click("#arena-send")      # no aspect answered: send the vote as it is (issue 24)
             page.wait_for_selector("#arena-reveal", state="visible")
-        browser.close()
     assert seen == {True, False}           # both kinds of battle were shown
