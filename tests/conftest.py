@@ -17,6 +17,9 @@ os.environ.setdefault("EMPATHY_ARENA_SCREEN_REPLIES", "0")
 
 import pytest  # noqa: E402
 
+# storage_probe: the SQLite pass finds out which tests use the store; the PostgreSQL pass runs those (its docstring)
+pytest_plugins = ["tests.support.storage_probe", "pytester"]
+
 TEST_DB = os.environ.get("EMPATHY_ARENA_TEST_DB", "sqlite")
 if TEST_DB not in ("sqlite", "postgresql"):
     raise RuntimeError(f"EMPATHY_ARENA_TEST_DB must be sqlite or postgresql, not {TEST_DB!r}")
