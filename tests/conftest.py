@@ -30,6 +30,12 @@ def pytest_report_header(config):
     return f"database: {TEST_DB}"
 
 
+# Session fixtures that cost minutes: the tests using one run on one xdist worker (scripts/test.sh runs two), so
+# it is built once per pass. Add a fixture here when it is shared across modules and expensive.
+SHARED_SESSION_FIXTURES = ("demo_run",)
+
+
+@pytest.hookimpl(tryfirst=True)      # before xdist reads the xdist_group marks group_for_workers adds
 def pytest_collection_modifyitems(config, items):
     # A module lists its module-scoped fixtures that write to the store in MODULE_DATABASE_FIXTURES;
     # tests using them get the module's database on PostgreSQL runs.
@@ -37,11 +43,27 @@ def pytest_collection_modifyitems(config, items):
         shared = getattr(item.module, "MODULE_DATABASE_FIXTURES", ())
         if set(shared) & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.module_database)
+    group_for_workers(items)
     if TEST_DB == "postgresql":
         skip = pytest.mark.skip(reason="checks SQLite's own file format (the PostgreSQL run covers the rest)")
         for item in items:
             if "sqlite_only" in item.keywords:
                 item.add_marker(skip)
+
+
+def group_for_workers(items) -> None:
+    """xdist (`-n 2 --dist loadgroup`): a module's tests run on one worker (its module fixtures are built once), and
+    the tests of a shared session fixture on one worker; the groups holding slow tests are handed out first, so the
+    longest work does not start last."""
+    groups: dict[str, list] = {}
+    for item in items:
+        shared = [f for f in SHARED_SESSION_FIXTURES if f in getattr(item, "fixturenames", ())]
+        name = shared[0] if shared else item.nodeid.split("::")[0].rsplit("/", 1)[-1].removesuffix(".py")
+        item.add_marker(pytest.mark.xdist_group(name))
+        groups.setdefault(name, []).append(item)
+    order = sorted(groups, key=lambda g: (g not in SHARED_SESSION_FIXTURES,
+                                          -sum(i.get_closest_marker("slow") is not None for i in groups[g])))
+    items[:] = [item for g in order for item in groups[g]]
 
 
 class PgDatabases:
