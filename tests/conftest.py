@@ -53,17 +53,19 @@ def pytest_collection_modifyitems(config, items):
 
 def group_for_workers(items) -> None:
     """xdist (`-n 2 --dist loadgroup`): a module's tests run on one worker (its module fixtures are built once), and
-    the tests of a shared session fixture on one worker; the groups holding slow tests are handed out first, so the
-    longest work does not start last."""
+    the tests of a shared session fixture on one worker; the groups expected to take longest (by their tests'
+    declared time limits and `slow` marks) are handed out first, so the longest work does not start last."""
     groups: dict[str, list] = {}
     for item in items:
         shared = [f for f in SHARED_SESSION_FIXTURES if f in getattr(item, "fixturenames", ())]
         name = shared[0] if shared else item.nodeid.split("::")[0].rsplit("/", 1)[-1].removesuffix(".py")
         item.add_marker(pytest.mark.xdist_group(name))
         groups.setdefault(name, []).append(item)
-    order = sorted(groups, key=lambda g: (g not in SHARED_SESSION_FIXTURES,
-                                          -sum(i.get_closest_marker("slow") is not None for i in groups[g])))
-    items[:] = [item for g in order for item in groups[g]]
+    def expected_cost(group: str) -> tuple:         # the time limits the tests declare, then their `slow` marks
+        marks = [(i.get_closest_marker("timeout"), i.get_closest_marker("slow")) for i in groups[group]]
+        return (group not in SHARED_SESSION_FIXTURES, -sum(float(t.args[0]) for t, _ in marks if t and t.args),
+                -sum(slow is not None for _, slow in marks))
+    items[:] = [item for g in sorted(groups, key=expected_cost) for item in groups[g]]
 
 
 class PgDatabases:
