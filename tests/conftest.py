@@ -144,6 +144,16 @@ def database_url(request, monkeypatch, databases, module_database_url):
         databases.drop(url)
 
 
+@pytest.fixture(autouse=True)
+def baseline_port(monkeypatch):
+    """A bootstrap started by a test (in process or in an app it starts) serves its baselines on a free port: the
+    default, 8765 when free, races with the other xdist worker and with other jobs on the machine. A test that sets
+    EMPATHY_ARENA_BASELINE_PORT itself keeps its own."""
+    if not os.environ.get("EMPATHY_ARENA_BASELINE_PORT"):
+        from tests.support.processes import free_port
+        monkeypatch.setenv("EMPATHY_ARENA_BASELINE_PORT", str(free_port()))
+
+
 def _databases_for_one_test(databases, make):
     """A callable giving `make(...)`'s new database URL (None on SQLite runs); dropped after the test."""
     made = []
