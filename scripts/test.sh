@@ -5,6 +5,8 @@
 # tests that used the store on the SQLite pass. EMPATHY_ARENA_TEST_DB=sqlite|postgresql runs one pass only.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+SECONDS=0
+took() { echo "=== $1 took $((SECONDS / 60)) min $((SECONDS % 60)) s (load average $(cut -d' ' -f1-3 /proc/loadavg))"; SECONDS=0; }
 bash scripts/setup.sh --test
 export GRADIO_ANALYTICS_ENABLED=False HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 TRANSFORMERS_OFFLINE=1
 unset DATABASE_URL
@@ -13,6 +15,7 @@ echo "=== ruff check ==="
 "$PY" -m ruff check .            # lint first: a finding fails the run before any test starts
 echo "=== mypy (pure cores, mypy.ini) ==="
 "$PY" -m mypy
+took "set-up, ruff and mypy"
 databases="${EMPATHY_ARENA_TEST_DB:-sqlite postgresql}"
 # Two xdist workers (tests/conftest.py groups a module's tests, and a shared session fixture's, on one worker);
 # EMPATHY_ARENA_TEST_WORKERS=0 runs in one process.
@@ -33,6 +36,7 @@ for db in $databases; do
     fi
     rc=$?
     set -e
+    took "the tests on $db"
     if [ "$rc" = 5 ]; then echo "pytest collected no tests on $db: that is a failure here"; rc=1; fi
     if [ "$rc" != 0 ]; then failed="$failed $db(exit $rc)"; fi
 done
