@@ -15,7 +15,8 @@ EMPATHY_ARENA_TEST_STORE_RECORD=DIR: the SQLite pass writes one record per proce
 DIR; the PostgreSQL pass reads them and deselects the tests that ran on SQLite without using the store. A test the
 record does not know (new, or skipped on SQLite) runs. Without the variable nothing is deselected (scripts/test.sh
 sets it for its two passes; `EMPATHY_ARENA_TEST_DB=postgresql pytest` alone runs the whole suite on PostgreSQL).
-tests/test_storage_probe.py checks that the probe sees each way a test can use the store.
+tests/test_storage_probe.py checks that the probe sees each way a test can use the store;
+tests/test_store_selection.py that the PostgreSQL pass selects every test the record says used it, on the real suite.
 """
 from __future__ import annotations
 
@@ -33,6 +34,7 @@ PROBE_DIR_ENV = "EMPATHY_ARENA_STORE_PROBE"          # where children report (re
 TAG_ENV = "EMPATHY_ARENA_STORE_PROBE_TAG"            # the test or fixture a child was started for
 SITE_DIR = str(Path(__file__).resolve().parent)      # holds sitecustomize.py
 STORE_FILE = "store.sqlite3"
+DESELECTED = pytest.StashKey[list[str]]()             # the PostgreSQL pass's deselected test ids (base_id)
 
 
 def tag_file(tag: str) -> str:
@@ -175,7 +177,9 @@ def read_record(record_dir: str) -> tuple[set[str], set[str]] | None:
 
 
 def select_for_postgresql(config, items) -> None:
-    """PostgreSQL pass with a record: keep the tests that used the store on SQLite, and those it does not know."""
+    """PostgreSQL pass with a record: keep the tests that used the store on SQLite, those it does not know, and those
+    marked `both_databases` (tests/test_store_selection.py, which checks this pass's selection against the record).
+    The deselected ids stay in `config.stash[DESELECTED]` for that check."""
     record_dir = os.environ.get(RECORD_ENV)
     if not record_dir:
         return
@@ -187,7 +191,9 @@ def select_for_postgresql(config, items) -> None:
     keep, drop = [], []
     for item in items:
         test = base_id(item.nodeid)
-        (drop if test in ran and test not in storage else keep).append(item)
+        pure = test in ran and test not in storage and item.get_closest_marker("both_databases") is None
+        (drop if pure else keep).append(item)
+    config.stash[DESELECTED] = [base_id(item.nodeid) for item in drop]
     if drop:
         config.hook.pytest_deselected(items=drop)
         items[:] = keep
