@@ -39,7 +39,7 @@ SHARED_SESSION_FIXTURES = ("demo_run",)
 # same time; the rest of the suite runs beside them. Add a module here when its test asserts on a duration.
 TIMED_MODULES = ("test_cold_start", "test_app_start", "test_arena_load", "test_bounded_endpoints",
                  "test_client_faults", "test_live", "test_live_submitted", "test_loaders", "test_queue_worker",
-                 "test_runner", "test_safety_remote", "test_space_judge")
+                 "test_runner", "test_safety_remote", "test_space_judge", "test_gradio_inputs", "test_gradio_limits")
 EXCLUSIVE_GROUP = "exclusive"
 
 
