@@ -156,10 +156,16 @@ def test_browse_shows_a_hostile_reply_as_text(env, page):
     _wait_ready(page)
     _open_tab(page, "Browse benchmark", page.locator("button:visible", has_text="Refresh").first)
     # Refresh lists the first collection's items first (switching collection straight away can race the item
-    # dropdown: "s0 is not in the list of choices"), then the context groups, whose first request has replies
+    # dropdown: "s0 is not in the list of choices"), then the context groups' showcase request
     page.locator("button:visible", has_text="Refresh").first.click()
     page.wait_for_function("() => document.body.innerText.includes('Words:')")
     page.get_by_text("AEQ context variation").click()
+    # a showcase request (eval_backend/showcase.py): arena-pool replies are not shown with their model's name
+    from eval_backend.benchmark.loaders import load_benchmark
+    from leaderboard import browse
+    showcase = browse.request_label(load_benchmark("demo", env["data"]), "context/g0/c1")
+    page.get_by_label("Request", exact=True).click()
+    page.get_by_role("option", name=showcase, exact=True).click()
     page.wait_for_function("() => document.body.innerText.includes('HOSTILE-REPLY')")
     body = page.inner_text("body")
     assert f"![](http://127.0.0.1:{env['hits'].port}/md-image.gif)" in body       # shown literally

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import pytest
 
+from eval_backend.showcase import in_arena_pool
 from eval_backend.store import Store
 from tests.support.arena_fixtures import AppProcess, seed
 from tests.test_arena_ui import CHROMIUM_ARGS
@@ -28,8 +29,9 @@ def app(tmp_path_factory):
     info = seed(data, MODELS, n_scripts=2)
     store = Store(data)
     kind, crisis = screen_text("I am so sorry, that sounds hard."), screen_text("Honestly, I want to die. I cannot go on anymore.")
-    assert not kind.flagged and not crisis.flagged and crisis.crisis
-    crisis_requests = set(info["requests"][::2])
+    assert not kind.flagged and not kind.crisis and not crisis.flagged and crisis.crisis, (kind.reason, crisis.reason)
+    # every other request battles can use (the arena pool, eval_backend/showcase.py): some battles crisis, some not
+    crisis_requests = set([r for r in info["requests"] if in_arena_pool(r)][::2])
     for r in store.replies(benchmark_hash=info["benchmark_hash"]):
         bad = r.model == "flat-model" and r.request_id in crisis_requests
         ledger.record(store, "reply", subject_of(r), "seeded decision", crisis if bad else kind)
@@ -59,7 +61,14 @@ def test_the_crisis_notice_follows_the_battle(app):
             last = page.evaluate("() => document.querySelector('.arena-meter').dataset.battle")
             rid = Store(app.data_dir).query("SELECT request_id FROM arena_battles WHERE id=?", (last,))[0][0]
             expected = rid in app.crisis_requests
-            page.wait_for_timeout(600)          # the notice follows the battle in a chained event
+            # the notice follows the battle in a chained event: wait until the box shows what this battle asks for
+            # (a notice left from the previous battle, or missing, fails here after the wait)
+            shown = ("() => { const b = document.getElementById('arena-crisis');"
+                     " return !!b && b.offsetParent !== null && b.innerText.trim().length > 0; }")
+            try:
+                page.wait_for_function(shown if expected else f"() => !({shown})()", timeout=20_000)
+            except sync_api.TimeoutError:
+                pass
             box = page.locator("#arena-crisis")
             visible = box.count() > 0 and box.is_visible()
             assert visible == expected, (rid, visible)

@@ -285,6 +285,7 @@ def test_submit_cascade_cue_then_leaderboard_manifest_and_arena(env, page):
     # filter state in the URL: written on change, read on load
     page.locator("#bench-sort label", has_text="LB3").click()
     page.wait_for_function("() => window.location.search.includes('sort=LB3')")
+    page.locator("#bench-filters").get_by_text("Filters and columns").click()    # the fold (issue 24)
     page.locator("#bench-kinds label", has_text="Reported by the EchoMind paper").click()   # hide reported
     page.wait_for_function("() => window.location.search.includes('kinds=')")
     shared = page.url

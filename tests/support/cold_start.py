@@ -46,9 +46,10 @@ class ColdStart:
     operator_leaks: list[str] = field(default_factory=list)   # operator strings found in the public page
     load_avg: tuple = ()
     log_tail: str = ""
+    log_text: str = ""        # the whole log (the tail fills with the runner's errors once the app is stopped)
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        return {k: v for k, v in asdict(self).items() if k != "log_text"}     # the tail is enough for a report
 
 
 def tree_cpu_s(pid: int) -> float:
@@ -130,7 +131,8 @@ def cold_start(work_dir: str | Path, timeout_s: float = 600.0, env: dict | None 
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
-        out.log_tail = log_path.read_text(errors="replace")[-8000:]
+        out.log_text = log_path.read_text(errors="replace")
+        out.log_tail = out.log_text[-8000:]
     return out
 
 
@@ -177,5 +179,6 @@ def _drive_to_vote(page, out: ColdStart, t0: float, timeout_s: float, proc: subp
     page.wait_for_function("() => !document.getElementById('arena-vote-a').disabled", timeout=120_000)
     out.votable_s = time.monotonic() - t0
     page.click("#arena-vote-a")
+    page.click("#arena-send")          # no aspect answered: the vote waits for Send (issue 24)
     page.wait_for_function("() => document.querySelector('#arena-message')?.innerText.includes('✅')")
     out.voted_s = time.monotonic() - t0
