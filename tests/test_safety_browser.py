@@ -9,11 +9,12 @@ visible exactly when the server's battle row names a request whose reply was rec
 from __future__ import annotations
 
 import pytest
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 from eval_backend.showcase import in_arena_pool
 from eval_backend.store import Store
 from tests.support.arena_fixtures import AppProcess, seed
-from tests.test_arena_ui import CHROMIUM_ARGS
+from tests.support.browser import launch_chromium, new_page
 
 MODELS = ("warm-model", "flat-model")
 MODULE_DATABASE_FIXTURES = ("app",)
@@ -46,11 +47,8 @@ def app(tmp_path_factory):
 @pytest.mark.slow
 @pytest.mark.timeout(300)
 def test_the_crisis_notice_follows_the_battle(app):
-    sync_api = pytest.importorskip("playwright.sync_api")
-    with sync_api.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS)
-        page = browser.new_page()
-        page.set_default_timeout(30_000)
+    with launch_chromium() as browser:
+        page = new_page(browser, 30_000)
         page.goto(app.url + "/")
         seen = set()
         last = None
@@ -67,7 +65,7 @@ def test_the_crisis_notice_follows_the_battle(app):
                      " return !!b && b.offsetParent !== null && b.innerText.trim().length > 0; }")
             try:
                 page.wait_for_function(shown if expected else f"() => !({shown})()", timeout=20_000)
-            except sync_api.TimeoutError:
+            except PlaywrightTimeout:
                 pass
             box = page.locator("#arena-crisis")
             visible = box.count() > 0 and box.is_visible()
@@ -82,5 +80,4 @@ def test_the_crisis_notice_follows_the_battle(app):
             page.click("#arena-vote-a")
             page.click("#arena-send")      # no aspect answered: send the vote as it is (issue 24)
             page.wait_for_selector("#arena-reveal", state="visible")
-        browser.close()
     assert seen == {True, False}           # both kinds of battle were shown

@@ -21,7 +21,6 @@ import asyncio
 import hashlib
 import json
 import os
-import socket
 import subprocess
 import sys
 import threading
@@ -34,6 +33,7 @@ import pytest
 from eval_backend.showcase import in_showcase
 from tests.support.arena_fixtures import build_benchmark
 from tests.support.live_fixtures import LiveApp, post_live, spec, utterance
+from tests.support.processes import free_port
 from tests.support.speaking_server import SpeakingServer
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -53,12 +53,6 @@ LINES = {
     "carer-model": lambda rid: (CRISIS if crisis_request(rid) else KIND.replace("sorry", "sad"), None),
     "rude-model": lambda rid: (RUDE, RUDE_CLAIMS),
 }
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def store_replies(data: Path, folder: Path, srv: SpeakingServer):
