@@ -87,3 +87,42 @@ def test_the_metric_is_registered_with_its_own_name_label_and_note():
     assert m.family == "audio" and m.higher_is_better
     assert "not NISQA or UTMOS" in m.note.replace("Not NISQA", "not NISQA")
     assert METRIC_LABELS["audio.distillmos"] == "Distill-MOS"
+
+
+def test_a_clip_two_models_share_is_scored_once_per_process(tmp_path, monkeypatch):
+    """The bootstrap scores four baselines in one process and their replies often share a clip (issue 22): the
+    model runs once per clip content, and every reply with that content gets the same score."""
+    from eval_backend.audio.io import encode_wav
+    from eval_backend.audio.synth import espeak
+    from eval_backend.benchmark.model import AudioRef, Benchmark, Script, Variant
+    from eval_backend.scoring.registry import METRICS, ScoringContext
+    from eval_backend.store import Reply, Store
+
+    store = Store(tmp_path / "data")
+    user = AudioRef(None)
+    bench = Benchmark("b", "1", scripts=[Script(s, "x", "sad", "t", {"target": Variant("target", "sad", user)})
+                                         for s in ("s1", "s2")], hash="hb")
+    shared = encode_wav(espeak("I hear you, that sounds hard.", voice="en-us"), 16000)
+    own = {"m1": encode_wav(espeak("Tell me more about it.", voice="en-us"), 16000),
+           "m2": encode_wav(espeak("What happened next?", voice="en-gb"), 16000)}
+    calls: list[int] = []
+    real = learned_mos.distillmos_many
+
+    def counted(clips):
+        calls.append(len(clips))
+        return real(clips)
+    monkeypatch.setattr(learned_mos, "distillmos_many", counted)
+    results = {}
+    for model in ("m1", "m2"):
+        replies = {}
+        for script, wav in (("s1", shared), ("s2", own[model])):
+            rid = f"conversation/{script}/target"
+            r = Reply(model, "hb", rid, "conversation", script, "target", "ok", text="x",
+                      audio_path=store.save_reply_audio(model, wav))
+            replies[rid] = r
+        assert replies["conversation/s1/target"].audio_path.count(model)   # a path of its own per model
+        results[model] = METRICS["audio.distillmos"].compute(ScoringContext(model, bench, replies, store))
+    assert calls == [2, 1]                   # m2: only its own clip went through the model
+    assert results["m1"].per_item["conversation/s1/target"] == results["m2"].per_item["conversation/s1/target"]
+    assert results["m1"].per_item["conversation/s2/target"] != results["m2"].per_item["conversation/s2/target"]
+    assert results["m2"].n == 2

@@ -57,17 +57,31 @@ _CONTENT_SIZE = 20_000
 _CONTENT_LOCK = threading.Lock()
 
 
-def _by_content(kind: str, key: Any, make: Callable[[], Any]) -> Any:
-    """Process-wide memo of a pure measurement of content (a clip's digest, a text); computed outside the lock."""
+_MISSING = object()
+
+
+def known_by_content(kind: str, key: Any) -> Any:
+    """The memoised measurement of this content, else `_MISSING` (for callers that batch what is missing)."""
     with _CONTENT_LOCK:
         if (kind, key) in _CONTENT:
             _CONTENT.move_to_end((kind, key))
             return _CONTENT[(kind, key)]
-    value = make()
+    return _MISSING
+
+
+def remember_by_content(kind: str, key: Any, value: Any) -> None:
     with _CONTENT_LOCK:
         _CONTENT[(kind, key)] = value
         if len(_CONTENT) > _CONTENT_SIZE:
             _CONTENT.popitem(last=False)
+
+
+def _by_content(kind: str, key: Any, make: Callable[[], Any]) -> Any:
+    """Process-wide memo of a pure measurement of content (a clip's digest, a text); computed outside the lock."""
+    value = known_by_content(kind, key)
+    if value is _MISSING:
+        value = make()
+        remember_by_content(kind, key, value)
     return value
 
 

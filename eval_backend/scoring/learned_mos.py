@@ -33,7 +33,8 @@ from typing import Any
 import numpy as np
 
 from ..audio.io import BadAudio
-from .audio_metrics import _clip, _per_clip, _result, _spoken
+from .audio_metrics import (_MISSING, _clip, _per_clip, _result, _spoken, content_key, known_by_content,
+                            remember_by_content)
 from .registry import MetricResult, ScoringContext, metric
 
 PACKAGE = "distillmos"
@@ -41,6 +42,7 @@ if importlib.util.find_spec(PACKAGE) is None:      # an optional metric module: 
     raise ImportError("distillmos is not installed (pip install --no-deps -r requirements-nodeps.txt)")
 SR = 16_000
 BATCH = 8              # clips per forward pass
+KIND = "distillmos"    # its memo of measurements by clip content (audio_metrics.known_by_content)
 _lock = threading.Lock()
 _model: Any = None
 
@@ -107,27 +109,44 @@ def distillmos_many(clips: list[tuple[np.ndarray, int]]) -> list[float]:
 
 
 def _values(ctx: ScoringContext) -> dict:
-    """{rid: MOS | Failure}: the run's decodable clips scored BATCH at a time (decoded per batch, so memory stays
-    small), then read per reply."""
+    """{rid: MOS | Failure}: each distinct clip content scored once per process (the bootstrap scores four
+    baselines whose replies often share a clip), the missing ones BATCH at a time (decoded per batch, so memory
+    stays small), then read per reply."""
     scores = ctx.cache.setdefault("audio:distillmos_by_path", {})
-    paths: list[str] = []
+    keys: list[str] = []
+    paths: dict[str, list[str]] = {}                        # content digest -> the run's paths with that content
     clips: list[tuple[np.ndarray, int]] = []
 
     def flush() -> None:
         if not clips:
             return
-        scores.update(zip(paths, distillmos_many(clips)))
-        paths.clear()
+        for key, value in zip(keys, distillmos_many(clips)):
+            remember_by_content(KIND, key, value)
+            scores.update((path, value) for path in paths.pop(key))
+        keys.clear()
         clips.clear()
     for _, reply, _ in _spoken(ctx):
-        if reply.status == "ok" and reply.audio_path not in scores and reply.audio_path not in paths:
-            try:
-                clips.append(_clip(ctx, reply.audio_path))
-            except BadAudio:
-                continue                                   # read again below, and counted as bad_audio there
-            paths.append(reply.audio_path)
-            if len(clips) == BATCH:
-                flush()
+        if reply.status != "ok" or reply.audio_path in scores:
+            continue
+        try:
+            key = content_key(ctx, reply.audio_path)
+        except OSError:
+            continue                                       # missing file: counted as bad_audio below
+        if key in paths:                                    # the same content already waits in this batch
+            paths[key].append(reply.audio_path)
+            continue
+        known = known_by_content(KIND, key)
+        if known is not _MISSING:
+            scores[reply.audio_path] = known
+            continue
+        try:
+            clips.append(_clip(ctx, reply.audio_path))
+        except BadAudio:
+            continue                                       # read again below, and counted as bad_audio there
+        keys.append(key)
+        paths[key] = [reply.audio_path]
+        if len(clips) == BATCH:
+            flush()
     flush()
 
     def one(c, reply, info):
