@@ -9,7 +9,8 @@ EMPATHY_ARENA_WORKER (1: run an evaluation worker in-process), its judges (EMPAT
 EMPATHY_ARENA_AUDIO_JUDGE_*, see eval_backend/scoring/judge_env.py), Hub sync (README),
 GRADIO_SERVER_NAME / GRADIO_SERVER_PORT (127.0.0.1:7860; Spaces sets 0.0.0.0),
 EMPATHY_ARENA_TRUSTED_PROXIES (reverse proxies whose X-Forwarded-For is believed: eval_backend/client_address.py),
-EMPATHY_ARENA_LIVE_* (live battles: arena/live.py).
+EMPATHY_ARENA_LIVE_* (live battles: arena/live.py), EMPATHY_ARENA_GOLD_SHARE and EMPATHY_ARENA_POW* (gold battles and
+proof of work for anonymous voters: arena/README.md, "Votes that count").
 
 The services are assembled once in app_context.py (AppContext); the page's tabs are the TABS list below, each a
 `build_<name>_tab(ctx) -> TabHandles` (eval_backend/tab_contract.py).

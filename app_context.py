@@ -165,9 +165,16 @@ class AppContext:
         return self.worker
 
     def start_health_checks(self, every_s: float = HEALTH_EVERY_S) -> threading.Thread:
-        """Alerts must reach the log even when no page is open (the health tab calls the same monitor)."""
+        """Alerts must reach the log even when no page is open (the health tab calls the same monitor). The
+        integrity sweep runs first (arena/vote_flags.py: flags, spent challenges, expired gold clips), so the check
+        sees its flags."""
         def loop():
             while True:
+                try:
+                    report = self.arena.integrity_upkeep()
+                    log.info("integrity sweep: %s", report.as_dict())
+                except Exception:  # a failed sweep must not stop the health check or the next sweep
+                    log.exception("integrity sweep failed")
                 try:
                     self.health.check()
                 except Exception:  # a failed check must not stop the next one

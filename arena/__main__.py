@@ -9,8 +9,13 @@
     import-votes FILE                    append votes from CSV / JSONL (all or nothing)
     export --format jsonl|csv --out F    the public vote log (no session ids, IP hashes, user names)
     pause MODEL [--reason R] / unpause MODEL   (unpause also lifts a submitted model's live pause: live_submitted.py)
-    health [--json] [--hours N]          accepted vs refused votes over the last day (--hours: per-hour series),
+    health [--json] [--hours N]          accepted vs refused votes over the last day (--hours: per-hour series), of
+                                         the accepted ones counted / down-weighted / excluded and why, gold checks,
                                          and the battle pairs left out of matchmaking, by reason
+    sweep [--json]                       run the integrity sweep once (arena/vote_flags.py; the app runs it every 5 min)
+    flags [--json]                       the flagged votes per kind and subject, and the operator's decisions
+    reverse-flag KIND SUBJECT --operator NAME [--note N] / restore-flag ...
+                                         the operator reverses a flag (its votes count again) or restores it
     release --out DIR [--rounds N]       public data release: votes, ratings, vote-log hash, code version, parameters
     rebuild DIR [--json] [--axis A] [--style]   recompute the leaderboard from a release (exit 1 if it differs)
 
@@ -126,8 +131,12 @@ def cmd_health(args) -> int:
     else:
         from .health import live_models_line, pairs_line
         share = "n/a" if h["counted_share"] is None else f"{h['counted_share']:.1%}"
-        print(f"last 24 h: {h['accepted']} votes counted, refused {h['refused'] or 'none'}, counted share {share}"
-              + ("  ALERT: most submissions are refused" if h["alert"] else ""))
+        held = (f" ({h['down_weighted']} down-weighted, {h['excluded']} excluded: "
+                f"{h['excluded_by_reason'] or 'none'})" if h["down_weighted"] or h["excluded"] else "")
+        checks = h["gold"]
+        print(f"last 24 h: {h['accepted']} votes accepted, {h['counted']} counted in full{held}, refused "
+              f"{h['refused'] or 'none'}, counted share {share}; gold checks: {checks.get('pass', 0)} passed, "
+              f"{checks.get('fail', 0)} failed" + ("  ALERT: most submissions are not counted" if h["alert"] else ""))
         print(pairs_line(h["battle_pairs"]))
         if h["live_models"]:
             print(live_models_line(h["live_models"]))
@@ -162,12 +171,51 @@ def _health_series(args) -> int:
     if args.json:
         print(json.dumps(rep, indent=1))
         return 0
-    print(f"{'hour (UTC)':16} {'served':>7} {'counted':>8} {'refused':>8} {'share':>6}  refused by reason")
+    print(f"{'hour (UTC)':16} {'served':>7} {'counted':>8} {'down-w.':>8} {'excluded':>8} {'refused':>8} {'share':>6}"
+          "  refused / excluded by reason")
     for r in rep["rows"]:
         share = "   n/a" if r["counted_share"] is None else f"{r['counted_share']:6.0%}"
-        why = ", ".join(f"{k} {v}" for k, v in r["refused_by_reason"].items())
-        print(f"{r['start_utc']:16} {r['served']:7d} {r['accepted']:8d} {r['refused']:8d} {share}  {why}")
+        why = ", ".join([f"{k} {v}" for k, v in r["refused_by_reason"].items()]
+                        + [f"excluded {k} {v}" for k, v in r["excluded_by_reason"].items()])
+        print(f"{r['start_utc']:16} {r['served']:7d} {r['counted']:8d} {r['down_weighted']:8d} {r['excluded']:8d} "
+              f"{r['refused']:8d} {share}  {why}")
     print(f"ALERT: {rep['alert']}" if rep["alert"] else "no alert")
+    return 0
+
+
+def cmd_sweep(args) -> int:
+    report = _service(args).integrity_upkeep().as_dict()
+    if args.json:
+        print(json.dumps(report, indent=1))
+    else:
+        print(f"swept {report['votes']} votes in {report['seconds']} s: flags {report['flags']}; "
+              f"{report['excluded']} excluded, {report['down_weighted']} down-weighted")
+    return 0
+
+
+def cmd_flags(args) -> int:
+    from .vote_flags import groups
+    rows = groups(_service(args).store)
+    if args.json:
+        print(json.dumps(rows, indent=1))
+        return 0
+    if not rows:
+        print("no flagged votes")
+    for r in rows:
+        decided = f" (by {r['decided_by']}: {r['note'] or 'no note'})" if r["decided_by"] else ""
+        print(f"{r['kind']:10} {r['subject']:40} {r['votes']:6d} votes, weight {r['weight']:g}, {r['state']}{decided}: "
+              f"{r['detail']}")
+    return 0
+
+
+def cmd_decide(args) -> int:
+    from .vote_flags import decide
+    try:
+        decide(_service(args).store, args.kind, args.subject, args.command.split("-")[0], args.operator, args.note)
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    print(f"{args.command.split('-')[0]}d {args.kind} flags of {args.subject} (logged as {args.operator})")
     return 0
 
 
@@ -244,6 +292,19 @@ def build_parser() -> argparse.ArgumentParser:
     h.add_argument("--json", action="store_true")
     h.add_argument("--hours", type=int, default=0, help="per-hour series over the last N hours (arena.health)")
     h.set_defaults(func=cmd_health)
+    sw = sub.add_parser("sweep", parents=[common], help="run the integrity sweep once (flags, arena/sweeps.py)")
+    sw.add_argument("--json", action="store_true")
+    sw.set_defaults(func=cmd_sweep)
+    fl = sub.add_parser("flags", parents=[common], help="flagged votes per kind and subject, and decisions")
+    fl.add_argument("--json", action="store_true")
+    fl.set_defaults(func=cmd_flags)
+    for name, what in (("reverse-flag", "its votes count again"), ("restore-flag", "undo a reversal")):
+        d = sub.add_parser(name, parents=[common], help=f"the operator's decision on a flag: {what}")
+        d.add_argument("kind")
+        d.add_argument("subject", help="as `flags` prints it, e.g. session:3f2a91c0d4e5 or address:9c1e...")
+        d.add_argument("--operator", required=True, help="your name, logged with the decision")
+        d.add_argument("--note", default=None)
+        d.set_defaults(func=cmd_decide)
     rl = sub.add_parser("release", parents=[common], help="write a public data release (versioned snapshot)")
     rl.add_argument("--out", required=True, help="new or empty directory")
     rl.add_argument("--rounds", type=int, default=None, help="bootstrap rounds (default: settings)")

@@ -12,7 +12,9 @@ or Gradio's handler) and cost a dict lookup:
   limits (session/address/account per minute and day) stay in the vote's transaction (service.py); this one
   keeps a stream of bogus votes off the writer;
 - skips per client address (`POST /api/arena/skip`, the tab's Skip): their own bucket of the same size as vote
-  attempts, so skipping never spends a voter's vote budget, and a stream of skips still stays off the writer.
+  attempts, so skipping never spends a voter's vote budget, and a stream of skips still stays off the writer;
+- proof-of-work challenges per client address (`GET /api/arena/pow/challenge`, arena/pow.py: each costs the
+  server one key derivation): their own bucket of the size of the battles' one.
 
 IPv6 clients are keyed by their /64: one host usually holds a whole /64 and could otherwise rotate through it.
 State is per process (replicas each keep their own) and starts empty on restart; the tables are bounded
@@ -59,9 +61,11 @@ class BattleGate:
         self.battles = TokenBuckets(ip_battles_per_minute, clock, max_keys)
         self.votes = TokenBuckets(ip_vote_attempts_per_minute, clock, max_keys)
         self.skips = TokenBuckets(ip_vote_attempts_per_minute, clock, max_keys)
+        self.challenges = TokenBuckets(ip_battles_per_minute, clock, max_keys)
         self._open: OrderedDict[str, dict[object, float]] = OrderedDict()   # session -> {battle id | slot: expiry}
         self._lock = threading.Lock()
-        self.refused: dict[str, int] = {"battle_rate": 0, "open_battles": 0, "vote_rate": 0, "skip_rate": 0}
+        self.refused: dict[str, int] = {"battle_rate": 0, "open_battles": 0, "vote_rate": 0, "skip_rate": 0,
+                                        "challenge_rate": 0}
 
     def _count(self, kind: str) -> None:
         with self._lock:
@@ -125,18 +129,25 @@ class BattleGate:
 
     def _rate_refusal(self, kind: str, wait: float) -> Refused:
         self._count(f"{kind}_rate")
-        what, buckets = {"battle": "battles", "vote": "vote attempts", "skip": "skips"}[kind], self._buckets(kind)
+        what = {"battle": "battles", "vote": "vote attempts", "skip": "skips", "challenge": "check challenges"}[kind]
+        buckets = self._buckets(kind)
         return Refused("rate_limited", f"too many {what} from this network address (the limit is "
                                        f"{buckets.capacity:g} a minute); try again in {math.ceil(wait)} s", wait)
 
     def _buckets(self, kind: str) -> TokenBuckets:
-        return {"battle": self.battles, "vote": self.votes, "skip": self.skips}[kind]
+        return {"battle": self.battles, "vote": self.votes, "skip": self.skips, "challenge": self.challenges}[kind]
 
     def admit_skip(self, address: str | None) -> None:
         """The in-memory skip limit per address; raises Refused (rate_limited)."""
         wait = self.skips.take(address_key(address))
         if wait:
             raise self._rate_refusal("skip", wait)
+
+    def admit_challenge(self, address: str | None) -> None:
+        """The in-memory proof-of-work challenge limit per address; raises Refused (rate_limited)."""
+        wait = self.challenges.take(address_key(address))
+        if wait:
+            raise self._rate_refusal("challenge", wait)
 
     def admit_vote(self, address: str | None) -> None:
         wait = self.votes.take(address_key(address))

@@ -3,6 +3,8 @@
 short; the numbers they compare are arena/listening.py's (one rule for page and server)."""
 from __future__ import annotations
 
+from .pow_ui import PAYLOAD_JS
+
 # The listening meter: polls the battle's <audio> elements, measures each clip's seconds played (within the part
 # the rule asks for) from its `played` ranges, shows the countdown, and unlocks the vote buttons (via a Python event,
 # so the unlock also checks the battle is still open) once every clip is covered. `arenaRemaining` is
@@ -207,5 +209,7 @@ AFTER_VOTE_JS = r"""
 """
 
 
-# The vote sends the page's listen report through this hidden box (filled by the click's js, LISTEN_JS).
-LISTEN_JS = "(...args) => [...args.slice(0, -1), window.__arenaListenReport ? window.__arenaListenReport() : '']"
+# The vote sends the page's listen report and the proof-of-work payload (arena/pow_ui.py) through two hidden
+# boxes, the vote's last two inputs (filled by the click's js, LISTEN_JS).
+LISTEN_JS = ("(...args) => [...args.slice(0, -2), window.__arenaListenReport ? window.__arenaListenReport() : '', "
+             f"{PAYLOAD_JS}]")

@@ -50,6 +50,7 @@ import gradio as gr
 
 from eval_backend import safejson
 
+from . import pow_ui
 from .arena_page_js import AFTER_VOTE_JS, LISTEN_JS, METER_JS, PLAY_ALL_JS
 from .media import audio_html
 from eval_backend.inert import md, md_inline
@@ -88,7 +89,8 @@ def revealed_clip_html(slot: str, side, url: str, won: bool) -> str:
     No rating number: the board's headline is Bradley–Terry with an interval (TrueSkill, which the vote
     updates, is behind its "All columns"), so the reveal points there instead of showing a number the board
     hides. A new <audio> element, so nothing keeps playing from before the vote."""
-    rating = f"{side.votes} vote{'' if side.votes == 1 else 's'} · rank on the Arena leaderboard"
+    rating = (f"{side.votes} vote{'' if side.votes == 1 else 's'} · rank on the Arena leaderboard"
+              if side.rating is not None else "a check clip, not a model")     # a gold battle (arena/gold.py)
     return (f'<div class="media-clip arena-revealed"><div class="media-clip-label"><strong>{slot}: '
             f'{html.escape(side.model)}</strong>{" 🏆" if won else ""} <span class="arena-rating">{rating}</span></div>'
             f'<audio controls preload="auto" src="{html.escape(url)}" '
@@ -127,6 +129,14 @@ def listen_report(text: str | None, battle_id: str | None) -> dict | None:
     if not isinstance(report, dict) or report.get("battle_id") != battle_id:
         return None
     return report
+
+
+# After a gold battle (arena/gold.py): no rating changed; the voter learns it was a check and how it went
+GOLD_THANKS = {"pass": "✅ Thank you! This one was a check: one clip was made unlistenable on purpose, and you "
+                       "picked the real reply. Checks like this keep the votes honest.",
+               "fail": "This one was a check: one clip was made unlistenable on purpose (see below). Please listen "
+                       "to both replies before voting: votes that miss these checks count for less.",
+               "neutral": "This one was a check: one clip was made unlistenable on purpose (see below). Thank you!"}
 
 
 def reveal_markdown(result) -> str:
@@ -186,6 +196,7 @@ def build_arena_tab(ctx) -> ArenaTabHandles:
             audio_a, audio_b = player("a"), player("b")
     meter = gr.HTML(_meter_html(None, None, ""), js_on_load=METER_JS, elem_id="arena-meter")
     play_all = gr.Button("▶ Play all in order", elem_id="arena-play-all", size="sm")
+    pow_box = pow_ui.build_pow_box()               # the anonymous voter's proof of work, while one is due
     # the two aspects, in view with the vote (hidden before a battle, arena/layout_css.py); answered before the
     # overall vote, or right after it: the overall vote then waits (names hidden) until both are answered or
     # "Send my vote" is pressed, so every axis answer is as blind as the overall one
@@ -203,6 +214,8 @@ def build_arena_tab(ctx) -> ArenaTabHandles:
     with gr.Accordion("Say why (optional)", open=False, elem_id="arena-why"):
         reason = gr.Textbox(label="Reason (optional)", max_lines=3, max_length=500, elem_id="arena-reason")
     listen_box = gr.Textbox(visible=False, elem_id="arena-listen")    # the page's listen report (LISTEN_JS)
+    pow_input = gr.Textbox(visible=False, elem_id="arena-pow-payload")  # the solved proof of work (LISTEN_JS)
+    pow_input = gr.Textbox(visible=False, elem_id="arena-pow-payload")  # the solved proof of work (LISTEN_JS)
     gr.Markdown(HELP.replace("up to 2×", f"up to {service.settings.max_playback_rate:g}×"), elem_id="arena-help")
     gr.Markdown(KEYS_HELP, elem_classes=["arena-keys"], elem_id="arena-keys")   # keyboards only (layout_css)
 
@@ -233,7 +246,8 @@ def build_arena_tab(ctx) -> ArenaTabHandles:
                     gr.update(visible=True, value="Try again"), gr.update(visible=False))
         ctx = context_markdown(view.context_text)
         return (
-            {"session": session, "battle_id": view.battle_id, "voted": False, "notice": view.notice},
+            {"session": session, "battle_id": view.battle_id, "voted": False, "notice": view.notice,
+             "pow": view.pow_required},
             gr.update(visible=bool(ctx), value=ctx),
             clip_html(AUDIO_LABELS["user"], view.user_audio), clip_html(AUDIO_LABELS["a"], view.audio_a),
             clip_html(AUDIO_LABELS["b"], view.audio_b),
@@ -249,26 +263,29 @@ def build_arena_tab(ctx) -> ArenaTabHandles:
         # a "not yet" answer from before the page counted every clip heard is out of date now
         return [gr.update(interactive=open_)] * len(buttons) + ["" if st.get("not_yet") else gr.update()]
 
-    def commit(st: dict, slot: str, said_v, sounded_v, reason_v, listen_v, request, profile):
+    def commit(st: dict, slot: str, said_v, sounded_v, reason_v, listen_v, pow_v, request, profile):
         """Send the vote (the overall choice `slot` with the aspects answered so far) to the service."""
         keep3 = [gr.update()] * 3                  # the players, unchanged unless the vote counts
-        keep_rest = [gr.update(), gr.update(), gr.update()]       # the meter, Send, the aspects' note
+        keep_rest = [gr.update(), gr.update(), gr.update(), gr.update()]  # meter, Send, aspects' note, proof box
         if not st.get("battle_id") or st.get("voted"):
             return (st, *locked, gr.update(), gr.update(), gr.update(), "Start a new battle first.",
                     gr.update(), gr.update(visible=True), gr.update(visible=False), *keep3, *keep_rest)
         session, ip, user = _identity(st, request, profile)
         # not counted: the waiting vote is dropped (the voter votes again once told why)
-        dropped = [gr.update(), gr.update(visible=False), AXES_NOTE]
+        dropped = [gr.update(), gr.update(visible=False), AXES_NOTE, gr.update()]
         except_keep = [gr.update()] * len(buttons)
         try:
             service.admit_vote(ip)
             result = run_write(service.submit_vote, st["battle_id"], session, ip, slot, said=said_v or None,
                                sounded=sounded_v or None, reason=(reason_v or "").strip() or None, user=user,
-                               listen=listen_report(listen_v, st["battle_id"]))
+                               listen=listen_report(listen_v, st["battle_id"]), pow=pow_v or None)
         except NotYet as exc:
             return ({**st, "not_yet": True, "pending": None}, *except_keep, gr.update(), gr.update(), gr.update(),
                     f"⏳ {md(exc.message)}", gr.update(), gr.update(), gr.update(), *keep3, *dropped)
         except (VoteRefused, Refused) as exc:
+            if exc.reason_code.startswith("pow_"):     # a fresh check (a new challenge), then vote again
+                st = {**st, "pow": True, "pow_round": st.get("pow_round", 0) + 1}
+                dropped[-1] = pow_ui.widget_html(True, service.settings.pow_every_votes, st["pow_round"])
             return ({**st, "pending": None}, *except_keep, gr.update(), gr.update(), gr.update(),
                     message_markdown(exc.message), gr.update(), gr.update(), gr.update(), *keep3, *dropped)
         done = {**st, "voted": True, "pending": None}
@@ -277,19 +294,19 @@ def build_arena_tab(ctx) -> ArenaTabHandles:
                    revealed_clip_html("A", result.a, battle_clip_url(bid, "A"), result.winner == result.a.model),
                    revealed_clip_html("B", result.b, battle_clip_url(bid, "B"), result.winner == result.b.model))
         return (done, *locked, gr.update(interactive=False), gr.update(interactive=False),
-                gr.update(interactive=False), "✅ Vote recorded. Thank you!",
+                gr.update(interactive=False), GOLD_THANKS.get(result.gold, "✅ Vote recorded. Thank you!"),
                 gr.update(visible=True, value=reveal_markdown(result)),
                 gr.update(visible=True, value="Next battle"), gr.update(visible=False), *players,
-                _meter_html(None, None, ""), gr.update(visible=False), AXES_NOTE)   # the meter goes
+                _meter_html(None, None, ""), gr.update(visible=False), AXES_NOTE, gr.update())   # the meter goes
 
     def unchanged(st: dict):
         return (st, *[gr.update()] * (len(vote_outputs) - 1))
 
     def make_vote(slot: str):
-        def vote(st: dict, said_v, sounded_v, reason_v, listen_v, request: gr.Request,
+        def vote(st: dict, said_v, sounded_v, reason_v, listen_v, pow_v, request: gr.Request,
                  profile: gr.OAuthProfile | None):
             if said_v and sounded_v or not st.get("battle_id") or st.get("voted"):
-                return commit(st, slot, said_v, sounded_v, reason_v, listen_v, request, profile)
+                return commit(st, slot, said_v, sounded_v, reason_v, listen_v, pow_v, request, profile)
             # an aspect is unanswered: the vote waits for it (or for "Send my vote"), names still hidden
             out = list(unchanged({**st, "pending": slot}))
             out[vote_outputs.index(send_btn)] = gr.update(visible=True)
@@ -297,16 +314,17 @@ def build_arena_tab(ctx) -> ArenaTabHandles:
             return tuple(out)
         return vote
 
-    def send(st: dict, said_v, sounded_v, reason_v, listen_v, request: gr.Request, profile: gr.OAuthProfile | None):
+    def send(st: dict, said_v, sounded_v, reason_v, listen_v, pow_v, request: gr.Request,
+             profile: gr.OAuthProfile | None):
         if not st.get("pending") or st.get("voted"):
             return unchanged(st)
-        return commit(st, st["pending"], said_v, sounded_v, reason_v, listen_v, request, profile)
+        return commit(st, st["pending"], said_v, sounded_v, reason_v, listen_v, pow_v, request, profile)
 
-    def aspect_answered(st: dict, said_v, sounded_v, reason_v, listen_v, request: gr.Request,
+    def aspect_answered(st: dict, said_v, sounded_v, reason_v, listen_v, pow_v, request: gr.Request,
                         profile: gr.OAuthProfile | None):
         """Right after the overall vote: answering the second aspect sends the waiting vote."""
         if st.get("pending") and not st.get("voted") and said_v and sounded_v:
-            return commit(st, st["pending"], said_v, sounded_v, reason_v, listen_v, request, profile)
+            return commit(st, st["pending"], said_v, sounded_v, reason_v, listen_v, pow_v, request, profile)
         return unchanged(st)
 
     def pending_shown(st: dict):
@@ -315,7 +333,7 @@ def build_arena_tab(ctx) -> ArenaTabHandles:
         return gr.update(visible=waiting), pending_note(st["pending"]) if waiting else AXES_NOTE
 
     vote_outputs = [state, *buttons, said, sounded, reason, message, reveal, next_btn, skip_btn,
-                    audio_user, audio_a, audio_b, meter, send_btn, axes_note]
+                    audio_user, audio_a, audio_b, meter, send_btn, axes_note, pow_box]
     battle_outputs = [state, context_md, audio_user, audio_a, audio_b, meter, *buttons, said, sounded, reason,
                       message, reveal, next_btn, skip_btn]
     # Battles and votes write to SQLite: they run on the process's one writer thread (run_write, shared with
@@ -329,11 +347,13 @@ def build_arena_tab(ctx) -> ArenaTabHandles:
     for btn in (next_btn, skip_btn):                 # Skip = close this battle unvoted, then the next one
         btn.click(new_battle, [state], battle_outputs, concurrency_limit=1, concurrency_id=WRITE_QUEUE,
                   api_visibility="private").then(show_notice, [state], [notice_md], api_visibility="private",
-                                                 show_progress="hidden")
+                                                 show_progress="hidden").then(
+            pow_ui.show(service.settings.pow_every_votes), [state], [pow_box], api_visibility="private",
+            show_progress="hidden")
     meter.submit(unlock, [state], [*buttons, message], concurrency_limit=None, api_visibility="private",
                  show_progress="hidden")
     play_all.click(None, None, None, js=PLAY_ALL_JS)
-    vote_inputs = [state, said, sounded, reason, listen_box]
+    vote_inputs = [state, said, sounded, reason, listen_box, pow_input]
     voting = dict(concurrency_limit=1, concurrency_id=WRITE_QUEUE, api_visibility="private", js=LISTEN_JS)
     for slot, btn in vote_buttons.items():
         btn.click(make_vote(slot), vote_inputs, vote_outputs, **voting).then(None, None, None, js=AFTER_VOTE_JS)

@@ -7,7 +7,6 @@ gate, the candidate index, the vote-log cache of VoteLog).
 from __future__ import annotations
 
 import hashlib
-import re
 import secrets
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,39 +20,17 @@ from eval_backend.store import Reply
 from eval_backend.showcase import in_arena_pool
 from eval_backend.tasks import SPOKEN_TASKS, build_requests
 
-from . import battle_clips, covariates, distinct, listening, storage
+from . import battle_clips, covariates, distinct, gold, listening, storage
 from .abuse import Ticket
+from .identity_screen import IdentityScreen
 from .matchmaking import MatchParams, choose_pair
+from .pow import MESSAGES as POW_MESSAGES
 from .media import battle_clip_url
 from .ratings import BOTH_BAD, TIE, Rating, apply_vote
 from .storage import SLOTS, SUB_SLOTS
+from .vote_types import NoBattleAvailable, NotYet, Revealed, SkipRefused, VoteRefused, VoteResult
 
 MAX_REASON_CHARS = 2000
-
-
-class VoteRefused(Exception):
-    def __init__(self, reason_code: str, message: str):
-        super().__init__(message)
-        self.reason_code = reason_code
-        self.message = message
-
-
-class NotYet(VoteRefused):
-    """An early vote (the listening does not cover the clips yet): answered, never logged as a refusal.
-    `remaining_s`: per clip, seconds still to hear."""
-
-    def __init__(self, message: str, remaining_s: dict):
-        super().__init__(listening.NOT_YET, message)
-        self.remaining_s = remaining_s
-
-
-class SkipRefused(VoteRefused):
-    """A skip the server cannot apply (unknown battle, another session's, already voted): answered, never logged
-    as a refused vote (a skip is not a vote)."""
-
-
-class NoBattleAvailable(RuntimeError):
-    """No two unpaused models have servable replies to a common request (the message says why)."""
 
 
 @dataclass(frozen=True)
@@ -69,28 +46,11 @@ class BattleView:
     expires_at: float
     listening: dict = field(default_factory=dict)   # the rule's numbers for the page (ListenRule.payload)
     notice: str | None = None  # the crisis notice (markdown), when a reply in this battle was screened as crisis
+    pow_required: bool = False  # the session owes a proof of work before this vote (arena/pow.py)
 
     @property
     def total_min_listen_s(self) -> float:
         return sum(self.min_listen_s.values())
-
-
-@dataclass(frozen=True)
-class Revealed:
-    model: str
-    transcript: str | None
-    rating: Rating
-    votes: int
-
-
-@dataclass(frozen=True)
-class VoteResult:
-    vote_id: int
-    battle_id: str
-    slot: str                  # A | B | tie | both_bad
-    winner: str                # a model name, tie or both_bad
-    a: Revealed
-    b: Revealed
 
 
 @dataclass
@@ -114,22 +74,6 @@ def crisis_notice() -> str:
     """The calm help notice (eval_backend.safety's operator-editable resources)."""
     from eval_backend.safety import crisis_notice_markdown
     return crisis_notice_markdown()
-
-
-class IdentityScreen:
-    """Flags reply text that names a model or vendor (it would unblind the battle)."""
-
-    def __init__(self, patterns: Iterable[str], model_names: Iterable[str] = ()):
-        parts = list(patterns)
-        for name in model_names:
-            # "warm-model" also matches "warm model" / "warm_model"
-            tokens = [re.escape(t) for t in re.split(r"[-_\s/.:]+", name) if t]
-            if tokens:
-                parts.append(r"\b" + r"[-_\s/.:]*".join(tokens) + r"\b")
-        self.regex = re.compile("|".join(f"(?:{p})" for p in parts), re.IGNORECASE) if parts else None
-
-    def leaks(self, *texts: str | None) -> bool:
-        return bool(self.regex) and any(t and self.regex.search(t) for t in texts)
 
 
 class Battles:
@@ -290,14 +234,17 @@ class Battles:
         shared = [c for c in candidates if pair[0] in c.replies and pair[1] in c.replies]
         cand = distinct.pick_request(shared, pair, self.rng)
         model_a, model_b = pair if self.rng.random() < 0.5 else (pair[1], pair[0])
-        audio_a = str(self.store.abspath(cand.replies[model_a].audio_path))
-        audio_b = str(self.store.abspath(cand.replies[model_b].audio_path))
-        heard_a, heard_b = self.heard.clip(audio_a), self.heard.clip(audio_b)    # as heard (arena/battle_audio.py)
+        plan = self.gold.plan(self.rng, candidates, paused)    # a gold battle (arena/gold.py)?
+        if plan is not None:
+            cand, model_a, model_b = plan.cand, plan.model_a, plan.model_b
+        heard = {m: plan.heard if plan and m == plan.bad else     # as heard (arena/battle_audio.py)
+                 self.heard.clip(str(self.store.abspath(cand.replies[m].audio_path))) for m in (model_a, model_b)}
         said = {m: r.transcript or r.text for m, r in cand.replies.items()}     # style covariates of the heard clips
-        cov = covariates.measure_battle((heard_a.path, said[model_a]), (heard_b.path, said[model_b]),
-                                        measure=self._measures.get)
+        cov = covariates.measure_battle((heard[model_a].path, said.get(model_a)), (heard[model_b].path,
+                                        said.get(model_b)), measure=self._measures.get)
         rule = self.settings.listen_rule
-        clips = {"user": self.heard.clip(cand.user_audio).seconds, "A": heard_a.seconds, "B": heard_b.seconds}
+        clips = {"user": self.heard.clip(cand.user_audio).seconds, "A": heard[model_a].seconds,
+                 "B": heard[model_b].seconds}
         listen = rule.needs(clips)
         now = self.clock()
         battle_id = secrets.token_urlsafe(24)
@@ -308,10 +255,11 @@ class Battles:
                  cand.item_id, cand.variant, attribute, dimension_of(attribute) if attribute else None,
                  model_a, model_b, "A", sum(listen.values()), now, now + self.settings.battle_ttl_s), covariates=cov)
             battle_clips.add_clips(conn, battle_id, clips)
+            pow_required = self.pow.needed(conn, session_id, user)
         urls = [battle_clip_url(battle_id, clip) for clip in ("user", "A", "B")]
         notice = crisis_notice() if cand.crisis & {model_a, model_b} else None
         return BattleView(battle_id, cand.context_text, *urls, listen, "A", now + self.settings.battle_ttl_s,
-                          rule.payload(clips), notice)
+                          rule.payload(clips), notice, pow_required)
 
     def battle_clip(self, battle_id: str, clip: str) -> Path | None:
         """The file behind clip user | A | B of a served, unexpired battle, from the battle's row (so any
@@ -331,10 +279,15 @@ class Battles:
             path = self._user_audio.get(key)
             return self._heard_path(path) if path else None
         model = battle["model_a"] if clip == "A" else battle["model_b"]
+        bad = self.gold.clip(model) if gold.is_gold(model) else None   # a gold battle's check clip (arena/gold.py)
+        if bad is not None:
+            model = battle["model_b"] if clip == "A" else battle["model_a"]
         if self.settings.screen_replies:      # held since the battle was served (the operator kept it hidden)
             reply = self.store.reply(model, battle["benchmark_hash"], battle["request_id"])
             if not self.reply_cleared(reply):
                 return None
+        if bad is not None:
+            return bad
         rel = self.store.reply_audio_path(model, battle["benchmark_hash"], battle["request_id"])
         return self._heard_path(self.store.abspath(rel)) if rel else None
 
@@ -358,12 +311,13 @@ class Battles:
     def submit_vote(self, battle_id: str, session_id: str, ip: str | None, overall: str,
                     said: str | None = None, sounded: str | None = None, reason: str | None = None,
                     user: str | None = None, claimed_models: tuple[str, str] | list[str] | None = None,
-                    listen=None) -> VoteResult:
-        """`listen`: what the client heard (listening.parse_report: {"played_s": {clip: s}, "order": [...]})."""
+                    listen=None, pow=None) -> VoteResult:
+        """`listen`: what the client heard (listening.parse_report: {"played_s": {clip: s}, "order": [...]});
+        `pow`: an ALTCHA solution (arena/pow.py), needed from an anonymous session when its proof is due."""
         ip_hash = self.ip_hash(ip)
         try:
             result = self._submit(battle_id, session_id, ip_hash, overall, said, sounded, reason, user,
-                                  claimed_models, listen)
+                                  claimed_models, listen, self.pow.check(pow))
             self.gate.closed(session_id, battle_id)
             if isinstance(reason, str) and reason.strip():   # screened after the vote, off its path
                 screen_later(self.store, REASON, reason.strip())
@@ -376,7 +330,7 @@ class Battles:
                                 refusal.reason_code, refusal.message)
             raise
 
-    def _submit(self, battle_id, session_id, ip_hash, overall, said, sounded, reason, user, claimed, listen):
+    def _submit(self, battle_id, session_id, ip_hash, overall, said, sounded, reason, user, claimed, listen, proof):
         if overall not in SLOTS:
             raise VoteRefused("bad_value", f"the vote must be one of {', '.join(SLOTS)}, got {overall!r}")
         for name, value in (("said", said), ("sounded", sounded)):
@@ -417,6 +371,9 @@ class Battles:
             if decision.verdict == listening.IMPOSSIBLE:
                 raise VoteRefused(listening.IMPOSSIBLE, f"impossible listening ({decision.why}): {decision.message}")
             user = user or battle["user"]
+            code = self.pow.admit(conn, session_id, user, proof, now)
+            if code:
+                raise VoteRefused(code, POW_MESSAGES[code])
             limits = [("session_id", session_id, s.session_votes_per_minute, s.session_votes_per_day),
                       ("ip_hash", ip_hash, s.ip_votes_per_minute, s.ip_votes_per_day)]
             if user:
@@ -429,6 +386,9 @@ class Battles:
                                                       "please wait a little")
                 if n_day >= per_day:
                     raise VoteRefused("rate_limited", f"{who} has reached {per_day} votes today")
+            if gold.is_gold_battle(battle):     # a check: recorded apart, never in the vote log or a rating
+                storage.mark_voted(conn, battle_id)
+                return self.gold.record_vote(conn, battle, overall, session_id, user, ip_hash, now)
             winner = {"A": battle["model_a"], "B": battle["model_b"]}.get(overall, overall)
             row = {"battle_id": battle_id, "model_a": battle["model_a"], "model_b": battle["model_b"],
                    "winner": winner, "slot": overall, "said": said, "sounded": sounded,

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from eval_backend.moderation.settings import screen_replies_enabled
 
+from .gold_clips import DEFAULT_CONSTRUCTIONS
 from .listening import ListenRule
 from .ratings import TrueSkillParams
 
@@ -53,6 +54,17 @@ class ArenaSettings:
     session_open_battles: int = 20          # served, unvoted, unexpired battles one session may hold
     ip_vote_attempts_per_minute: int = 60   # vote requests per client address, accepted or not
     counted_share_alert: float = 0.5        # integrity health: alert when fewer votes than this are accepted
+    # gold battles (arena/gold.py): this share of battles pairs a real reply with a known-bad clip made from it;
+    # their votes never enter the ratings and measure the voter (arena/sweeps.py). Off for a bare ArenaService
+    # (tests of other parts count every battle); the app sets it from EMPATHY_ARENA_GOLD_SHARE (default 0.05).
+    gold_share: float = 0.0
+    gold_constructions: tuple[str, ...] = DEFAULT_CONSTRUCTIONS
+    # proof of work for anonymous voters (arena/pow.py): a solved ALTCHA challenge before the first vote and then
+    # every pow_every_votes votes; 0 = off (a bare ArenaService; the app sets it from EMPATHY_ARENA_POW_EVERY, 50)
+    pow_every_votes: int = 0
+    pow_cost: int = 1000                    # PBKDF2-SHA256 iterations per attempt
+    pow_counter_max: int = 5000             # the solution is uniform in [max / 2, max]: 3.75M iterations on average
+    pow_ttl_s: float = 600.0                # a challenge expires after this long
     # leaderboard
     # Vote floor, per axis: a model with fewer rated votes (wins, losses, ties) than this is "provisional":
     # no Bradley-Terry score, interval or rank, and left out of the others' fit. 30 is the low end of the
@@ -101,6 +113,10 @@ def load_salt(data_dir: Path) -> str:
     return path.read_text().strip()
 
 
+GOLD_SHARE_ENV = "EMPATHY_ARENA_GOLD_SHARE"        # gold_share (default 0.05 in the app)
+POW_ENV = "EMPATHY_ARENA_POW"                      # 1 (default) / 0: proof of work for anonymous voters
+POW_EVERY_ENV = "EMPATHY_ARENA_POW_EVERY"          # pow_every_votes (default 50)
+POW_COUNTER_ENV = "EMPATHY_ARENA_POW_COUNTER"      # pow_counter_max: the work asked (default 5000)
 LISTEN_ENV = "EMPATHY_ARENA_LISTEN_S"              # min_listen_s: seconds of each clip to hear, or "all"
 PLAYBACK_RATE_ENV = "EMPATHY_ARENA_MAX_PLAYBACK_RATE"  # max_playback_rate
 
@@ -123,8 +139,29 @@ def listen_from_env(env=os.environ) -> dict:
     return out
 
 
+def _number(env, name: str, default: float, low: float, high: float = math.inf) -> float:
+    raw = (env.get(name) or "").strip()
+    try:
+        value = float(raw) if raw else default
+    except ValueError:
+        value = math.nan
+    if not low <= value <= high:                    # also refuses nan
+        raise ValueError(f"{name}={raw!r}: expected a number from {low:g} to {high:g}")
+    return value
+
+
+def integrity_from_env(env=os.environ) -> dict:
+    """Gold battles and proof of work as the app runs them (a bad value stops the start with its name)."""
+    every = int(_number(env, POW_EVERY_ENV, 50, 1))
+    return {"gold_share": _number(env, GOLD_SHARE_ENV, 0.05, 0, 1),
+            "pow_every_votes": every if (env.get(POW_ENV) or "1").strip() != "0" else 0,
+            "pow_counter_max": int(_number(env, POW_COUNTER_ENV, 5000, 1, 10**7))}
+
+
 def settings_from_env(data_dir: Path, **overrides) -> ArenaSettings:
     """Settings with the salt resolved; the listening rule from the environment (EMPATHY_ARENA_LISTEN_S,
-    EMPATHY_ARENA_MAX_PLAYBACK_RATE) and reply screening (EMPATHY_ARENA_SCREEN_REPLIES); numeric limits may be
-    overridden by keyword."""
-    return ArenaSettings(**{**listen_from_env(), "screen_replies": screen_replies_enabled(), **overrides}).with_salt(data_dir)
+    EMPATHY_ARENA_MAX_PLAYBACK_RATE), reply screening (EMPATHY_ARENA_SCREEN_REPLIES), gold battles and proof of
+    work (EMPATHY_ARENA_GOLD_SHARE, EMPATHY_ARENA_POW, EMPATHY_ARENA_POW_EVERY, EMPATHY_ARENA_POW_COUNTER);
+    numeric limits may be overridden by keyword."""
+    return ArenaSettings(**{**listen_from_env(), **integrity_from_env(), "screen_replies": screen_replies_enabled(),
+                            **overrides}).with_salt(data_dir)

@@ -1,10 +1,16 @@
 """Integrity health over time: the share of vote submissions that counted, per time bucket, and an alert.
 
 An anti-abuse rule that fails closed voids honest votes silently; the only symptom is that few submissions
-count. So per bucket (an hour by default) we report battles served, votes counted, votes refused by reason,
-and the counted share; and we alert (logging.warning, and `alert` in the report for the admin view) when,
-over the last window with enough submissions, the counted share drops below the threshold — or when many
-battles were served but almost nothing was submitted at all (the vote never reached the service).
+count. So per bucket (an hour by default) we report battles served, votes accepted, and of those the ones
+counted in full, down-weighted or excluded by the integrity flags (arena/vote_flags.py: gold checks,
+agreement, sweeps) with the reasons, votes refused by reason (the proof-of-work refusals among them), gold
+checks passed and failed, and the counted share (votes counted in full / submissions). We alert
+(logging.warning, and `alert` in the report for the admin view) when, over the last window with enough
+submissions, the counted share is below the threshold, or has dropped well below its level over the rest of
+the history (a check that breaks discards honest votes from that hour on: TTS-Arena's captcha outage failed
+closed for three months), or when more than `max_excluded_share` of the accepted votes are excluded (LMArena:
+10% bad votes can move a model five ranks: an attack, or a rule gone wrong) — or when many battles were
+served but almost nothing was submitted at all (the vote never reached the service).
 
     report = health_report(store, HealthConfig(...), now=time.time())   # rows + last window + alert
     fig = health_figure(report["rows"], cfg.alert_share)                # plotly, for the admin view
@@ -25,7 +31,8 @@ import time
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
-from . import storage
+from . import gold, storage, vote_flags
+from .sweeps import Rules
 
 log = logging.getLogger("arena.health")
 
@@ -39,6 +46,8 @@ class HealthConfig:
     min_attempts: int = 20            # ... over at least this many submissions (no alert on three refusals)
     min_submit_rate: float = 0.05     # alert when submissions / served battles falls below this ...
     min_served: int = 50              # ... over at least this many served battles
+    max_share_drop: float = 0.2       # alert when the window's counted share is this far below the history's
+    max_excluded_share: float = Rules().max_excluded_share   # alert when more accepted votes are excluded
 
     @classmethod
     def from_settings(cls, settings, **overrides) -> "HealthConfig":
@@ -58,18 +67,30 @@ class Counts:
     served: dict[int, int]
     accepted: dict[int, int]
     refused: dict[tuple[int, str], int]
+    weighted: dict[int, dict] = dataclasses.field(default_factory=dict)   # {"down_weighted", "excluded", "why"}
+    gold: dict[int, dict[str, int]] = dataclasses.field(default_factory=dict)   # {"pass", "fail", "neutral"}
 
 
 # ---------------------------------------------------------------- store access
 def load_counts(store, since: float, until: float, bucket_s: float) -> Counts:
-    """Aggregated in SQL (arena/storage.py), so a week of a busy arena is a few hundred rows."""
-    return Counts(*storage.bucket_counts(store, since, until, bucket_s))
+    """Aggregated in SQL (arena/storage.py), so a week of a busy arena is a few hundred rows; the flags in force
+    (arena/vote_flags.py) and the gold checks (arena/gold.py) beside them."""
+    return Counts(*storage.bucket_counts(store, since, until, bucket_s),
+                  vote_flags.weight_counts(store, since, until, bucket_s), gold.gold_counts(store, since, until, bucket_s))
 
 
 # ---------------------------------------------------------------- pure core
-def _share(accepted: int, refused: int) -> float | None:
-    total = accepted + refused
-    return accepted / total if total else None      # nothing submitted: no share, not 0 or 1
+def _share(counted: int, refused: int, accepted: int | None = None) -> float | None:
+    """Votes counted in full / submissions (accepted + refused; `accepted` defaults to `counted`)."""
+    total = (counted if accepted is None else accepted) + refused
+    return counted / total if total else None      # nothing submitted: no share, not 0 or 1
+
+
+def _weighted(cell: dict, accepted: int) -> dict:
+    """A bucket's accepted votes split: counted in full, down-weighted, excluded (and why)."""
+    down, excl = cell.get("down_weighted", 0), cell.get("excluded", 0)
+    return {"counted": max(0, accepted - down - excl), "down_weighted": down, "excluded": excl,
+            "excluded_by_reason": dict(sorted(cell.get("why", {}).items()))}
 
 
 def series(counts: Counts, since: float, until: float, bucket_s: float) -> list[dict]:
@@ -79,22 +100,42 @@ def series(counts: Counts, since: float, until: float, bucket_s: float) -> list[
     for b in range(first, last + 1):
         by_reason = {reason: n for (bb, reason), n in sorted(counts.refused.items()) if bb == b}
         acc, ref = counts.accepted.get(b, 0), sum(by_reason.values())
+        split = _weighted(counts.weighted.get(b, {}), acc)
         start = b * bucket_s
         rows.append({"start": start,
                      "start_utc": datetime.fromtimestamp(start, timezone.utc).strftime("%Y-%m-%d %H:%M"),
                      "served": counts.served.get(b, 0), "accepted": acc, "refused": ref,
-                     "refused_by_reason": by_reason, "attempts": acc + ref, "counted_share": _share(acc, ref)})
+                     "refused_by_reason": by_reason, "attempts": acc + ref, **split,
+                     "gold": dict(sorted(counts.gold.get(b, {}).items())),
+                     "counted_share": _share(split["counted"], ref, acc)})
     return rows
 
 
-def evaluate(window: dict, cfg: HealthConfig) -> str | None:
-    """The alert message for the last window's totals, or None when healthy or too little data."""
-    share = _share(window["accepted"], window["refused"])
+def _top(by_reason: dict) -> str:
+    return ", ".join(f"{r} {n}" for r, n in sorted(by_reason.items(), key=lambda x: -x[1])[:3]) or "none"
+
+
+def evaluate(window: dict, cfg: HealthConfig, votes: dict | None = None, baseline: dict | None = None) -> str | None:
+    """The alert message for the last window's totals, or None when healthy or too little data. `votes`: the
+    window's accepted votes split by the flags (counted, down_weighted, excluded, excluded_by_reason);
+    `baseline`: the same totals over the rest of the history (for a drop)."""
+    share = window["counted_share"]
     attempts = window["accepted"] + window["refused"]
+    votes = votes or {"excluded": 0, "excluded_by_reason": {}}
     if share is not None and attempts >= cfg.min_attempts and share < cfg.alert_share:
-        top = ", ".join(f"{r} {n}" for r, n in sorted(window["refused_by_reason"].items(), key=lambda x: -x[1])[:3])
         return (f"only {share:.0%} of {attempts} vote submissions counted in the last {cfg.window_s / 60:.0f} min "
-                f"(threshold {cfg.alert_share:.0%}); refused: {top}")
+                f"(threshold {cfg.alert_share:.0%}); refused: {_top(window['refused_by_reason'])}"
+                + (f"; excluded: {_top(votes['excluded_by_reason'])}" if votes["excluded"] else ""))
+    if window["accepted"] >= cfg.min_attempts and votes["excluded"] > cfg.max_excluded_share * window["accepted"]:
+        return (f"{votes['excluded']} of {window['accepted']} accepted votes in the last {cfg.window_s / 60:.0f} min "
+                f"are excluded (over {cfg.max_excluded_share:.0%}): {_top(votes['excluded_by_reason'])}: an attack, "
+                "or a rule gone wrong: review the flags (operator)")
+    base = baseline["counted_share"] if baseline else None
+    if (share is not None and base is not None and attempts >= cfg.min_attempts
+            and baseline["accepted"] + baseline["refused"] >= cfg.min_attempts and share < base - cfg.max_share_drop):
+        return (f"the counted share fell to {share:.0%} of {attempts} submissions in the last "
+                f"{cfg.window_s / 60:.0f} min, from {base:.0%} before; refused: {_top(window['refused_by_reason'])}"
+                + (f"; excluded: {_top(votes['excluded_by_reason'])}" if votes["excluded"] else ""))
     if window["served"] >= cfg.min_served and attempts < cfg.min_submit_rate * window["served"]:
         return (f"{window['served']} battles served but only {attempts} votes submitted in the last "
                 f"{cfg.window_s / 60:.0f} min: votes may not be reaching the arena")
@@ -102,24 +143,45 @@ def evaluate(window: dict, cfg: HealthConfig) -> str | None:
 
 
 def window_totals(counts: Counts) -> dict:
-    """Totals over everything in `counts` (load them for the window alone)."""
+    """Totals over everything in `counts` (load them for the window alone). `counted_share`: votes counted in full
+    (not down-weighted or excluded) / submissions; `vote_totals` gives the split."""
     by_reason: dict[str, int] = {}
     for (_, reason), n in counts.refused.items():
         by_reason[reason] = by_reason.get(reason, 0) + n
     acc, ref = sum(counts.accepted.values()), sum(by_reason.values())
+    counted = vote_totals(counts)["counted"]
     return {"served": sum(counts.served.values()), "accepted": acc, "refused": ref,
-            "refused_by_reason": dict(sorted(by_reason.items())), "counted_share": _share(acc, ref)}
+            "refused_by_reason": dict(sorted(by_reason.items())), "counted_share": _share(counted, ref, acc)}
+
+
+def vote_totals(counts: Counts) -> dict:
+    """The accepted votes in `counts` split by the flags in force, and the gold checks."""
+    cell: dict = {"down_weighted": 0, "excluded": 0, "why": {}}
+    for w in counts.weighted.values():
+        cell["down_weighted"] += w.get("down_weighted", 0)
+        cell["excluded"] += w.get("excluded", 0)
+        for k, n in w.get("why", {}).items():
+            cell["why"][k] = cell["why"].get(k, 0) + n
+    checks: dict[str, int] = {}
+    for g in counts.gold.values():
+        for k, n in g.items():
+            checks[k] = checks.get(k, 0) + n
+    return {**_weighted(cell, sum(counts.accepted.values())), "gold": dict(sorted(checks.items()))}
 
 
 def health_report(store, cfg: HealthConfig = HealthConfig(), now: float | None = None) -> dict:
-    """{rows (per bucket), window (totals of the last window_s, exact, not cut at bucket edges),
-    alert (message or None), config, now}."""
+    """{rows (per bucket), window (totals of the last window_s, exact, not cut at bucket edges), votes (the
+    window's accepted votes: counted, down-weighted, excluded and why; gold checks), alert (message or None),
+    config, now}."""
     now = time.time() if now is None else now
     since = now - cfg.history_s
     rows = series(load_counts(store, since, now, cfg.bucket_s), since, now, cfg.bucket_s)
-    window = window_totals(load_counts(store, now - cfg.window_s, now, cfg.window_s))
-    return {"rows": rows, "window": window, "alert": evaluate(window, cfg), "config": dataclasses.asdict(cfg),
-            "now": now}
+    counts = load_counts(store, now - cfg.window_s, now, cfg.window_s)
+    window, votes = window_totals(counts), vote_totals(counts)
+    before = now - cfg.window_s
+    baseline = window_totals(load_counts(store, since, before, max(before - since, 1.0))) if before > since else None
+    return {"rows": rows, "window": window, "votes": votes, "alert": evaluate(window, cfg, votes, baseline),
+            "config": dataclasses.asdict(cfg), "now": now}
 
 
 def health_figure(rows: list[dict], alert_share: float | None = None):
@@ -132,7 +194,10 @@ def health_figure(rows: list[dict], alert_share: float | None = None):
     x = [r["start_utc"] for r in rows]
     top = max([max(r["served"], r["attempts"]) for r in rows] or [0])
     fig = go.Figure()
-    fig.add_bar(x=x, y=[r["accepted"] for r in rows], name="counted", marker_color="#2ca02c")
+    fig.add_bar(x=x, y=[r.get("counted", r["accepted"]) for r in rows], name="counted", marker_color="#2ca02c")
+    for key, name, colour in (("down_weighted", "down-weighted", "#bcbd22"), ("excluded", "excluded", "#7f7f7f")):
+        if any(r.get(key) for r in rows):       # only when there are any: a legend of zeros says nothing
+            fig.add_bar(x=x, y=[r.get(key, 0) for r in rows], name=name, marker_color=colour)
     for reason in sorted({k for r in rows for k in r["refused_by_reason"]}):
         fig.add_bar(x=x, y=[r["refused_by_reason"].get(reason, 0) for r in rows], name=f"refused: {reason}")
     fig.add_scatter(x=x, y=[r["counted_share"] for r in rows], name="counted share", yaxis="y2",
@@ -198,6 +263,9 @@ class HealthMonitor:
             self._alerting_since = None
             w = report["window"]
             share = "n/a" if w["counted_share"] is None else f"{w['counted_share']:.0%}"
-            self.status = (f"ok: {w['accepted']} counted, {w['refused']} refused in the last "
+            v = report["votes"]
+            held = f", {v['down_weighted']} down-weighted, {v['excluded']} excluded" if v["down_weighted"] or \
+                v["excluded"] else ""
+            self.status = (f"ok: {v['counted']} counted{held}, {w['refused']} refused in the last "
                            f"{self.cfg.window_s / 60:.0f} min (counted share {share})")
         return report

@@ -48,10 +48,11 @@ from __future__ import annotations
 
 import asyncio
 import math
+import os
 import time
 
 from fastapi import APIRouter, FastAPI, Request, Response
-from fastapi.responses import JSONResponse
+from fastapi.responses import FileResponse, JSONResponse
 from starlette.concurrency import run_in_threadpool
 
 from eval_backend import client_address, safejson
@@ -59,6 +60,7 @@ from eval_backend.body_limit import API_BODY_BYTES
 from eval_backend.numbers import json_number
 
 from .abuse import Refused
+from .pow import CHALLENGE_PATH, WIDGET_FILE, WIDGET_PATH
 from .writer import WRITER
 
 PREFIX = "/api/arena"
@@ -68,7 +70,10 @@ INLINE_PARSE_BYTES = 4096     # larger bodies are scanned and parsed on the thre
 # Refusal code -> HTTP status. not_yet is 425 Too Early: the client may send the same vote again once it has
 # listened more; impossible (a listening claim no client can make) is 403.
 STATUS = {"bad_value": 422, "unknown_battle": 404, "wrong_session": 403, "already_voted": 409, "expired": 410,
-          "not_yet": 425, "impossible": 403, "tampered": 409, "skipped": 409, "rate_limited": 429, "too_many_open": 429, "bad_session": 403}
+          "not_yet": 425, "impossible": 403, "tampered": 409, "skipped": 409, "rate_limited": 429, "too_many_open": 429, "bad_session": 403,
+          # proof of work (arena/pow.py): 428 Precondition Required when a solution is due; each answer carries a
+          # fresh challenge ("pow") so the client can solve it and send the same vote again
+          "pow_required": 428, "pow_invalid": 403, "pow_expired": 410, "pow_replayed": 409}
 
 
 def _error(status: int, code: str, message: str) -> JSONResponse:
@@ -105,12 +110,21 @@ async def _json_body(request: Request) -> dict | JSONResponse:
 _num = json_number     # NaN / inf -> None (JSON has neither), other values unchanged
 
 
+# Server-Timing only where asked for (the benchmarks): in public, a battle's handling time, to the microsecond,
+# would tell a gold battle (arena/gold.py: one more row written, ~0.8 ms) from an ordinary one before the vote.
+SERVER_TIMING_ENV = "EMPATHY_ARENA_SERVER_TIMING"
+
+
 def _timing(response: Response, t0: float) -> None:
     """Server-side handling time (W3C Server-Timing), read by the latency benchmark: `app` from the handler's
-    start (queueing for the writer included), `svc` inside the service call."""
+    start (queueing for the writer included), `svc` inside the service call; only with
+    EMPATHY_ARENA_SERVER_TIMING=1."""
     svc = response.headers.get("X-Arena-Service-Ms")
-    response.headers["Server-Timing"] = (f"app;dur={1000 * (time.perf_counter() - t0):.3f}"
-                                         + (f", svc;dur={svc}" if svc else ""))
+    if svc is not None:
+        del response.headers["X-Arena-Service-Ms"]
+    if os.environ.get(SERVER_TIMING_ENV) == "1":
+        response.headers["Server-Timing"] = (f"app;dur={1000 * (time.perf_counter() - t0):.3f}"
+                                             + (f", svc;dur={svc}" if svc else ""))
 
 
 class EarlyRefusal:
@@ -176,11 +190,12 @@ def build_router(service) -> APIRouter:
             return _error(503, "no_battle", str(exc))
         except ValueError as exc:
             return _error(422, "bad_value", str(exc))
+        pow_ = service.pow.for_client() if view.pow_required else None   # made off the writer thread
         _timing(response, t0)
         return {"session": session, "battle_id": view.battle_id, "context_text": view.context_text,
                 "audio": {"user": view.user_audio, "A": view.audio_a, "B": view.audio_b},
                 "min_listen_s": view.min_listen_s, "first_heard": view.first_heard,
-                "listening": view.listening, "expires_at": view.expires_at, "notice": view.notice}
+                "listening": view.listening, "expires_at": view.expires_at, "notice": view.notice, "pow": pow_}
 
     @router.post("/vote")
     async def vote(request: Request, response: Response):
@@ -203,19 +218,38 @@ def build_router(service) -> APIRouter:
             result = await write(response, service.submit_vote, body["battle_id"], body["session"], ip,
                                  body["overall"], said=body.get("said") or None,
                                  sounded=body.get("sounded") or None, reason=reason if reason else None,
-                                 listen=body.get("listen"))
+                                 listen=body.get("listen"), pow=body.get("altcha"))
         except NotYet as exc:
             return JSONResponse({"error": exc.reason_code, "message": exc.message,
                                  "remaining_s": {c: round(r, 3) for c, r in exc.remaining_s.items()}},
                                 status_code=STATUS[exc.reason_code])
         except VoteRefused as exc:
+            if exc.reason_code.startswith("pow_"):
+                return JSONResponse({"error": exc.reason_code, "message": exc.message,
+                                     "pow": service.pow.for_client()}, status_code=STATUS[exc.reason_code])
             return _error(STATUS.get(exc.reason_code, 400), exc.reason_code, exc.message)
         _timing(response, t0)
         return {"vote_id": result.vote_id, "battle_id": result.battle_id, "slot": result.slot,
-                "winner": result.winner,
-                **{slot: {"model": side.model, "transcript": side.transcript, "mu": side.rating.mu,
-                          "sigma": side.rating.sigma, "votes": side.votes}
+                "winner": result.winner, "gold": result.gold,
+                **{slot: {"model": side.model, "transcript": side.transcript,
+                          "mu": side.rating.mu if side.rating else None,
+                          "sigma": side.rating.sigma if side.rating else None, "votes": side.votes}
                    for slot, side in (("A", result.a), ("B", result.b))}}
+
+    @router.get(CHALLENGE_PATH.removeprefix(PREFIX))
+    async def pow_challenge(request: Request):
+        """A fresh ALTCHA challenge (the widget fetches it; scripts get one with each battle that needs it)."""
+        try:
+            service.gate.admit_challenge(client_address.from_request(request))   # arena/abuse.py
+        except Refused as exc:
+            return _refused(exc)
+        return JSONResponse(service.pow.challenge(), headers={"Cache-Control": "no-store"})
+
+    @router.get(WIDGET_PATH.removeprefix(PREFIX))
+    async def pow_widget():
+        """The ALTCHA widget, served by the app itself (vendored from npm: arena/static/altcha/)."""
+        return FileResponse(WIDGET_FILE, media_type="text/javascript; charset=utf-8",
+                            headers={"Cache-Control": "public, max-age=86400", "X-Content-Type-Options": "nosniff"})
 
     @router.post("/skip")
     async def skip(request: Request):

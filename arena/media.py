@@ -23,7 +23,8 @@ one file the server chose, so there is no path for a stranger to spell.
   a client cannot make one up. Replicas must share the signing key (see signing.py).
 - Every resolved file is also checked on its own: an audio suffix, a regular file, and inside the data dir
   only under replies/ (replies) or benchmarks/ and cache/hub/ (benchmark clips), or battle_audio/ and live/ (what
-  voters hear in battles, battle route only: arena/battle_audio.py): a tampered row or
+  voters hear in battles, battle route only: arena/battle_audio.py) or gold/ (a gold battle's check clip, battle
+  route only): a tampered row or
   benchmark.json pointing at ../store.sqlite3 gets a 404, not the database.
 """
 from __future__ import annotations
@@ -53,6 +54,7 @@ REPLY_DIRS = ("replies",)
 CLIP_DIRS = ("benchmarks", "cache/hub")
 LIVE_DIRS = ("live",)          # live battles' clips (arena/live_store.py), served by the battle route only
 HEARD_DIRS = ("battle_audio",)  # benchmark battles' clips as heard (arena/battle_audio.py), battle route only
+GOLD_DIRS = ("gold",)          # gold battles' check clips (arena/gold.py), battle route only
 MAX_TOKEN_CHARS = 512
 # A held reply's audio for the operator's Moderation tab (leaderboard/moderation_tab.py): a signed token that
 # names the screening subject and expires; minted only on the operator's page, never served by path.
@@ -188,7 +190,7 @@ def _battle_file(service, battle_id: str, clip: str) -> Path | None:
     """The servable file behind a battle clip. Sending it records what was sent (arena/clip_response.py): the
     listening rule (arena/listening.py) needs the audio to have left the server."""
     path = service.battle_clip(battle_id, clip)
-    return servable(path, service.store.root, HEARD_DIRS + LIVE_DIRS) if path else None
+    return servable(path, service.store.root, HEARD_DIRS + LIVE_DIRS + GOLD_DIRS) if path else None
 
 
 def build_media_router(service, tokens: MediaTokens | None = None,

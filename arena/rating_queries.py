@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 
 from . import bradley_terry as bt
-from . import by_source, raters, storage
+from . import by_source, health, raters, storage, vote_flags
 from .ratings import Rating, replay
 from .storage import AXES, VoteRow
 
@@ -27,9 +27,13 @@ class RatingQueries:
 
     # ------------------------------------------------------------------ ratings and statistics
     def vote_weights(self) -> dict[int, float]:
-        """{vote id: factor in [0, 1]} for the votes the integrity checks hold down (voter reliability, sweeps;
-        absent: 1). None here: the integrity flags supply them."""
-        return {}
+        """{vote id: factor in [0, 1)} of the votes the integrity flags in force hold down (arena/vote_flags.py:
+        gold checks, agreement with the consensus, sweeps; absent: 1): the one place every rater, the export and
+        the release take them from (through `weighted_votes`). Read again only when the flags change."""
+        key = vote_flags.version(self.store)
+        if self._weights_cache is None or self._weights_cache[0] != key:
+            self._weights_cache = (key, vote_flags.weights(self.store))
+        return self._weights_cache[1]
 
     def weighted_votes(self) -> list[VoteRow]:
         """The vote log with each vote's weight in the ratings (its stored weight x `vote_weights()`): what every
@@ -169,12 +173,15 @@ class RatingQueries:
         return out
 
     def integrity_health(self, window_s: float = 86400.0) -> dict:
-        """Accepted vs refused submissions in the window; alert when the counted share is low."""
+        """Accepted vs refused submissions in the window; of the accepted votes, those counted in full,
+        down-weighted and excluded by the integrity flags (and why), and the gold checks; alert when the
+        counted share (counted in full / submissions) is low."""
         since = self.clock() - window_s
         accepted, refused = storage.integrity_counts(self.store, since)
+        split = health.vote_totals(health.load_counts(self.store, since, self.clock() + 1, window_s + 1))
         total = accepted + sum(refused.values())
-        share = accepted / total if total else None   # nothing submitted: no share
-        return {"window_s": window_s, "accepted": accepted, "refused": refused, "counted_share": share,
+        share = min(accepted, split["counted"]) / total if total else None   # nothing submitted: no share
+        return {"window_s": window_s, "accepted": accepted, "refused": refused, **split, "counted_share": share,
                 "alert": share is not None and share < self.settings.counted_share_alert}
 
 

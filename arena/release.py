@@ -11,6 +11,10 @@ A release directory holds
     ratings/<axis>.style.json  `python -m arena ratings --json --style --axis <axis>` (the style-controlled fit
                          beside the plain one), and effects/<axis>.json `python -m arena style-effects --json
                          --axis <axis>` (each covariate's effect with its interval)
+    integrity.jsonl      (when any) the released votes the integrity checks hold down (arena/vote_flags.py), one
+                         line each: {"vote_id", "weight" (its weight in votes.jsonl and every table: 0 left out,
+                         0 < w < 1 down-weighted), "flags" (kinds: gold, consensus, cadence, one_model, ring)}.
+                         The votes stay in votes.jsonl; `rebuild` checks the two files agree.
     live.jsonl, live/<clip>/{user,A,B}.wav   the live battles (arena/live.py) whose voter ticked "include in the
                          public data" (consent_release), and only those whose clips are not deleted: the voter's
                          recording, its transcript, the two replies and the models' names; no battle id, user,
@@ -33,19 +37,21 @@ import tempfile
 import time
 from pathlib import Path
 
-from . import covariates, live_store, raters, storage, style_bt
+from . import covariates, live_store, raters, storage, style_bt, vote_flags
 from .ratings import TrueSkillParams
 from .storage import AXES, EXPORT_FIELDS, LATER_VOTE_FIELDS, VoteRow
 from .votes_io import format_votes, jsonl_lines
 
 FORMAT = "empathy-arena-release"
-FORMAT_VERSION = 4   # 2: Bradley-Terry vote floor (provisional models), rows carry bt_rank, provisional;
+FORMAT_VERSION = 5   # 2: Bradley-Terry vote floor (provisional models), rows carry bt_rank, provisional;
 #                      3: votes carry battle_source (benchmark | live); live/ holds the consented live clips;
 #                      4: votes carry the style covariates (a_*/b_*) and their weight; ratings/<axis>.style.json
-#                         and effects/<axis>.json hold the style-controlled board
-READABLE_VERSIONS = (2, 3, 4)   # older releases (fewer vote fields, no style tables) still rebuild their boards
+#                         and effects/<axis>.json hold the style-controlled board;
+#                      5: integrity.jsonl marks the votes the integrity checks hold down and why (issue 23)
+READABLE_VERSIONS = (2, 3, 4, 5)   # older releases (fewer vote fields, no style tables) still rebuild their boards
 # the vote fields of each version (a v2 vote has no battle_source: all its battles were benchmark ones)
-VOTE_FIELDS_OF = {4: frozenset(EXPORT_FIELDS), 3: frozenset(EXPORT_FIELDS) - set(LATER_VOTE_FIELDS),
+VOTE_FIELDS_OF = {5: frozenset(EXPORT_FIELDS), 4: frozenset(EXPORT_FIELDS),
+                  3: frozenset(EXPORT_FIELDS) - set(LATER_VOTE_FIELDS),
                   2: frozenset(EXPORT_FIELDS) - set(LATER_VOTE_FIELDS) - {"battle_source"}}
 BT_SEED = 0          # ArenaService.bradley_terry's default seed: the live table and the release agree
 BT_PRIOR = 1e-4      # bradley_terry.bootstrap's default prior
@@ -93,6 +99,38 @@ def parse_votes(text: str) -> list[VoteRow]:
     if ids != sorted(set(ids)):
         raise ReleaseError("votes.jsonl: vote ids are not strictly increasing")
     return out
+
+
+def integrity_lines(votes: list[VoteRow], weights: dict[int, float], flags: dict[int, list[str]]) -> str:
+    """integrity.jsonl: the released votes the flags in force hold down, in vote-id order, each with its weight
+    in the release (`votes` are ArenaService.public_votes: the integrity factor is already applied)."""
+    return "".join(json.dumps({"vote_id": v.id, "weight": v.weight, "flags": sorted(flags.get(v.id, []))},
+                              sort_keys=True) + "\n" for v in votes if v.id in weights)
+
+
+def parse_integrity(text: str) -> dict[int, float]:
+    """integrity.jsonl -> {vote id: weight}; ReleaseError naming the line on anything unexpected."""
+    out = {}
+    for n, line in enumerate(text.splitlines(), start=1):
+        try:
+            rec = json.loads(line)
+            weight = rec["weight"]
+            if not isinstance(rec["vote_id"], int) or not isinstance(weight, (int, float)) or not 0 <= weight < 1:
+                raise ValueError("expected an integer vote_id and a weight in [0, 1)")
+            out[rec["vote_id"]] = float(weight)
+        except (ValueError, KeyError, TypeError) as exc:
+            raise ReleaseError(f"integrity.jsonl line {n}: {exc}") from None
+    return out
+
+
+def check_marks(marks: dict[int, float], votes: list[VoteRow]) -> None:
+    """ReleaseError unless every marked vote is released with the weight its mark gives (the tables read the
+    weights of votes.jsonl; the marks say why)."""
+    released = {v.id: v.weight for v in votes}
+    wrong = [vote_id for vote_id, w in marks.items() if released.get(vote_id) != w]
+    if wrong:
+        raise ReleaseError(f"integrity.jsonl: vote {wrong[0]} is not in votes.jsonl with the weight it marks "
+                           f"({len(wrong)} such)")
 
 
 def params_dict(params: TrueSkillParams, rounds: int, min_votes: int) -> dict:
@@ -165,7 +203,11 @@ def write_release(svc, out_dir: str | Path, rounds: int | None = None) -> dict:
     rounds = svc.settings.bootstrap_rounds if rounds is None else rounds
     votes = svc.public_votes()        # reasons the safety screen did not clear are left out (the votes count)
     votes_text = format_votes(votes, "jsonl")
+    weights = svc.vote_weights()      # the integrity flags in force (arena/vote_flags.py)
     files = {"votes.jsonl": votes_text.encode()}
+    marks = integrity_lines(votes, weights, vote_flags.reasons(svc.store))
+    if marks:                         # no file when no released vote is held down
+        files["integrity.jsonl"] = marks.encode()
     # the same stamp as ArenaService.vote_log_hash(), of this very list (votes may arrive meanwhile)
     log_hash = {"sha256": sha256(files["votes.jsonl"]), "votes": len(votes),
                 "last_vote_id": votes[-1].id if votes else None}
@@ -184,6 +226,12 @@ def write_release(svc, out_dir: str | Path, rounds: int | None = None) -> dict:
         "axes": list(AXES),
         "files": {name: sha256(data) for name, data in sorted(files.items())},
         "private_fields_removed": ["session_id", "ip_hash", "user", "battle_id"],
+        # the integrity checks (issue 23): which votes the tables leave out or count less, and why
+        "integrity": {"file": "integrity.jsonl" if marks else None, "excluded": sum(1 for v in votes if weights.get(v.id, 1.0) == 0),
+                      "down_weighted": sum(1 for v in votes if 0 < weights.get(v.id, 1.0) < 1),
+                      "rule": "votes of weight 0 are left out of every table, down-weighted votes count their "
+                              "weight (gold checks failed, votes against the consensus, cadence, one-model bias, "
+                              "rings: arena/sweeps.py); each vote's weight is in votes.jsonl"},
         # what screened the voters' reasons, and how many were left out (eval_backend/moderation/texts.py)
         "reason_screening": svc.reason_screening(),
         "live_clips": {"battles": sum(1 for n in live if n.endswith("/user.wav")),
@@ -247,6 +295,11 @@ def rebuild(release_dir: str | Path, axis: str = "overall", style: bool = False)
         raise ReleaseError(f"axis {axis!r} is not one of {', '.join(AXES)}")
     if style and manifest["format_version"] < 4:
         raise ReleaseError(f"{release_dir}: a version {manifest['format_version']} release has no style tables")
+    marks = manifest.get("integrity", {}).get("file")
+    if marks:                          # v5: the flags' marks must say what the votes' weights say
+        if marks not in manifest["files"]:
+            raise ReleaseError(f"{release_dir}: {marks} is not among the files the manifest checks")
+        check_marks(parse_integrity((Path(release_dir) / marks).read_text(encoding="utf-8")), votes)
     p = manifest["parameters"]
     b = p["bradley_terry"]
     files = axis_files(votes, TrueSkillParams(**p["trueskill"]), b["bootstrap_rounds"], axis,

@@ -55,6 +55,10 @@ from .abuse import BattleGate
 from .battles import (MAX_REASON_CHARS, Battles, BattleView, IdentityScreen, NoBattleAvailable, Revealed,
                       SkipRefused, VoteRefused, VoteResult, _Candidate, NotYet)
 from .config import ArenaSettings
+from . import vote_flags
+from .gold import GoldBattles
+from .pow import PowGate, purge_spent
+from .ratings import Rating
 from .rating_queries import RatingQueries, _num, board_order
 from .storage import VoteRow
 from .vote_log import VoteLog
@@ -93,8 +97,23 @@ class ArenaService(Battles, VoteLog, RatingQueries):
                                s.battle_ttl_s, clock)
         self._signer = None
         self.fetches = battle_clips.FetchLog(store, clock)
+        # integrity (issue 23): gold battles, proof of work, and the flags' weights the public fit applies
+        self.gold = GoldBattles(store, s.gold_share, s.gold_constructions, Rating(s.trueskill.mu, s.trueskill.sigma),
+                                self.heard.clip, self._measures.get, clock)
+        self.pow = PowGate(lambda: self.signer, s, clock)
+        self._weights_cache: tuple | None = None
         # blinding (eval_backend/showcase.py): models whose arena-pool replies battles may play
         self.arena_models = showcase.ArenaModels(store, lambda: [b.hash for b in self._load_benchmarks()])
+
+    def integrity_upkeep(self) -> vote_flags.SweepReport:
+        """The periodic integrity job (app_context.py's health loop, every 5 minutes; `python -m arena sweep`):
+        flag the votes the rules catch now (arena/sweeps.py, arena/vote_flags.py), forget spent proof-of-work
+        challenges that have expired, delete the check clips of expired gold battles."""
+        now = self.clock()
+        report = vote_flags.run_sweep(self.store, now=now)
+        purge_spent(self.store, now)
+        self.gold.delete_expired_clips(self.settings.battle_ttl_s + 3600.0, now)
+        return report
 
     # ------------------------------------------------------------------ what the voter hears (issue 22)
     def _distinct_pairs(self, index: list[_Candidate]) -> set[tuple[str, str]]:

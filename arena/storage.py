@@ -360,6 +360,29 @@ def recent_votes(conn, col: str, key: str, now: float) -> tuple[int | None, int]
         (now - 60, key, now - 86400)).fetchone()
 
 
+def session_votes_since(conn, session_id: str, since: float) -> int:
+    """Votes of one session cast at or after `since` (arena/pow.py: votes covered by its last proof of work)."""
+    return conn.execute("SELECT COUNT(*) FROM arena_votes WHERE session_id=? AND created_at >= ?",
+                        (session_id, since)).fetchone()[0]
+
+
+def vote_facts(store: Store) -> list:
+    """Every vote cast live in a served battle, with who cast it and from where (arena/vote_flags.py's sweep;
+    imported and restored votes have no session and are not swept)."""
+    return store.query('SELECT id, battle_id, session_id, "user", ip_hash, created_at, model_a, model_b, slot '
+                       "FROM arena_votes WHERE source='live' AND session_id IS NOT NULL ORDER BY id")
+
+
+def vote_ids_of_battles(conn, battle_ids: list[str]) -> dict[str, int]:
+    """{battle id: vote id} of the voted battles among `battle_ids` (a Hub restore of the vote flags)."""
+    out: dict[str, int] = {}
+    for k in range(0, len(battle_ids), 500):
+        chunk = battle_ids[k:k + 500]
+        out.update({r[0]: r[1] for r in conn.execute(
+            f"SELECT battle_id, id FROM arena_votes WHERE battle_id IN ({', '.join('?' * len(chunk))})", chunk)})
+    return out
+
+
 def aspect_counts(store: Store, since: float = 0.0) -> dict[str, int]:
     """{"votes", "said", "sounded"}: votes since `since` (unix time), and how many of them carry each aspect
     (the health view's share of votes that feed the two aspect boards)."""

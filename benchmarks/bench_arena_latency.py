@@ -10,7 +10,9 @@ loopback port with a seeded data dir (espeak-ng replies of 4 models), then per r
   saturated  voters vote back to back (closed loop): the write path's capacity.
 Server time per step = the vote request's handling time + the next battle's, read from
 the API's Server-Timing header (includes the wait for the single SQLite writer thread).
-Client time = the same two requests as seen over loopback. Prints medians over runs of
+Client time = the same two requests as seen over loopback. --integrity on (default, as deployed): proof of work
+for anonymous voters (each voter solves its challenge before its first vote, untimed) and 5% gold battles;
+off: neither. Prints medians over runs of
 p50 / p99 and writes benchmarks/out/arena_latency[_postgresql].json.
 
 --database postgresql starts a throwaway PostgreSQL cluster on loopback (Debian's postgresql, tests/support/pg_server.py)
@@ -34,7 +36,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from tests.support.arena_fixtures import NO_LIMITS, AppProcess, run_load, seed  # noqa: E402
+from tests.support.arena_fixtures import INTEGRITY_ENV, UNSCREENED, NO_LIMITS, AppProcess, run_load, seed  # noqa: E402
 
 MODELS = ("warm-model", "flat-model", "chirpy-model", "calm-model")
 
@@ -63,7 +65,7 @@ def summarise(res, server_cpu_s: float) -> dict:
 def measure(args) -> dict[str, list[dict]]:
     with tempfile.TemporaryDirectory(prefix="arena_bench_") as tmp:
         seed(tmp, MODELS, n_scripts=3)
-        app = AppProcess(tmp, NO_LIMITS).start()
+        app = AppProcess(tmp, NO_LIMITS, env={**UNSCREENED, "EMPATHY_ARENA_SERVER_TIMING": "1", **INTEGRITY_ENV[args.integrity]}).start()
         try:
             asyncio.run(run_load(app.url, 10, 100, seed=99))          # warm-up: imports, caches, WAL
             runs: dict[str, list[dict]] = {"paced": [], "saturated": []}
@@ -92,6 +94,8 @@ def main() -> int:
     p.add_argument("--think", type=float, default=6.0, help="mean pause before each vote in the paced mode (s)")
     p.add_argument("--votes", type=int, default=500, help="votes per saturated run")
     p.add_argument("--runs", type=int, default=3)
+    p.add_argument("--integrity", choices=("on", "off"), default="on",
+                   help="proof of work for anonymous voters and 5%% gold battles (the app's defaults), or neither")
     p.add_argument("--out", default=None)
     args = p.parse_args()
     suffix = "" if args.database == "sqlite" else "_postgresql"
@@ -107,6 +111,7 @@ def main() -> int:
 
     medians = {mode: {k: statistics.median(run[k] for run in rs) for k in rs[0]} for mode, rs in runs.items()}
     report = {"command": " ".join([Path(sys.argv[0]).name, *sys.argv[1:]]), "database": args.database,
+              "integrity": args.integrity,
               "voters": args.voters, "paced_votes_per_run": args.paced_votes, "saturated_votes_per_run": args.votes,
               "think_s": args.think, "runs": args.runs,
               "machine": {"cpus": os.cpu_count(), "platform": platform.platform(),

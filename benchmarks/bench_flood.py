@@ -14,6 +14,8 @@ that honest voters are never refused for voting quickly. Then two phases of `--d
   gradio  the same, with that battle flood and a second one (its own process, from 127.0.0.3) on Gradio's own
           routes (issue 21): `queue/join` of a page-load event under a new session hash each time, `queue/join`
           under one session, and 1 KiB uploads, in turn, as fast as the server answers.
+--integrity on (default: as deployed) also runs proof of work for anonymous voters and 5% gold battles: a voter
+solves its challenge (the `altcha` package) before its first vote, outside the timed step.
 Measured per honest step: the client-side time from sending a vote to holding the next battle (over
 loopback: includes any wait on the server's event loop, which a flood would lengthen), and the server-side
 handling time of the two requests (Server-Timing). Prints one JSON summary (p50/p99 per phase, the flood's
@@ -40,7 +42,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from tests.support.arena_fixtures import NO_LIMITS, AppProcess, _timings, seed  # noqa: E402
+from tests.support.arena_fixtures import INTEGRITY_ENV, UNSCREENED, NO_LIMITS, AppProcess, _timings, seed, solve_pow  # noqa: E402
 
 MODELS = ("warm-model", "flat-model", "chirpy-model", "calm-model")
 FLOOD_SOURCE = "127.0.0.2"
@@ -93,9 +95,12 @@ async def honest_voters(url: str, voters: int, duration_s: float, pause: tuple[f
                     await asyncio.sleep(rng.uniform(*pause))
                     if time.monotonic() >= stop_at:
                         return
+                    body = {"battle_id": view["battle_id"], "session": session, "overall": rng.choice("AB")}
+                    if view.get("pow"):       # a proof of work is due (arena/pow.py): solved before the timed part
+                        body["altcha"] = await asyncio.get_running_loop().run_in_executor(
+                            None, solve_pow, view["pow"]["challenge"])
                     t0 = time.perf_counter()
-                    status, reply, vt = await post(http, "/api/arena/vote", {
-                        "battle_id": view["battle_id"], "session": session, "overall": rng.choice("AB")})
+                    status, reply, vt = await post(http, "/api/arena/vote", body)
                     statuses[status] += 1
                     if status != 200:
                         errors[reply.get("error", str(status))] += 1
@@ -227,14 +232,17 @@ def flooder_battles(data_dir, since: float) -> int:
 
 
 def measure(voters: int, duration_s: float, pause: tuple[float, float], connections: int, quiet: bool = True,
-            data_dir: str | None = None, gradio_flood: bool = True) -> dict:
-    """Seed (unless `data_dir` is already seeded), start the app, run the phases; the summary dict."""
+            data_dir: str | None = None, gradio_flood: bool = True, integrity: str | None = None) -> dict:
+    """Seed (unless `data_dir` is already seeded), start the app, run the phases; the summary dict. `integrity`
+    on | off: the app's proof of work and gold battles (tests/support/arena_fixtures.py: INTEGRITY_ENV); None:
+    as the environment says."""
     with tempfile.TemporaryDirectory(prefix="arena_flood_") as tmp:
         data = data_dir or tmp
         if data_dir is None:
             seed(data, MODELS, n_scripts=3)
         # the seeded replies were never screened: with screening on (the default) no battle could be served
-        app = AppProcess(data, SETTINGS, env={"EMPATHY_ARENA_SCREEN_REPLIES": "0"}).start()
+        app = AppProcess(data, SETTINGS, env={**UNSCREENED, "EMPATHY_ARENA_SERVER_TIMING": "1",
+                                              **INTEGRITY_ENV.get(integrity or "", {})}).start()
         try:
             asyncio.run(honest_voters(app.url, min(voters, 10), 3.0, (0.2, 0.5), seed_=99))     # warm-up
             out = {}
@@ -264,12 +272,15 @@ def main() -> int:
     p.add_argument("--flood-connections", type=int, default=8)
     p.add_argument("--no-quiet", action="store_true", help="skip the phase without the flood")
     p.add_argument("--no-gradio", action="store_true", help="skip the phase with the Gradio-route flood")
+    p.add_argument("--integrity", choices=("on", "off"), default="on",
+                   help="proof of work for anonymous voters and 5%% gold battles (the app's defaults), or neither")
     p.add_argument("--out", default=str(ROOT / "benchmarks" / "out" / "flood.json"))
     args = p.parse_args()
     load_before = os.getloadavg()
     phases = measure(args.voters, args.duration, tuple(args.pause), args.flood_connections, not args.no_quiet,
-                     gradio_flood=not args.no_gradio)
-    report = {"command": " ".join([Path(sys.argv[0]).name, *sys.argv[1:]]), "voters": args.voters,
+                     gradio_flood=not args.no_gradio, integrity=args.integrity)
+    report = {"command": " ".join([Path(sys.argv[0]).name, *sys.argv[1:]]), "integrity": args.integrity,
+              "voters": args.voters,
               "duration_s": args.duration, "pause_s": list(args.pause), "flood_connections": args.flood_connections,
               "target_flood_client_p99_ms": 50.0,
               "machine": {"cpus": os.cpu_count(), "platform": platform.platform(),

@@ -1,4 +1,6 @@
-"""Gradio wiring for the integrity-health view: counted vs refused votes over time, and the alert state."""
+"""Gradio wiring for the integrity-health view: votes counted, down-weighted, excluded and refused over time, and
+why; gold checks; the alert state. The operator also sees the flagged votes and can reverse a flag
+(leaderboard/flags_review.py)."""
 from __future__ import annotations
 
 import time
@@ -11,10 +13,13 @@ from arena.health import health_figure, live_models_line, pairs_line
 from eval_backend.inert import md
 from eval_backend.tab_contract import PageLoad, TabHandles
 
+from .flags_review import build_flags_review
 from .operator_status import build_operator_status
 from . import plots
 
-COLUMNS = ["hour (UTC)", "served", "counted", "refused", "refused by reason", "counted share"]
+COLUMNS = ["hour (UTC)", "served", "counted", "down-weighted", "excluded", "refused", "why (refused · excluded)",
+           "gold checks passed / failed", "counted share"]
+EMPTY = ["—", 0, 0, 0, 0, 0, "—", "—", "—"]
 
 
 def share_text(share) -> str:
@@ -24,12 +29,25 @@ def share_text(share) -> str:
 
 def health_frame(rows: list[dict]) -> pd.DataFrame:
     """The hours with any activity, newest last; one row saying so when there is none (never a bare header)."""
-    rows = [r for r in rows if r["served"] or r["accepted"] or r["refused"]]
+    rows = [r for r in rows if r["served"] or r["accepted"] or r["refused"] or r.get("gold")]
     if not rows:
-        return pd.DataFrame([["no battle served in this period", 0, 0, 0, "—", "—"]], columns=COLUMNS)
-    return pd.DataFrame([[r["start_utc"], r["served"], r["accepted"], r["refused"],
-                          ", ".join(f"{k}: {v}" for k, v in r["refused_by_reason"].items()) or "—",
-                          share_text(r["counted_share"])] for r in rows], columns=COLUMNS)
+        return pd.DataFrame([["no battle served in this period", *EMPTY[1:]]], columns=COLUMNS)
+    return pd.DataFrame([[r["start_utc"], r["served"], r.get("counted", r["accepted"]), r.get("down_weighted", 0),
+                          r.get("excluded", 0), r["refused"], why_text(r),
+                          gold_text(r.get("gold") or {}), share_text(r["counted_share"])] for r in rows],
+                        columns=COLUMNS)
+
+
+def why_text(row: dict) -> str:
+    """Refusal reasons, then the flags that excluded or down-weighted votes ("excluded cadence: 4")."""
+    parts = [f"{k}: {v}" for k, v in row["refused_by_reason"].items()]
+    parts += [f"flagged {k}: {v}" for k, v in row.get("excluded_by_reason", {}).items()]
+    return ", ".join(parts) or "—"
+
+
+def gold_text(checks: dict) -> str:
+    n = checks.get("pass", 0) + checks.get("fail", 0)
+    return f"{checks.get('pass', 0)} / {checks.get('fail', 0)}" if n else "—"
 
 
 def live_health(ctx) -> list[dict]:
@@ -53,13 +71,15 @@ def build_health_tab(ctx) -> TabHandles:
     """Renders the app's one monitor (ctx.health, whose check() also logs alerts): on page load and Refresh
     here, and on the context's own schedule (app_context.py) so alerts reach the log with no page open."""
     monitor = ctx.health
-    gr.Markdown("Share of vote submissions that were counted, and why the others were refused. An anti-abuse "
-                "rule that voids honest votes shows up here as a drop in the counted share.")
+    gr.Markdown("Share of vote submissions counted in full; the others were refused, or accepted but down-weighted "
+                "or excluded by the integrity checks (gold checks, agreement with the other voters, sweeps for "
+                "cadence, one-model bias and rings: arena/README.md), and why. An anti-abuse rule that voids honest "
+                "votes shows up here as a drop in the counted share, which raises an alert.")
     status = gr.Markdown()
     aspects = gr.Markdown(elem_id="health-aspects")      # the share of votes that feed the aspect boards
     pairs = gr.Markdown(elem_id="health-pairs")      # battles left out of matchmaking, and why (issue 22)
     plot = gr.Plot(elem_id="health-plot", show_label=False)
-    table = gr.Dataframe(pd.DataFrame([["loading…", 0, 0, 0, "—", "—"]], columns=COLUMNS), interactive=False,
+    table = gr.Dataframe(pd.DataFrame([["loading…", *EMPTY[1:]]], columns=COLUMNS), interactive=False,
                          max_height=300, elem_id="health-table")
     refresh = gr.Button("Refresh")
 
@@ -75,4 +95,5 @@ def build_health_tab(ctx) -> TabHandles:
     outputs = [status, aspects, plot, table, pairs]
     refresh.click(render, None, outputs)
     operator = build_operator_status(ctx)        # bootstrap and Hub detail, for the operator only
-    return TabHandles(loads=(PageLoad(render, None, outputs), operator))
+    flags = build_flags_review(ctx)              # flagged votes and reversals, for the operator only
+    return TabHandles(loads=(PageLoad(render, None, outputs), operator, flags))

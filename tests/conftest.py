@@ -14,6 +14,11 @@ os.environ["GRADIO_ANALYTICS_ENABLED"] = "False"
 # The app plays only replies screened clean (EMPATHY_ARENA_SCREEN_REPLIES, default 1). Tests of other parts serve
 # fixture replies nobody screened, so the suite's default is 0; the safety tests (tests/test_safety_*.py) set 1.
 os.environ.setdefault("EMPATHY_ARENA_SCREEN_REPLIES", "0")
+# Gold battles (EMPATHY_ARENA_GOLD_SHARE, 0.05) and proof of work for anonymous voters (EMPATHY_ARENA_POW, on) are
+# the app's defaults too; tests of other parts count every battle and vote without solving, so the suite's default
+# is off; the integrity tests (tests/test_gold.py, tests/test_pow*.py, tests/test_sweeps.py) turn them on.
+os.environ.setdefault("EMPATHY_ARENA_GOLD_SHARE", "0")
+os.environ.setdefault("EMPATHY_ARENA_POW", "0")
 
 import pytest  # noqa: E402
 

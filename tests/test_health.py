@@ -67,9 +67,13 @@ def test_alert_when_the_counted_share_drops(svc):
     assert bad["window"] == {"served": 40, "accepted": 5, "refused": 25, "refused_by_reason": {"rate_limited": 25},
                              "counted_share": pytest.approx(5 / 30)}
     assert "17% of 30" in bad["alert"] and "rate_limited 25" in bad["alert"]
-    # too few submissions: no alert; a lower threshold: no alert
+    # too few submissions: no alert; a lower threshold: no alert below it, but the drop from the earlier hours'
+    # 94% is still told (issue 23), unless the drop allowed is as large
     assert health.health_report(svc.store, health.HealthConfig(min_attempts=31), now=T0 + 3 * H - 1)["alert"] is None
-    assert health.health_report(svc.store, health.HealthConfig(alert_share=0.1), now=T0 + 3 * H - 1)["alert"] is None
+    dropped = health.health_report(svc.store, health.HealthConfig(alert_share=0.1), now=T0 + 3 * H - 1)["alert"]
+    assert dropped.startswith("the counted share fell to 17% of 30 submissions") and "from 94% before" in dropped
+    assert health.health_report(svc.store, health.HealthConfig(alert_share=0.1, max_share_drop=0.8),
+                                now=T0 + 3 * H - 1)["alert"] is None
 
 
 def test_alert_when_battles_are_served_but_no_vote_arrives(tmp_path):

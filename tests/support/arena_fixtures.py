@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
+from altcha import Challenge, Payload, solve_challenge
 
 from eval_backend.benchmark.model import (MCQ, AudioRef, Benchmark, ContextCase, ContextGroup, Script, SelectionItem,
                                           ToneCase, ToneGroup, Variant)
@@ -144,6 +145,21 @@ NO_LIMITS = {"min_listen_s": 0.0, "session_votes_per_minute": 10**9, "session_vo
              "ip_battles_per_minute": 10**9, "ip_vote_attempts_per_minute": 10**9, "session_open_battles": 10**9}
 
 
+# The integrity checks the app runs by default (arena/config.py: integrity_from_env), for the benchmarks' --integrity:
+# on = proof of work for anonymous voters (every 50 votes) and 5% gold battles, as deployed, except the work asked
+# (50 attempts, not 2,500-5,000): the server's side of a proof (a challenge, two HMACs) does not depend on it, and
+# 50 voters solving ~1 s each on the load client would take the CPU the server is measured on
+# (benchmarks/bench_integrity.py measures the solving); off = neither.
+INTEGRITY_ENV = {"on": {"EMPATHY_ARENA_POW": "1", "EMPATHY_ARENA_GOLD_SHARE": "0.05", "EMPATHY_ARENA_POW_COUNTER": "50"},
+                 "off": {"EMPATHY_ARENA_POW": "0", "EMPATHY_ARENA_GOLD_SHARE": "0"}}
+
+
+# The seeded replies are nobody's screened replies; the app plays screened replies only (EMPATHY_ARENA_SCREEN_REPLIES,
+# default 1), which the test suite turns off in tests/conftest.py. The benchmarks, run outside pytest, say it here
+# (screening is not on the vote path: docs/benchmarks.md, "Safety: screening is not on the vote → next-battle path").
+UNSCREENED = {"EMPATHY_ARENA_SCREEN_REPLIES": "0"}
+
+
 @dataclass
 class LoadResult:
     acks: dict[str, dict] = field(default_factory=dict)      # battle id -> acknowledged vote (request + reply)
@@ -170,7 +186,8 @@ async def run_load(url: str, clients: int, votes: int, kill_after: int | None = 
                    kill: Callable[[], None] | None = None, seed: int = 0, think_s: float = 0.0) -> LoadResult:
     """`clients` concurrent voters (one session each, own connection) cast `votes` votes through the HTTP API.
 
-    Each voter: battle -> vote -> next battle -> ... A vote counts as acknowledged only on a 200.
+    Each voter: battle -> vote -> next battle -> ... A vote counts as acknowledged only on a 200. A battle that asks
+    for a proof of work (arena/pow.py) gets one solved before its vote, outside the timed part.
     With `kill_after`, `kill()` runs once that many votes were acknowledged; voters stop on the
     first transport error (the server is gone). `think_s` > 0: each voter pauses (uniform 0.5-1.5 x)
     before each vote, as a listener would; 0 = closed loop, as fast as the server answers. aiohttp rather than httpx: on this 2-core machine
@@ -208,6 +225,9 @@ async def run_load(url: str, clients: int, votes: int, kill_after: int | None = 
                     sounded = rng.choice([None, "A", "B", "tie"])
                     body = {"battle_id": view["battle_id"], "session": session, "overall": slot,
                             "said": said, "sounded": sounded}
+                    if view.get("pow"):       # a proof of work is due (arena/pow.py): solved as a script does,
+                        body["altcha"] = await asyncio.get_running_loop().run_in_executor(   # not timed
+                            None, solve_pow, view["pow"]["challenge"])
                     out.sent.add(view["battle_id"])
                     t0 = time.perf_counter()
                     status, reply, vote_t = await post(http, "/api/arena/vote", body)
@@ -234,6 +254,16 @@ async def run_load(url: str, clients: int, votes: int, kill_after: int | None = 
     await asyncio.gather(*(voter() for _ in range(clients)))
     out.wall_s = time.perf_counter() - t0
     return out
+
+
+def solve_pow(challenge: dict) -> str:
+    """The `altcha` field of a vote: an ALTCHA v2 challenge (as the API sends it) solved with the `altcha`
+    package, as a script does (arena/README.md), as a base64 payload."""
+    ch = Challenge.from_dict(challenge)
+    solution = solve_challenge(ch)
+    if solution is None:
+        raise RuntimeError("the challenge could not be solved in time")
+    return Payload(ch, solution).to_base64()
 
 
 def main() -> int:

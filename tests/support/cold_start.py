@@ -16,6 +16,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from arena.pow_ui import PAYLOAD_JS
 from tests.support.browser import launch_chromium, new_page
 from tests.support.processes import ROOT, free_port, wait_until_answers
 
@@ -150,7 +151,11 @@ def _drive_to_vote(page, out: ColdStart, t0: float, timeout_s: float, proc: subp
     page.evaluate("() => document.querySelectorAll('audio').forEach(a => { a.playbackRate = 2; a.play(); })")
     page.wait_for_function("() => !document.getElementById('arena-vote-a').disabled", timeout=120_000)
     out.votable_s = time.monotonic() - t0
+    # an anonymous voter's proof of work (arena/pow_ui.py, on by default in app.py): wait, as a person would, until
+    # the check says it is done
+    page.wait_for_function(f"() => !document.querySelector('#arena-pow altcha-widget') || !!({PAYLOAD_JS})",
+                           timeout=120_000)
     page.click("#arena-vote-a")
     page.click("#arena-send")          # no aspect answered: the vote waits for Send (issue 24)
-    page.wait_for_function("() => document.querySelector('#arena-message')?.innerText.includes('✅')")
+    page.wait_for_selector("#arena-reveal", state="visible")      # counted (or, 5% of battles, a gold check's reveal)
     out.voted_s = time.monotonic() - t0
