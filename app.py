@@ -38,7 +38,8 @@ from arena.layout_css import LAYOUT_CSS  # noqa: E402
 from arena.live_api import mount_live_api  # noqa: E402
 from arena.live_ui import build_arena_live_tab  # noqa: E402
 from arena.media import mount_media  # noqa: E402
-from eval_backend.body_limit import BodyLimit, app_caps  # noqa: E402
+from eval_backend.body_limit import BodyLimit  # noqa: E402
+from eval_backend.gradio_guard import mount_gradio  # noqa: E402
 from eval_backend.tab_contract import TabHandles  # noqa: E402
 from leaderboard import browse  # noqa: E402
 from leaderboard.about_tab import build_about_tab  # noqa: E402
@@ -177,20 +178,21 @@ A11Y_JS = """() => {
 def build_app(ctx: AppContext) -> BodyLimit:
     """The JSON API (/api/arena/...) and the media routes beside the Gradio UI mounted at /.
 
-    Gradio serves no file of the data dir: audio goes through arena/media.py's token routes, and the data dir
-    is in Gradio's blocked_paths, so neither its file routes nor a component's output can reach the database,
-    the salt, the signing key, submissions or results (reading the database file here would also drop
-    SQLite's locks and could lose acknowledged votes)."""
+    Gradio serves no file of the data dir: audio goes through arena/media.py's token routes, the data dir is in
+    Gradio's blocked_paths, and an event's input may name only a file this browser uploaded
+    (eval_backend/gradio_guard.py, eval_backend/uploads.py), so neither its file routes nor a component's input
+    or output can reach the database, the salt, the signing key, submissions or results (reading the database
+    file here would also drop SQLite's locks and could lose acknowledged votes)."""
     app = FastAPI(title="Empathy Arena")
     mount_http_api(app, ctx.arena)
     if ctx.live is not None:
         mount_live_api(app, ctx.live)
     mount_media(app, ctx.arena, ctx.media, lambda: ctx.benchmark, browse.clip_file)
     ctx.identity.mount(app)             # /operator sign-in and the guest cookie (leaderboard/identity.py)
-    app = gr.mount_gradio_app(app, build_blocks(ctx), path="/", blocked_paths=[str(ctx.data_dir)],
-                              footer_links=["gradio", "settings"], css=LAYOUT_CSS)   # arena/layout_css.py
-    # request-body caps in front of everything, Gradio's routes included (eval_backend/body_limit.py)
-    return BodyLimit(app, app_caps(ctx.submissions.max_upload_bytes))
+    # Gradio mounted with its input check on and its routes bounded (uploads, sessions, file references), the
+    # request-body caps in front of everything (eval_backend/gradio_guard.py, eval_backend/body_limit.py)
+    return mount_gradio(app, build_blocks(ctx), data_dir=ctx.data_dir, zip_bytes=ctx.submissions.max_upload_bytes,
+                        footer_links=["gradio", "settings"], css=LAYOUT_CSS)   # arena/layout_css.py
 
 
 def _terminate(*_) -> None:

@@ -20,14 +20,13 @@ State is per process (replicas each keep their own) and starts empty on restart;
 """
 from __future__ import annotations
 
-import ipaddress
 import math
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Callable
 
-MAX_KEYS = 100_000
+from eval_backend.rate_limit import MAX_KEYS, TokenBuckets, address_key  # noqa: F401  (importable from here)
 
 
 class Refused(Exception):
@@ -39,63 +38,6 @@ class Refused(Exception):
         self.reason_code = reason_code
         self.message = message
         self.retry_after_s = retry_after_s
-
-
-def address_key(address: str | None) -> str:
-    """The rate-limit key of a client address: IPv4 as is, IPv6 by its /64."""
-    if not address:
-        return "-"
-    try:
-        ip = ipaddress.ip_address(address)
-    except ValueError:
-        return address
-    if ip.version == 6:
-        return str(ipaddress.ip_network(f"{ip}/64", strict=False))
-    return str(ip)
-
-
-class TokenBuckets:
-    """`per_minute` tokens per key, refilled continuously; a bounded LRU table of keys."""
-
-    def __init__(self, per_minute: float, clock: Callable[[], float], max_keys: int = MAX_KEYS):
-        self.capacity = float(per_minute)
-        self.rate = float(per_minute) / 60.0
-        self.clock = clock
-        self.max_keys = max_keys
-        self._items: OrderedDict[str, list[float]] = OrderedDict()    # key -> [tokens, last refill time]
-        self._lock = threading.Lock()
-
-    def wait(self, key: str) -> float:
-        """Seconds until `key` could take a token (0.0: now), without taking one."""
-        if self.capacity <= 0:
-            return 60.0
-        now = self.clock()
-        with self._lock:
-            item = self._items.get(key)
-            if item is None:
-                return 0.0
-            tokens = min(self.capacity, item[0] + (now - item[1]) * self.rate)
-        return 0.0 if tokens >= 1.0 else (1.0 - tokens) / self.rate
-
-    def take(self, key: str) -> float:
-        """Take a token: 0.0 when granted, else the seconds until one is available."""
-        if self.capacity <= 0:                # a limit of 0 closes the door: ask again in a minute
-            return 60.0
-        now = self.clock()
-        with self._lock:
-            item = self._items.get(key)
-            if item is None:
-                item = self._items[key] = [self.capacity, now]
-                while len(self._items) > self.max_keys:
-                    self._items.popitem(last=False)
-            else:
-                self._items.move_to_end(key)
-                item[0] = min(self.capacity, item[0] + (now - item[1]) * self.rate)
-                item[1] = now
-            if item[0] >= 1.0:
-                item[0] -= 1.0
-                return 0.0
-            return (1.0 - item[0]) / self.rate
 
 
 @dataclass

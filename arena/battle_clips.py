@@ -1,5 +1,11 @@
-"""A served battle's clips: how long each lasts (written with the battle) and when its audio was first
-fetched (written by the audio route, arena/media.py). The listening rule (arena/listening.py) reads both.
+"""A served battle's clips: how long each lasts (written with the battle) and when its audio was fetched
+(written by the audio route, arena/media.py). The listening rule (arena/listening.py) reads both.
+
+"Fetched" means the clip's bytes were sent, enough to cover what the rule asks: the route reports each span of
+bytes it sent (`FetchLog.sent`), and once the spans sent cover the clip's first `need_s / seconds` share of its
+bytes (the rule's `need`; at least one byte), the time is written. One `Range: bytes=0-0` is no fetch; a player's
+usual `bytes=0-` answer, or its seeks and resumes together, are. The spans are counted per process: a player whose
+ranges went to different replicas is counted by each alone (the fetch then waits for a range that covers).
 
 In the database, not in memory, so a vote checked on one replica sees a fetch served by another. The fetch
 write is one small UPDATE, once per clip and process (`FetchLog` remembers which clips it has recorded, so a
@@ -8,6 +14,7 @@ for one short transaction, never the vote's or the next battle's response path.
 """
 from __future__ import annotations
 
+import math
 import threading
 from collections import OrderedDict
 from typing import Callable, Mapping
@@ -50,9 +57,49 @@ class FetchLog:
         self.store = store
         self.clock = clock
         self._done: OrderedDict[tuple[str, str], None] = OrderedDict()
+        self._partial: OrderedDict[tuple[str, str], tuple[int, list[list[int]]]] = OrderedDict()  # need, spans
         self._lock = threading.Lock()
 
+    def sent(self, battle_id: str, clip: str, start: int, end: int, size: int,
+             need_share: Callable[[], float]) -> None:
+        """Bytes [start, end) of the clip's `size`-byte file were sent. `need_share()`: the share of the clip the
+        listening rule asks to hear (read once per clip and process)."""
+        key = (battle_id, clip)
+        with self._lock:
+            if key in self._done:
+                return
+            entry = self._partial.get(key)
+        if entry is None:
+            share = min(1.0, max(0.0, need_share()))
+            entry = (max(1, min(size, math.ceil(size * share))), [])
+        with self._lock:
+            entry = self._partial.setdefault(key, entry)
+            self._partial.move_to_end(key)
+            need, spans = entry
+            spans.append([start, end])
+            spans.sort()
+            covered = 0
+            for a, b in spans:              # the prefix [0, covered) the spans cover together
+                if a > covered:
+                    break
+                covered = max(covered, b)
+            merged: list[list[int]] = []
+            for a, b in spans:
+                if merged and a <= merged[-1][1]:
+                    merged[-1][1] = max(merged[-1][1], b)
+                else:
+                    merged.append([a, b])
+            spans[:] = merged[:64]             # a client sending countless disjoint ranges keeps a bounded list
+            while len(self._partial) > MAX_REMEMBERED:
+                self._partial.popitem(last=False)
+            done = covered >= need
+            if done:
+                self._partial.pop(key, None)
+        if done:
+            self.fetched(battle_id, clip)
+
     def fetched(self, battle_id: str, clip: str) -> None:
+        """The clip's needed bytes were all sent: record the time (once)."""
         key = (battle_id, clip)
         with self._lock:
             if key in self._done:
@@ -66,3 +113,11 @@ class FetchLog:
             self._done[key] = None
             while len(self._done) > MAX_REMEMBERED:
                 self._done.popitem(last=False)
+
+
+def need_share(store: Store, battle_id: str, clip: str, need: Callable[[float], float]) -> float:
+    """The share of a clip's length the listening rule asks to hear (`need(seconds)`: ListenRule.need); 1.0 when
+    the clip's length is unknown (then the whole file must be sent)."""
+    rows = store.query("SELECT seconds FROM arena_battle_clips WHERE battle_id=? AND clip=?", (battle_id, clip))
+    seconds = float(rows[0]["seconds"]) if rows else 0.0
+    return need(seconds) / seconds if seconds > 0 else 1.0

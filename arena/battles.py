@@ -18,6 +18,7 @@ from eval_backend.moderation import ledger
 from eval_backend.moderation.replies import KIND, subject_of
 from eval_backend.moderation.texts import REASON, screen_later
 from eval_backend.store import Reply
+from eval_backend.showcase import in_arena_pool
 from eval_backend.tasks import SPOKEN_TASKS, build_requests
 
 from . import battle_clips, covariates, distinct, listening, storage
@@ -223,7 +224,7 @@ class Battles:
             for b in benchmarks:
                 by_id = {}
                 for req in build_requests(b, SPOKEN_TASKS):
-                    if req.usable and req.audios and Path(req.audios[0].path).is_file():
+                    if req.usable and req.audios and in_arena_pool(req.id) and Path(req.audios[0].path).is_file():
                         text = req.text.strip() or None
                         by_id[req.id] = _Candidate(b.hash, req.id, req.task, req.item_id, req.variant,
                                                    str(Path(req.audios[0].path).resolve()), text, req.voice)
@@ -315,7 +316,7 @@ class Battles:
     def battle_clip(self, battle_id: str, clip: str) -> Path | None:
         """The file behind clip user | A | B of a served, unexpired battle, from the battle's row (so any
         replica on the database can answer); None for anything else."""
-        if not isinstance(battle_id, str) or clip not in ("user", "A", "B"):
+        if not storage.plausible_id(battle_id) or clip not in ("user", "A", "B"):
             return None
         battle = storage.battle_clip_row(self.store, battle_id)
         if battle is None or self.clock() > battle["expires_at"]:
@@ -346,7 +347,7 @@ class Battles:
         """Close the session's unvoted battle without a vote ("Skip": the voter wants another battle). Nothing
         enters the ratings or the refusal log; the battle's open-battle slot is freed; a later vote on it is
         refused (`skipped`). Skipping a skipped battle again is a no-op. Raises SkipRefused."""
-        if not isinstance(battle_id, str) or not isinstance(session_id, str):
+        if not storage.plausible_id(battle_id) or not storage.plausible_id(session_id):
             raise SkipRefused("bad_value", "battle id and session id must be text")
         with self.store.transaction() as conn:
             _unvoted_battle_of(conn, battle_id, session_id, SkipRefused, "")
@@ -370,8 +371,8 @@ class Battles:
         except NotYet:
             raise                                  # early, not abuse: no refusal row
         except VoteRefused as refusal:
-            storage.log_refusal(self.store, battle_id if isinstance(battle_id, str) else None,
-                                session_id if isinstance(session_id, str) else None, ip_hash,
+            storage.log_refusal(self.store, battle_id if storage.plausible_id(battle_id) else None,
+                                session_id if storage.plausible_id(session_id) else None, ip_hash,
                                 refusal.reason_code, refusal.message)
             raise
 
@@ -383,7 +384,7 @@ class Battles:
                 raise VoteRefused("bad_value", f"'{name}' must be A, B, tie or empty, got {value!r}")
         if reason is not None and (not isinstance(reason, str) or len(reason) > MAX_REASON_CHARS):
             raise VoteRefused("bad_value", f"the reason must be text of at most {MAX_REASON_CHARS} characters")
-        if not isinstance(battle_id, str) or not isinstance(session_id, str):
+        if not storage.plausible_id(battle_id) or not storage.plausible_id(session_id):
             raise VoteRefused("bad_value", "battle id and session id must be text")
         if claimed is not None and (not isinstance(claimed, (tuple, list)) or len(claimed) != 2):
             raise VoteRefused("bad_value", "claimed models must be a pair of names")

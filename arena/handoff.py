@@ -23,6 +23,8 @@ def arena_handoff(store, bench, model: str, counts: dict, arena_specs: tuple[str
         why = f"the arena serves the benchmark(s) {', '.join(specs)}, not {bench.source}"
     elif not counts["with_audio"]:
         why = "the model gave no spoken reply with audio"
+    elif not counts.get("arena_pool", counts["with_audio"]):
+        why = "none of its spoken replies with audio answers a request of the arena's pool (eval_backend/showcase.py)"
     elif counts.get("held") is not None and counts["held"] >= counts["with_audio"]:
         why = "every spoken reply was held by the safety screen (the operator's Moderation tab)"
     elif paused:

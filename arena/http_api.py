@@ -96,6 +96,9 @@ async def _json_body(request: Request) -> dict | JSONResponse:
         return _error(400, "bad_json", "the request body must be a JSON object")
     if not isinstance(body, dict):
         return _error(400, "bad_json", "the request body must be a JSON object")
+    if safejson.unstorable_text(body):    # "\ud800" or "\u0000": not text every database and response can hold
+        return _error(400, "bad_json", "the request body holds text that cannot be stored (a lone surrogate or a "
+                                       "NUL character)")
     return body
 
 

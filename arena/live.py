@@ -33,7 +33,8 @@ Steps, in order, so bad input costs nothing and a refusal stores nothing:
 
 Retention: without consent to store, the clips and the words are deleted `retention_s` after the battle (it
 stays votable until then); with it, after `keep_days`. `sweep()` deletes what is due (a background thread runs
-it every `sweep_every_s`; every new live battle runs it too).
+it every `sweep_every_s`, EMPATHY_ARENA_LIVE_SWEEP_EVERY_S). A recording sent from the page is deleted from Gradio's
+upload folder as soon as its battle holds its own copy (arena/live_ui.py), so the sweep's copy is the only one.
 
 Screening takes an injected callable `screen(text) -> ScreenResult` (flagged, crisis, categories, reason,
 screen: eval_backend.safety's interface); by default eval_backend.safety.screen_text when that module exists.
@@ -127,6 +128,7 @@ class LiveSettings:
                    retention_s=num("RETENTION_S", d.retention_s), keep_days=num("KEEP_DAYS", d.keep_days),
                    user_per_hour=num("PER_USER_HOUR", d.user_per_hour, int),
                    concurrency=max(1, num("CONCURRENCY", d.concurrency, int)),
+                   sweep_every_s=max(0.5, num("SWEEP_EVERY_S", d.sweep_every_s)),
                    require_sign_in=spaces or env.get(LIVE_PREFIX + "SIGN_IN", "0") == "1")
 
 

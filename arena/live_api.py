@@ -31,6 +31,7 @@ from eval_backend import client_address
 
 from .http_api import MAX_SESSION_CHARS, PREFIX
 from .live import LiveRefused
+from .storage import plausible_id
 
 LIVE_PREFIX = PREFIX + "/live"
 FORM_FIELDS = 8
@@ -66,7 +67,7 @@ def build_live_router(live) -> APIRouter:
     @router.get("/heard")
     async def heard(battle_id: str = "", session: str = "", wait_s: float = 10.0):
         from starlette.concurrency import run_in_threadpool
-        if not battle_id or len(battle_id) > MAX_SESSION_CHARS or len(session) > MAX_SESSION_CHARS:
+        if not plausible_id(battle_id) or len(session) > MAX_SESSION_CHARS:
             return _error(404, "not_found", "no live battle of this session has that id")
         wait = min(MAX_HEARD_WAIT_S, wait_s) if math.isfinite(wait_s) else 0.0
         found = await run_in_threadpool(live.heard, battle_id, session, wait)

@@ -144,7 +144,10 @@ def delete_due(store, now: float) -> list[str]:
     for r in rows:
         folder = store.abspath(r["audio_dir"]).resolve() if r["audio_dir"] else None
         if folder is not None and folder.is_relative_to(root / LIVE_DIR) and folder != root / LIVE_DIR:
-            shutil.rmtree(folder, ignore_errors=True)
+            for _ in range(5):          # a heard file written meanwhile (arena/live_heard.py) can keep it: again
+                shutil.rmtree(folder, ignore_errors=True)
+                if not folder.exists():
+                    break
         with store.transaction() as conn:
             conn.execute("UPDATE arena_live SET deleted_at=?, transcript=NULL, text_a=NULL, text_b=NULL "
                          "WHERE battle_id=? AND deleted_at IS NULL", (now, r["battle_id"]))

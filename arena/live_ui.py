@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import gradio as gr
 
-from eval_backend import client_address
+from eval_backend import client_address, uploads
 from eval_backend.inert import md
 from eval_backend.tab_contract import PageLoad, TabHandles
 
@@ -75,7 +75,9 @@ def build_live_section(live, parts: dict) -> tuple[PageLoad, ...]:
                                             "(needs the first box)", value=False, elem_id="live-consent-release")
             agree = gr.Button("I have read this: continue", elem_id="live-consent-ok")
         with gr.Group(visible=False, elem_id="live-recorder") as recorder:
-            mic = gr.Audio(sources=["microphone", "upload"], type="filepath", elem_id="live-mic",
+            # format=None: no conversion before the handler (Gradio would decode any other format with ffmpeg);
+            # the handler reads only what libsndfile reads (arena/live.py)
+            mic = gr.Audio(sources=["microphone", "upload"], type="filepath", format=None, elem_id="live-mic",
                            label=f"Your voice (at most {s.max_utterance_s:g} s; play it back before sending)")
             send = gr.Button("Send to two models", variant="primary", elem_id="live-send")
             change = gr.Button("Change my consent answers", size="sm", elem_id="live-consent-change")
@@ -111,11 +113,10 @@ def build_live_section(live, parts: dict) -> tuple[PageLoad, ...]:
             return refuse("Answer the consent questions first.")
         if not path:
             return refuse("Record (or upload) something first.")
-        try:
-            with open(path, "rb") as f:
-                data = f.read(s.max_upload_bytes + 1)
-        except OSError:
-            return refuse("The recording could not be read; please record again.")
+        try:      # only a file this browser uploaded (eval_backend/uploads.py): the path is the sender's choice
+            data = uploads.read_upload(path, request, s.max_upload_bytes)
+        except uploads.UploadRefused as exc:
+            return refuse(exc.message)
         session = st.get("session") or live.arena.new_session()
         ip = client_address.from_request(request) or "unknown"
         user = getattr(profile, "username", None) if profile is not None else None
@@ -124,6 +125,7 @@ def build_live_section(live, parts: dict) -> tuple[PageLoad, ...]:
                                  consent_release=consent["release"])
         except LiveRefused as exc:
             return refuse(exc.message)
+        uploads.consume(path)       # the battle keeps its own copy (retention, arena/live_store.py): none stays here
         new_state = {"session": session, "battle_id": b.battle_id, "voted": False, "live": True}
         return (new_state, gr.update(visible=False, value=""),
                 clip_html(AUDIO_LABELS["user"], b.audio["user"]), clip_html(AUDIO_LABELS["a"], b.audio["A"]),

@@ -15,8 +15,9 @@ one file the server chose, so there is no path for a stranger to spell.
 
 - A battle id is the battle's unguessable token (arena_battles.id); the route looks the battle up in the
   database (models, request), so any replica sharing the database serves it. Expired battles serve nothing.
-  The first fetch of each clip is recorded (arena/battle_clips.py): the listening rule refuses a vote on
-  audio that never left the server. The Gradio tab's players use these same URLs.
+  What each response sent is recorded (arena/clip_response.py, arena/battle_clips.py): the listening rule
+  refuses a vote on audio that never left the server. No ETag or Last-Modified (they would tie the clip to the
+  same file on another route). The Gradio tab's players use these same URLs.
 - Reply and benchmark-clip tokens are signed with the server key (`eval_backend.signing.Signer`, purposes
   "reply-audio" and "bench-clip"): the signed value names a database row or a benchmark item, not a file, and
   a client cannot make one up. Replicas must share the signing key (see signing.py).
@@ -37,6 +38,8 @@ from typing import Callable
 from fastapi import APIRouter, FastAPI
 from fastapi.responses import FileResponse, JSONResponse
 from starlette.concurrency import run_in_threadpool
+
+from .clip_response import ClipResponse
 
 BATTLE_PREFIX = "/api/arena/audio"
 REPLY_PREFIX = "/media/reply"
@@ -147,9 +150,12 @@ def reply_file(store, model: str, benchmark_hash: str, request_id: str) -> Path 
 
 def playable_reply_file(service, model: str, benchmark_hash: str, request_id: str) -> Path | None:
     """The reply's audio only if the service lets it be played: with screening on, a reply not screened clean
-    (flagged, not screened, or not screened yet) is not served (eval_backend/moderation)."""
+    (flagged, not screened, or not screened yet) is not served (eval_backend/moderation); nor one a battle can
+    play (the service's `reply_blinded`: this route names the model in the page that links it)."""
     cleared = getattr(service, "reply_cleared", None)
-    if cleared is not None and not cleared(service.store.reply(model, benchmark_hash, request_id)):
+    blinded = getattr(service, "reply_blinded", None)
+    reply = service.store.reply(model, benchmark_hash, request_id) if cleared or blinded else None
+    if (cleared is not None and not cleared(reply)) or (blinded is not None and blinded(reply)):
         return None
     return reply_file(service.store, model, benchmark_hash, request_id)
 
@@ -179,13 +185,10 @@ def _not_found(what: str) -> JSONResponse:
 
 
 def _battle_file(service, battle_id: str, clip: str) -> Path | None:
-    """The servable file behind a battle clip; serving it records the clip's first fetch (the listening rule,
-    arena/listening.py: a vote needs the audio to have left the server)."""
+    """The servable file behind a battle clip. Sending it records what was sent (arena/clip_response.py): the
+    listening rule (arena/listening.py) needs the audio to have left the server."""
     path = service.battle_clip(battle_id, clip)
-    path = servable(path, service.store.root, HEARD_DIRS + LIVE_DIRS) if path else None
-    if path is not None:
-        service.clip_fetched(battle_id, clip)
-    return path
+    return servable(path, service.store.root, HEARD_DIRS + LIVE_DIRS) if path else None
 
 
 def build_media_router(service, tokens: MediaTokens | None = None,
@@ -204,8 +207,9 @@ def build_media_router(service, tokens: MediaTokens | None = None,
         path = await run_in_threadpool(_battle_file, service, battle_id, clip)
         if path is None:
             return _not_found("clip: serve a battle first (clips are user, A, B); expired battles have none")
-        return _audio(path, f"{clip}.wav" if path.suffix.lower() == ".wav" else f"{clip}{path.suffix}",
-                      "private, no-store")
+        # no validator or date shared with any other route; what was sent is reported for the listening rule
+        return ClipResponse(path, AUDIO_TYPES[path.suffix.lower()], f"{clip}{path.suffix.lower()}",
+                            lambda start, end, size: service.clip_sent(battle_id, clip, start, end, size))
 
     if tokens is None:
         return router

@@ -3,7 +3,8 @@
     svc = ArenaService(Store(data_dir))                 # settings: arena.config.ArenaSettings
     view = svc.serve_battle(session_id, ip)            # BattleView: audio URLs only, no names, no paths
     svc.battle_clip(view.battle_id, "A")               # the file behind a clip URL (arena/media.py serves it)
-    svc.clip_fetched(view.battle_id, "A")              # the audio route records each clip's first fetch
+    svc.clip_sent(view.battle_id, "A", 0, n, size)     # the audio route: bytes sent; fetched once they cover
+                                                        # what the listening rule asks (clip_fetched: all of it)
     result = svc.submit_vote(view.battle_id, session_id, ip, "A", said="B", sounded="A",
                              listen={"played_s": {"user": 2.4, "A": 3, "B": 3}, "order": ["user", "B", "A"]})
     # -> VoteResult (names, transcripts, new ratings) or raises VoteRefused(reason_code, message);
@@ -45,6 +46,7 @@ from typing import Callable, Iterable
 
 from eval_backend.audio.io import BadAudio
 from eval_backend.benchmark.model import Benchmark
+from eval_backend import showcase
 from eval_backend.store import Store
 
 from . import battle_clips, covariates, distinct, storage
@@ -91,6 +93,8 @@ class ArenaService(Battles, VoteLog, RatingQueries):
                                s.battle_ttl_s, clock)
         self._signer = None
         self.fetches = battle_clips.FetchLog(store, clock)
+        # blinding (eval_backend/showcase.py): models whose arena-pool replies battles may play
+        self.arena_models = showcase.ArenaModels(store, lambda: [b.hash for b in self._load_benchmarks()])
 
     # ------------------------------------------------------------------ what the voter hears (issue 22)
     def _distinct_pairs(self, index: list[_Candidate]) -> set[tuple[str, str]]:
@@ -161,3 +165,16 @@ class ArenaService(Battles, VoteLog, RatingQueries):
                                   "same_words": {p for p in c.same_words if not set(p) & paused}})
                     for c in live]
         return distinct.left_out_counts(live)
+
+
+    def reply_blinded(self, reply) -> bool:
+        """Must this reply stay nameless? True when a battle can play it: a reply to an arena-pool request by a
+        model in the arena (eval_backend/showcase.py). Browse, the model page and /media/reply show it only when
+        False, so nothing public names a battle's audio."""
+        return reply is not None and not showcase.publishable(reply.request_id, reply.model, self.arena_models())
+
+    def clip_sent(self, battle_id: str, clip: str, start: int, end: int, size: int) -> None:
+        """The audio route sent bytes [start, end) of a clip's `size`-byte file: the clip counts as fetched once
+        what was sent covers what the listening rule asks (arena/battle_clips.py)."""
+        self.fetches.sent(battle_id, clip, start, end, size, lambda: battle_clips.need_share(
+            self.store, battle_id, clip, self.settings.listen_rule.need))

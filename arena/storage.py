@@ -301,6 +301,19 @@ def set_battle_covariates(conn, battle_id: str, covariates: dict) -> None:
                  (*(covariates.get(c) for c in COVARIATE_COLUMNS), battle_id))
 
 
+def plausible_id(value) -> bool:
+    """Text that could be an id this server issued (battle ids, sessions): at most 128 characters, no NUL (no database
+    stores one) and no lone surrogate (no encoder takes one). Anything else is answered like an unknown id, before
+    it reaches a query."""
+    if not isinstance(value, str) or not 0 < len(value) <= 128 or "\x00" in value:
+        return False
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def battle_clip_row(store: Store, battle_id: str):
     """The row a clip URL is answered from (request and models), or None."""
     rows = store.query("SELECT benchmark_hash, request_id, model_a, model_b, expires_at, source "

@@ -1,6 +1,7 @@
 """Honest voters' latency while one client floods the arena with battle requests.
 
     python benchmarks/bench_flood.py [--voters 50] [--duration 60] [--pause 3 9] [--flood-connections 8]
+                                     [--no-quiet] [--no-gradio]
 
 Starts the real app (tests/support/arena_app.py, uvicorn as in production) on loopback with a seeded data dir and the
 default abuse limits (arena/config.py: ip_battles_per_minute, session_open_battles,
@@ -10,11 +11,15 @@ that honest voters are never refused for voting quickly. Then two phases of `--d
           battle -> pause uniform(--pause) s -> vote -> next battle -> ...
   flood   the same, while one client (its own process, from 127.0.0.2, `--flood-connections` connections)
           asks for battles back to back as fast as the server answers.
+  gradio  the same, with that battle flood and a second one (its own process, from 127.0.0.3) on Gradio's own
+          routes (issue 21): `queue/join` of a page-load event under a new session hash each time, `queue/join`
+          under one session, and 1 KiB uploads, in turn, as fast as the server answers.
 Measured per honest step: the client-side time from sending a vote to holding the next battle (over
 loopback: includes any wait on the server's event loop, which a flood would lengthen), and the server-side
 handling time of the two requests (Server-Timing). Prints one JSON summary (p50/p99 per phase, the flood's
-request rate and status counts, battles the flooder got into the database) and writes
-benchmarks/out/flood.json. Target: flood-phase client p99 <= 50 ms on a quiet machine.
+request rate and status counts, battles the flooder got into the database, the app's CPU seconds per phase: its
+own cost, apart from the machine's load) and writes benchmarks/out/flood.json. Target: flood-phase client p99
+<= 50 ms on a quiet machine.
 """
 from __future__ import annotations
 
@@ -39,6 +44,7 @@ from tests.support.arena_fixtures import NO_LIMITS, AppProcess, _timings, seed  
 
 MODELS = ("warm-model", "flat-model", "chirpy-model", "calm-model")
 FLOOD_SOURCE = "127.0.0.2"
+GRADIO_FLOOD_SOURCE = "127.0.0.3"
 # Vote rules off (not what is measured); the in-memory abuse bounds stay at their defaults.
 SETTINGS = {k: v for k, v in NO_LIMITS.items()
             if k not in ("ip_battles_per_minute", "ip_vote_attempts_per_minute", "session_open_battles")}
@@ -113,48 +119,101 @@ async def honest_voters(url: str, voters: int, duration_s: float, pause: tuple[f
             "server_p50_ms": pct(server_ms, 0.50), "server_p99_ms": pct(server_ms, 0.99)}
 
 
-def _flood_main(url: str, duration_s: float, connections: int, out) -> None:
-    """The flooder (own process, so its CPU use never slows the honest clients' event loop)."""
+def _run_flood(source: str, duration_s: float, connections: int, send, setup=None) -> dict:
+    """`connections` workers from `source`, each awaiting `send(http, context, n) -> label` back to back for
+    `duration_s`; the labels counted (aiohttp; in the flooder's own process, so its CPU use never slows the honest
+    clients' event loop)."""
     import aiohttp
 
     async def run() -> dict:
         statuses: Counter = Counter()
         errors: Counter = Counter()
         stop_at = time.monotonic() + duration_s
-        connector = aiohttp.TCPConnector(limit=connections, local_addr=(FLOOD_SOURCE, 0))
+        connector = aiohttp.TCPConnector(limit=connections, local_addr=(source, 0))
         async with aiohttp.ClientSession(connector=connector, timeout=aiohttp.ClientTimeout(total=30)) as http:
-            async def worker():
+            context = await setup(http) if setup else None
+
+            async def worker(n: int):
                 while time.monotonic() < stop_at:
+                    n += connections
                     try:
-                        async with http.post(url + "/api/arena/battle", json={}) as r:
-                            await r.read()
-                            statuses[r.status] += 1
+                        statuses[await send(http, context, n)] += 1
                     except (aiohttp.ClientError, asyncio.TimeoutError, ConnectionError) as exc:
                         errors[type(exc).__name__] += 1
             t0 = time.monotonic()
-            await asyncio.gather(*(worker() for _ in range(connections)))
+            await asyncio.gather(*(worker(k) for k in range(connections)))
             wall = time.monotonic() - t0
         total = sum(statuses.values())
         return {"requests": total, "requests_per_s": total / wall if wall else math.nan,
-                "statuses": {str(k): v for k, v in statuses.items()}, "errors": dict(errors)}
+                "statuses": dict(sorted(statuses.items())), "errors": dict(errors)}
 
-    out.put(asyncio.run(run()))
+    return asyncio.run(run())
 
 
-def flood_phase(url: str, voters: int, duration_s: float, pause, connections: int, seed_: int = 0
-                ) -> tuple[dict, dict]:
+def _flood_main(url: str, duration_s: float, connections: int, out) -> None:
+    """The battle flooder: battle requests back to back."""
+    async def send(http, _, n):
+        async with http.post(url + "/api/arena/battle", json={}) as r:
+            await r.read()
+            return str(r.status)
+    out.put(_run_flood(FLOOD_SOURCE, duration_s, connections, send))
+
+
+def _gradio_flood_main(url: str, duration_s: float, connections: int, out) -> None:
+    """The flooder of Gradio's routes: joins under new session hashes, joins under one session, small uploads, in
+    turn."""
+    import secrets
+
+    import aiohttp
+
+    async def setup(http):
+        async with http.get(url + "/config") as r:
+            cfg = await r.json()
+        return {"fn": next(d["id"] for d in cfg["dependencies"] if d.get("backend_fn") and not d["inputs"]),
+                "one": "flood" + secrets.token_hex(6)}
+
+    async def send(http, ctx, n):
+        kind = ("new_session", "one_session", "upload")[n % 3]
+        if kind == "upload":
+            form = aiohttp.FormData()
+            form.add_field("files", b"RIFF" + bytes(1020), filename="f.wav")
+            req = http.post(url + "/gradio_api/upload", data=form)
+        else:
+            session = ctx["one"] if kind == "one_session" else "flood" + secrets.token_hex(6)
+            req = http.post(url + "/gradio_api/queue/join", json={"data": [], "fn_index": ctx["fn"],
+                                                                   "session_hash": session})
+        async with req as r:
+            await r.read()
+            return f"{kind} {r.status}"
+    out.put(_run_flood(GRADIO_FLOOD_SOURCE, duration_s, connections, send, setup))
+
+
+def flood_phase(url: str, voters: int, duration_s: float, pause, connections: int, seed_: int = 0,
+                gradio: bool = False) -> tuple[dict, dict, dict | None]:
     ctx = mp.get_context("spawn")
-    q = ctx.Queue()
-    proc = ctx.Process(target=_flood_main, args=(url, duration_s + pause[1], connections, q), daemon=True)
-    proc.start()
+    q, gq = ctx.Queue(), ctx.Queue()
+    procs = [ctx.Process(target=_flood_main, args=(url, duration_s + pause[1], connections, q), daemon=True)]
+    if gradio:
+        procs.append(ctx.Process(target=_gradio_flood_main, args=(url, duration_s + pause[1], connections, gq),
+                                 daemon=True))
+    for proc in procs:
+        proc.start()
     try:
         honest = asyncio.run(honest_voters(url, voters, duration_s, pause, seed_))
         flood = q.get(timeout=duration_s + 120)
+        gradio_flood = gq.get(timeout=duration_s + 120) if gradio else None
     finally:
-        proc.join(timeout=30)
-        if proc.is_alive():
-            proc.kill()
-    return honest, flood
+        for proc in procs:
+            proc.join(timeout=30)
+            if proc.is_alive():
+                proc.kill()
+    return honest, flood, gradio_flood
+
+
+def cpu_s(pid: int) -> float:
+    """User + system CPU seconds the process has used (its own cost, whatever else the machine runs)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def flooder_battles(data_dir, since: float) -> int:
@@ -168,22 +227,30 @@ def flooder_battles(data_dir, since: float) -> int:
 
 
 def measure(voters: int, duration_s: float, pause: tuple[float, float], connections: int, quiet: bool = True,
-            data_dir: str | None = None) -> dict:
+            data_dir: str | None = None, gradio_flood: bool = True) -> dict:
     """Seed (unless `data_dir` is already seeded), start the app, run the phases; the summary dict."""
     with tempfile.TemporaryDirectory(prefix="arena_flood_") as tmp:
         data = data_dir or tmp
         if data_dir is None:
             seed(data, MODELS, n_scripts=3)
-        app = AppProcess(data, SETTINGS).start()
+        # the seeded replies were never screened: with screening on (the default) no battle could be served
+        app = AppProcess(data, SETTINGS, env={"EMPATHY_ARENA_SCREEN_REPLIES": "0"}).start()
         try:
             asyncio.run(honest_voters(app.url, min(voters, 10), 3.0, (0.2, 0.5), seed_=99))     # warm-up
             out = {}
             if quiet:
+                c0 = cpu_s(app.proc.pid)
                 out["quiet"] = asyncio.run(honest_voters(app.url, voters, duration_s, pause, seed_=1))
-            t0 = time.time()
-            honest, flood = flood_phase(app.url, voters, duration_s, pause, connections, seed_=2)
-            flood["battles_written"] = flooder_battles(data, t0)
-            out["flood"] = {**honest, "flooder": flood}
+                out["quiet"]["app_cpu_s"] = cpu_s(app.proc.pid) - c0
+            for phase, gradio in (("flood", False), ("gradio", True)):
+                if gradio and not gradio_flood:
+                    continue
+                t0, c0 = time.time(), cpu_s(app.proc.pid)
+                honest, flood, g = flood_phase(app.url, voters, duration_s, pause, connections, seed_=2,
+                                               gradio=gradio)
+                flood["battles_written"] = flooder_battles(data, t0)
+                out[phase] = {**honest, "app_cpu_s": cpu_s(app.proc.pid) - c0, "flooder": flood,
+                              **({"gradio_flooder": g} if g else {})}
         finally:
             app.stop()
     return out
@@ -196,10 +263,12 @@ def main() -> int:
     p.add_argument("--pause", type=float, nargs=2, default=(3.0, 9.0), help="a voter's pause range (s)")
     p.add_argument("--flood-connections", type=int, default=8)
     p.add_argument("--no-quiet", action="store_true", help="skip the phase without the flood")
+    p.add_argument("--no-gradio", action="store_true", help="skip the phase with the Gradio-route flood")
     p.add_argument("--out", default=str(ROOT / "benchmarks" / "out" / "flood.json"))
     args = p.parse_args()
     load_before = os.getloadavg()
-    phases = measure(args.voters, args.duration, tuple(args.pause), args.flood_connections, not args.no_quiet)
+    phases = measure(args.voters, args.duration, tuple(args.pause), args.flood_connections, not args.no_quiet,
+                     gradio_flood=not args.no_gradio)
     report = {"command": " ".join([Path(sys.argv[0]).name, *sys.argv[1:]]), "voters": args.voters,
               "duration_s": args.duration, "pause_s": list(args.pause), "flood_connections": args.flood_connections,
               "target_flood_client_p99_ms": 50.0,

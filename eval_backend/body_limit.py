@@ -9,7 +9,8 @@ Caps by path prefix, the longest matching prefix wins (`app_caps`):
     /api/arena/            API_BODY_BYTES: a vote is a few hundred bytes; 2,000 reason characters escaped
                            as \\uXXXX surrogate pairs are 24 kB
     /gradio_api/upload     the predictions zip limit (SubmissionSettings.max_upload_bytes) plus
-                           UPLOAD_FRAMING_BYTES of multipart framing
+                           UPLOAD_FRAMING_BYTES of multipart framing (eval_backend/gradio_guard.py then caps
+                           each upload by what it is for, and budgets them per address)
     /api/arena/live/       LIVE_BODY_BYTES: one recording (8 MiB) and its multipart framing
     everything else        DEFAULT_BODY_BYTES (Gradio events carry form values and file references, not files)
 """
@@ -27,9 +28,12 @@ class BodyTooLarge(Exception):
     pass
 
 
-# /api/arena/live/: one recording (arena/live.py's max_upload_bytes, 8 MiB) plus the multipart framing
+# one live recording (arena/live.py's max_upload_bytes; also the cap of a non-zip Gradio upload,
+# eval_backend/gradio_guard.py)
+RECORDING_BYTES = 8 * 2**20
+# /api/arena/live/: one recording plus the multipart framing
 LIVE_PATH = "/api/arena/live/"
-LIVE_BODY_BYTES = 8 * 2**20 + 64 * 2**10
+LIVE_BODY_BYTES = RECORDING_BYTES + 64 * 2**10
 
 
 def app_caps(max_upload_bytes: int) -> dict[str, int]:

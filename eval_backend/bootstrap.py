@@ -119,13 +119,16 @@ def choose_baseline_port() -> int:
 
 
 def first_slice(benchmark, n: int) -> list[str]:
-    """Up to `n` spoken request ids the arena can serve (usable, with a user clip), taken from the spoken tasks
+    """Up to `n` spoken request ids the arena can serve (usable, with a user clip, in the arena pool:
+    eval_backend/showcase.py), taken from the spoken tasks
     in turn so the first battles are varied; a stable choice, so a restart asks for the same ones."""
+    from .showcase import in_arena_pool
     from .tasks import SPOKEN_TASKS, build_requests
 
     if n <= 0:
         return []
-    queues = [[r.id for r in build_requests(benchmark, [task]) if r.usable and r.audios] for task in SPOKEN_TASKS]
+    queues = [[r.id for r in build_requests(benchmark, [task]) if r.usable and r.audios and in_arena_pool(r.id)]
+              for task in SPOKEN_TASKS]
     chosen: list[str] = []
     while len(chosen) < n and any(queues):
         for q in queues:

@@ -56,3 +56,25 @@ def loads(text: str | bytes, *, max_depth: int = MAX_DEPTH, max_bytes: int | Non
     RecursionError."""
     check(text, max_depth=max_depth, max_bytes=max_bytes, what=what)
     return json.loads(text)
+
+
+def unstorable_text(obj) -> bool:
+    """True when a string in `obj` (keys included) holds a lone surrogate (JSON's \\ud800 escapes decode to text no
+    UTF-8 encoder, database or response writer accepts) or a NUL (PostgreSQL's text cannot hold one). Iterative:
+    any depth."""
+    stack = [obj]
+    while stack:
+        x = stack.pop()
+        if isinstance(x, str):
+            if "\x00" in x:
+                return True
+            try:
+                x.encode("utf-8")
+            except UnicodeEncodeError:
+                return True
+        elif isinstance(x, dict):
+            stack.extend(x.keys())
+            stack.extend(x.values())
+        elif isinstance(x, list):
+            stack.extend(x)
+    return False

@@ -57,8 +57,8 @@ class Signer:
         return f"{value}.{self.mac(purpose, value)}"
 
     def unsign(self, purpose: str, token) -> str | None:
-        if not isinstance(token, str) or "." not in token or len(token) > 512:
-            return None
+        if not isinstance(token, str) or "." not in token or len(token) > 512 or not token.isascii():
+            return None            # a token we sign is ASCII; hmac.compare_digest refuses other text with an error
         value, _, mac = token.rpartition(".")
         return value if value and hmac.compare_digest(mac, self.mac(purpose, value)) else None
 

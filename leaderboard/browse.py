@@ -127,6 +127,11 @@ HELD = ("_This reply is not shown: it has not been screened clean by the safety 
         "screened, or held for the operator's review)._")
 
 
+BLINDED = ("_This request is in the arena's pool: its replies play in anonymous battles, so they are not shown "
+           "here with their model's name while the model is in the arena. One request in five (the showcase set, "
+           "never battled) shows every model's reply._")
+
+
 def reply_markdown(reply: Reply | None) -> str:
     if reply is None:
         return "_no reply stored for this model and request_"

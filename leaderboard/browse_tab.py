@@ -72,6 +72,8 @@ def build_browse_tab(ctx) -> TabHandles:
         if b is None or not model_name or not request_id:
             return "", none
         reply = browse.find_reply(ctx.store, b.hash, model_name, request_id)
+        if ctx.arena.reply_blinded(reply):          # a battle can play it: never shown with its model's name
+            return browse.BLINDED, none
         if reply is not None and playable(ctx.store, reply) and not ctx.arena.reply_cleared(reply):
             return browse.HELD, none      # not screened clean: nothing of it shown
         ok = reply is not None and reply.status == "ok" and reply.audio_path

@@ -31,6 +31,7 @@ from urllib.parse import parse_qs, urlsplit
 from starlette.requests import Request
 
 from eval_backend.signing import Signer
+from eval_backend.uploads import request_cookies  # noqa: F401  (one reader of a request's cookies; importable from here)
 from eval_backend.submissions import Submitter
 
 log = logging.getLogger(__name__)
@@ -54,20 +55,6 @@ def on_spaces() -> bool:
 
 def _digest(text: str) -> bytes:
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest()
-
-
-def request_cookies(request) -> dict:
-    """The cookies of a gr.Request (live, or rebuilt from kwargs by Gradio's queue), or of a Starlette request."""
-    if request is None:
-        return {}
-    inner = getattr(request, "request", None) or request
-    cookies = getattr(inner, "cookies", None)
-    if cookies is None and hasattr(request, "kwargs"):
-        cookies = request.kwargs.get("cookies")
-    try:
-        return dict(cookies or {})
-    except (TypeError, ValueError):
-        return {}
 
 
 @dataclass(frozen=True)

@@ -61,11 +61,13 @@ def other_breakdowns(doc: dict) -> pd.DataFrame:
 
 
 def sample_replies(store, model: str, benchmark_hash: str, n: int = N_SAMPLES, media=None,
-                   shown=lambda reply: True) -> list[dict]:
+                   shown=lambda reply: True, blinded=lambda reply: False) -> list[dict]:
     """Up to n ok spoken replies with audio on disk (stable order), else text replies. "audio": the reply's
     media URL (`media`: arena.media.MediaTokens), or None without audio (or without `media`). `shown(reply)`:
-    may a reply with audio be shown (the arena's `reply_cleared`: screened clean, issue 14); others are left out."""
-    rows = [r for t in SPOKEN_TASKS for r in store.replies(model=model, benchmark_hash=benchmark_hash, task=t, status="ok")]
+    may a reply with audio be shown (the arena's `reply_cleared`: screened clean, issue 14); others are left out.
+    `blinded(reply)`: a battle can play it (the arena's `reply_blinded`): left out, text and audio."""
+    rows = [r for t in SPOKEN_TASKS for r in store.replies(model=model, benchmark_hash=benchmark_hash, task=t, status="ok")
+            if not blinded(r)]
     rows.sort(key=lambda r: r.request_id)
     with_audio = [r for r in rows if r.audio_path and store.abspath(r.audio_path).is_file()]
     held = {r.request_id for r in with_audio if not shown(r)}
@@ -133,14 +135,15 @@ def build_model_page(ctx, docs_fn, scroll_js: str | None = None):
             return ["_Choose a model._", placeholder("attribute", CHOOSE), placeholder("variant", CHOOSE),
                     placeholder("breakdown", CHOOSE), *[""] * N_SAMPLES, *[gr.update(visible=False)] * N_SAMPLES, None]
         samples = sample_replies(ctx.store, name, doc["manifest"]["benchmark"]["hash"], media=ctx.media,
-                                 shown=ctx.arena.reply_cleared)
+                                 shown=ctx.arena.reply_cleared, blinded=ctx.arena.reply_blinded)
         mds = [sample_markdown(s, request_label(getattr(ctx, "benchmark", None), s["request_id"]))
                for s in samples] + [""] * (N_SAMPLES - len(samples))
         audios = [gr.update(value=audio_html(f"reply {i + 1}", s["audio"]), visible=bool(s["audio"]))
                   for i, s in enumerate(samples)]
         audios += [gr.update(visible=False)] * (N_SAMPLES - len(samples))
         if not samples:
-            mds[0] = "_No ok spoken reply stored for this model._"
+            mds[0] = ("_No ok spoken reply of this model can be shown: none is stored, or every one is in the "
+                      "arena's pool (shown with the model's name only for showcase requests)._")
         frames = [breakdown_frame(doc, "attribute"), breakdown_frame(doc, "variant"), other_breakdowns(doc)]
         frames = [f if len(f) else placeholder(key, NO_BREAKDOWN)
                   for f, key in zip(frames, ("attribute", "variant", "breakdown"))]

@@ -21,6 +21,7 @@ import time
 import gradio as gr
 import pandas as pd
 
+from eval_backend import uploads
 from eval_backend.inert import md, md_inline as mi
 from eval_backend.submissions import LICENCES, JobError, SubmissionForm, SubmissionService
 from eval_backend.tab_contract import PageLoad, TabHandles
@@ -270,7 +271,15 @@ def build_submit_tab(ctx) -> TabHandles:
             first = "Sign in with Hugging Face first." if spaces else "Reload the page first (it gives you a guest id)."
             return [*error_updates({}), f"⚠️ {first}" if spaces or ident.cfg.guests
                     else "⚠️ Anonymous submissions are off here.", clear_key]
-        form = form_from_inputs(*values)
+        fields = dict(zip(FIELDS, values))
+        upload = fields["predictions"] if fields["kind"] == "predictions" else None
+        if upload:     # only a zip this browser uploaded (eval_backend/uploads.py): the path is the sender's choice
+            try:
+                upload = str(uploads.own_upload(getattr(upload, "name", upload), request))
+            except uploads.UploadRefused as exc:
+                errors = {"predictions": exc.message}
+                return [*error_updates(errors), outcome_message(errors, []), clear_key]
+        form = form_from_inputs(**{**fields, "predictions": upload})
         try:
             out = svc.submit(form, person, dry_run=dry_run)
         except Exception:   # the form never crashes the page; nothing was queued; the details go to the log
@@ -279,6 +288,8 @@ def build_submit_tab(ctx) -> TabHandles:
                     "Space's side; nothing was queued. Try again later.", clear_key]
         notes = "".join(f"\n- note: {md(n)}" for n in out.notes if n)
         if out.accepted and out.job_id is not None:
+            if upload:
+                uploads.consume(upload)       # the queue keeps its own copy of the zip
             msg = f"✅ Queued as request #{out.job_id} (PENDING). It is listed below.{notes}"
         elif out.accepted:
             msg = f"✅ The submission passes every check (dry run: nothing was queued).{notes}"

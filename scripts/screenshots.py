@@ -13,12 +13,8 @@ committed (.gitignore).
 from __future__ import annotations
 
 import argparse
-import os
-import signal
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -26,8 +22,6 @@ sys.path.insert(0, str(ROOT))
 
 VIEWPORTS = ((1366, 800, False), (390, 844, True))      # (width, height, phone)
 README_DIR = ROOT / "docs" / "screenshots"                # --readme: the README's few small pictures
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync", "--autoplay-policy=no-user-gesture-required"]
 MODELS = ("warm-model", "flat-model", "calm-model")
 
 
@@ -38,26 +32,15 @@ def seed_data(data: Path, votes: int = 6) -> None:
     seed_page(data, votes=votes, models=MODELS)
 
 
-def start_app(root: Path, data: Path, port: int) -> subprocess.Popen:
-    import httpx
+def start_app(root: Path, data: Path, port: int):
+    """tests/support/space_app.py of the checkout at `root` on `port`; returns the started ServerProcess."""
+    from tests.support.processes import ServerProcess
 
-    env = {**os.environ, "EMPATHY_ARENA_BOOTSTRAP": "0", "EMPATHY_ARENA_BENCHMARK": "demo",
-           "GRADIO_ANALYTICS_ENABLED": "False", "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(root)}
-    log = open(data / "app.log", "ab")
-    proc = subprocess.Popen([sys.executable, "-m", "tests.support.space_app", "--port", str(port),
-                             "--data-dir", str(data)], cwd=root, env=env, stdout=log, stderr=subprocess.STDOUT)
-    deadline = time.monotonic() + 180
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"the app exited: {(data / 'app.log').read_text(errors='replace')[-2000:]}")
-        try:
-            if httpx.get(f"http://127.0.0.1:{port}/api/arena/health", timeout=2).status_code == 200:
-                return proc
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.5)
-    proc.kill()
-    raise RuntimeError("the app did not answer within 180 s")
+    env = {"EMPATHY_ARENA_BOOTSTRAP": "0", "EMPATHY_ARENA_BENCHMARK": "demo", "GRADIO_ANALYTICS_ENABLED": "False",
+           "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(root)}
+    app = ServerProcess(["-m", "tests.support.space_app", "--port", str(port), "--data-dir", str(data)],
+                        data / "app.log", env, cwd=root, stop_timeout=30)
+    return app.start(f"http://127.0.0.1:{port}/api/arena/health", 180)
 
 
 def tab_ids() -> list[tuple[str, str]]:
@@ -114,7 +97,7 @@ def arena_states(page, out: Path) -> None:
 def readme_shots(url: str, out: Path) -> list[Path]:
     """The README's pictures, small (JPEG, the first screen only, phone at 1x): the arena on a desktop and a
     phone with a battle open and after a vote, and both boards on a desktop."""
-    from playwright.sync_api import sync_playwright
+    from tests.support.browser import launch_chromium
 
     out.mkdir(parents=True, exist_ok=True)
     shots = []
@@ -125,8 +108,7 @@ def readme_shots(url: str, out: Path) -> list[Path]:
         page.screenshot(path=str(path), type="jpeg", quality=70)
         shots.append(path)
 
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS)
+    with launch_chromium() as browser:
         for width, height, phone in VIEWPORTS:
             kind = "phone" if phone else "desktop"
             ctx = browser.new_context(viewport={"width": width, "height": height}, has_touch=phone, is_mobile=phone)
@@ -155,15 +137,13 @@ def readme_shots(url: str, out: Path) -> list[Path]:
                     page.evaluate("() => window.scrollTo(0, 0)")
                     snap(page, name)
             ctx.close()
-        browser.close()
     return shots
 
 
 def shoot(url: str, out: Path) -> list[Path]:
-    from playwright.sync_api import sync_playwright
+    from tests.support.browser import launch_chromium
 
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS)
+    with launch_chromium() as browser:
         for width, height, phone in VIEWPORTS:
             folder = out / f"{width}x{height}"
             folder.mkdir(parents=True, exist_ok=True)
@@ -187,7 +167,6 @@ def shoot(url: str, out: Path) -> list[Path]:
             page.wait_for_timeout(1000)
             arena_states(page, folder)
             ctx.close()
-        browser.close()
     return sorted(out.rglob("*.png"))
 
 
@@ -203,20 +182,16 @@ def main() -> int:
     if args.url:
         paths = take(args.url.rstrip("/"), out)
     else:
-        from tests.support.arena_fixtures import free_port
+        from tests.support.processes import free_port
         with tempfile.TemporaryDirectory(prefix="screens_") as tmp:
             data = Path(tmp)
             seed_data(data)
             port = free_port()
-            proc = start_app(Path(args.root).resolve(), data, port)
+            app = start_app(Path(args.root).resolve(), data, port)
             try:
                 paths = take(f"http://127.0.0.1:{port}", out)
             finally:
-                proc.send_signal(signal.SIGTERM)
-                try:
-                    proc.wait(timeout=30)
-                except subprocess.TimeoutExpired:
-                    proc.kill()
+                app.stop()
     for path in paths:
         print(path)
     return 0

@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
-# Sets up everything the tests need (Debian + Python packages), runs `ruff check .` (ruff.toml) and mypy over the pure cores (mypy.ini), then the whole
-# test suite twice: on SQLite
-# (the embedded default) and on PostgreSQL (a throwaway cluster the tests start on loopback with Debian's
-# postgresql binaries; no system service is used). EMPATHY_ARENA_TEST_DB=sqlite|postgresql runs one pass only.
+# Sets up everything the tests need (Debian + Python packages), runs `ruff check .` (ruff.toml) and mypy over the
+# pure cores (mypy.ini), then the test suite on SQLite (the embedded default: every test) and on PostgreSQL (a
+# throwaway cluster the tests start on loopback with Debian's postgresql binaries; no system service is used): the
+# tests that used the store on the SQLite pass. EMPATHY_ARENA_TEST_DB=sqlite|postgresql runs one pass only.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+SECONDS=0
+took() { echo "=== $1 took $((SECONDS / 60)) min $((SECONDS % 60)) s (load average $(cut -d' ' -f1-3 /proc/loadavg))"; SECONDS=0; }
 bash scripts/setup.sh --test
 export GRADIO_ANALYTICS_ENABLED=False HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 TRANSFORMERS_OFFLINE=1
 unset DATABASE_URL
@@ -13,14 +15,28 @@ echo "=== ruff check ==="
 "$PY" -m ruff check .            # lint first: a finding fails the run before any test starts
 echo "=== mypy (pure cores, mypy.ini) ==="
 "$PY" -m mypy
+took "set-up, ruff and mypy"
 databases="${EMPATHY_ARENA_TEST_DB:-sqlite postgresql}"
+# Two xdist workers (tests/conftest.py groups a module's tests, and a shared session fixture's, on one worker);
+# EMPATHY_ARENA_TEST_WORKERS=0 runs in one process.
+workers="${EMPATHY_ARENA_TEST_WORKERS:-2}"
+parallel=(); [ "$workers" != 0 ] && parallel=(-n "$workers" --dist loadgroup --no-loadscope-reorder)
+# The SQLite pass records which tests used the store (tests/support/storage_probe); a PostgreSQL pass after it
+# runs those. A PostgreSQL pass alone (EMPATHY_ARENA_TEST_DB=postgresql) runs every test.
+record=$(mktemp -d)
+trap 'rm -rf "$record"' EXIT
 failed=""
 for db in $databases; do
     echo "=== tests on $db ==="
     set +e
-    EMPATHY_ARENA_TEST_DB="$db" "$PY" -m pytest "$@"
+    if [ "$db" = sqlite ] || [ -n "$(ls -A "$record")" ]; then
+        EMPATHY_ARENA_TEST_STORE_RECORD="$record" EMPATHY_ARENA_TEST_DB="$db" "$PY" -m pytest "${parallel[@]}" "$@"
+    else
+        EMPATHY_ARENA_TEST_DB="$db" "$PY" -m pytest "${parallel[@]}" "$@"
+    fi
     rc=$?
     set -e
+    took "the tests on $db"
     if [ "$rc" = 5 ]; then echo "pytest collected no tests on $db: that is a failure here"; rc=1; fi
     if [ "$rc" != 0 ]; then failed="$failed $db(exit $rc)"; fi
 done

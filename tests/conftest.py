@@ -17,6 +17,9 @@ os.environ.setdefault("EMPATHY_ARENA_SCREEN_REPLIES", "0")
 
 import pytest  # noqa: E402
 
+# storage_probe: the SQLite pass finds out which tests use the store; the PostgreSQL pass runs those (its docstring)
+pytest_plugins = ["tests.support.storage_probe", "pytester"]
+
 TEST_DB = os.environ.get("EMPATHY_ARENA_TEST_DB", "sqlite")
 if TEST_DB not in ("sqlite", "postgresql"):
     raise RuntimeError(f"EMPATHY_ARENA_TEST_DB must be sqlite or postgresql, not {TEST_DB!r}")
@@ -27,6 +30,20 @@ def pytest_report_header(config):
     return f"database: {TEST_DB}"
 
 
+# Session fixtures that cost minutes: the tests using one run on one xdist worker (scripts/test.sh runs two), so
+# it is built once per pass. Add a fixture here when it is shared across modules and expensive.
+SHARED_SESSION_FIXTURES = ("demo_run",)
+# Modules that cannot share the two cores with one another: they time something against a budget (a cold start, a
+# deadline, a cut-off with little slack). They join the browser modules (found by themselves: the `chromium`
+# fixture, `launch_chromium`, the `browser` mark) in one xdist group, so on two workers no two of them run at the
+# same time; the rest of the suite runs beside them. Add a module here when its test asserts on a duration.
+TIMED_MODULES = ("test_cold_start", "test_app_start", "test_arena_load", "test_bounded_endpoints",
+                 "test_client_faults", "test_live", "test_live_submitted", "test_loaders", "test_queue_worker",
+                 "test_runner", "test_safety_remote", "test_space_judge", "test_gradio_inputs", "test_gradio_limits")
+EXCLUSIVE_GROUP = "exclusive"
+
+
+@pytest.hookimpl(tryfirst=True)      # before xdist reads the xdist_group marks group_for_workers adds
 def pytest_collection_modifyitems(config, items):
     # A module lists its module-scoped fixtures that write to the store in MODULE_DATABASE_FIXTURES;
     # tests using them get the module's database on PostgreSQL runs.
@@ -34,11 +51,67 @@ def pytest_collection_modifyitems(config, items):
         shared = getattr(item.module, "MODULE_DATABASE_FIXTURES", ())
         if set(shared) & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.module_database)
+    group_for_workers(items)
     if TEST_DB == "postgresql":
         skip = pytest.mark.skip(reason="checks SQLite's own file format (the PostgreSQL run covers the rest)")
         for item in items:
             if "sqlite_only" in item.keywords:
                 item.add_marker(skip)
+
+
+def _module_name(item) -> str:
+    return item.nodeid.split("::")[0].rsplit("/", 1)[-1].removesuffix(".py")
+
+
+def is_exclusive(item) -> bool:
+    """Drives chromium, or is in a module that times something (TIMED_MODULES)."""
+    return (_module_name(item) in TIMED_MODULES or "chromium" in getattr(item, "fixturenames", ())
+            or item.get_closest_marker("browser") is not None or hasattr(getattr(item, "module", None), "launch_chromium"))
+
+
+def worker_groups(items) -> dict[str, str]:
+    """Each test module's xdist group. A module's tests share one (its module fixtures are built once); the modules
+    using a shared session fixture share one (built once per pass); every module holding an exclusive test shares
+    EXCLUSIVE_GROUP (they run one after another). Groups joined by any of these are one group."""
+    parent: dict[str, str] = {}
+
+    def find(x: str) -> str:
+        while parent.setdefault(x, x) != x:
+            x = parent[x]
+        return x
+
+    def join(a: str, b: str) -> None:
+        ra, rb = find(a), find(b)
+        if ra != rb:          # the shared names win, so the group keeps a name that says why it is one
+            keep, drop = (ra, rb) if ra == EXCLUSIVE_GROUP or ra in SHARED_SESSION_FIXTURES else (rb, ra)
+            parent[drop] = keep
+
+    for item in items:
+        module = _module_name(item)
+        find(module)
+        for fixture in SHARED_SESSION_FIXTURES:
+            if fixture in getattr(item, "fixturenames", ()):
+                join(fixture, module)
+        if is_exclusive(item):
+            join(EXCLUSIVE_GROUP, module)
+    return {module: find(module) for module in {_module_name(item) for item in items}}
+
+
+def group_for_workers(items) -> None:
+    """xdist (`-n 2 --dist loadgroup`): each test gets its group's xdist_group mark (worker_groups); the groups
+    expected to take longest (by their tests' declared time limits and `slow` marks) are handed out first, so the
+    longest work does not start last."""
+    group_of = worker_groups(items)
+    groups: dict[str, list] = {}
+    for item in items:
+        name = group_of[_module_name(item)]
+        item.add_marker(pytest.mark.xdist_group(name))
+        groups.setdefault(name, []).append(item)
+    def expected_cost(group: str) -> tuple:         # the time limits the tests declare, then their `slow` marks
+        marks = [(i.get_closest_marker("timeout"), i.get_closest_marker("slow")) for i in groups[group]]
+        return (group not in (*SHARED_SESSION_FIXTURES, EXCLUSIVE_GROUP),
+                -sum(float(t.args[0]) for t, _ in marks if t and t.args), -sum(slow is not None for _, slow in marks))
+    items[:] = [item for g in sorted(groups, key=expected_cost) for item in groups[g]]
 
 
 class PgDatabases:
@@ -117,6 +190,16 @@ def database_url(request, monkeypatch, databases, module_database_url):
         databases.drop(url)
 
 
+@pytest.fixture(autouse=True)
+def baseline_port(monkeypatch):
+    """A bootstrap started by a test (in process or in an app it starts) serves its baselines on a free port: the
+    default, 8765 when free, races with the other xdist worker and with other jobs on the machine. A test that sets
+    EMPATHY_ARENA_BASELINE_PORT itself keeps its own."""
+    if not os.environ.get("EMPATHY_ARENA_BASELINE_PORT"):
+        from tests.support.processes import free_port
+        monkeypatch.setenv("EMPATHY_ARENA_BASELINE_PORT", str(free_port()))
+
+
 def _databases_for_one_test(databases, make):
     """A callable giving `make(...)`'s new database URL (None on SQLite runs); dropped after the test."""
     made = []
@@ -151,3 +234,19 @@ def demo_run(tmp_path_factory, databases):
     from tests.support.demo_pipeline import run_demo_pipeline
     url = databases.create("demo") if databases is not None else None
     return run_demo_pipeline(tmp_path_factory.mktemp("demo_run"), database_url=url)
+
+
+@pytest.fixture(scope="module")
+def chromium_args():
+    """Flags added to tests/support/browser.py's CHROMIUM_ARGS for the module's browser; a module overrides this
+    fixture to add its own (a fake microphone, say)."""
+    return ()
+
+
+@pytest.fixture(scope="module")
+def chromium(chromium_args):
+    """Debian's chromium under Playwright, one per test module (why not per session: tests/support/browser.py).
+    Open pages with `tests.support.browser.new_page(chromium, ...)`."""
+    from tests.support.browser import launch_chromium
+    with launch_chromium(chromium_args) as browser:
+        yield browser

@@ -60,7 +60,7 @@ def test_one_alert_is_logged_once_by_the_loop_and_the_health_tab(tmp_path, quiet
         ctx.start_health_checks(every_s=3600.0)      # the app's loop: its first check runs at once
         wait_for(lambda: ctx.health.status.startswith("ALERT"), 30, "the loop's first check")
         for _ in range(2):                           # two visitors open the health tab
-            status, _, _, pairs = health_loads[0].fn()
+            status, _, _, _, pairs = health_loads[0].fn()
             assert status.startswith("**ALERT")
             assert pairs.startswith("Battle pairs: 0 of 0 request pairs servable")   # nothing served yet (issue 22)
     alerts = [r for r in caplog.records if r.name == "arena.health" and r.levelno == logging.WARNING]
@@ -109,9 +109,10 @@ def test_every_tab_follows_the_contract(tmp_path, quiet_env):
     assert len({t.id for t in app.TABS}) == len(app.TABS)
     page = app.build_blocks(ctx)
     loads = [f for f in page.fns.values() if any(ev == "load" for _, ev in f.targets)]
-    # app.py registers exactly the tabs' hooks, plus its own two: the header's status line (rendered on each page
-    # load) and the ?tab= tab picker
-    assert hooks >= 5 and len(loads) == hooks + 2
+    # app.py registers exactly the tabs' hooks, plus its own three: the header's status line (rendered on each page
+    # load), the ?tab= tab picker and the players' accessible names (both page scripts, no server function)
+    assert hooks >= 5 and len(loads) == hooks + 3
+    assert sum(f.fn is None for f in loads) == 2
     assert sum(f.fn is not None and f.fn.__name__ == "header" for f in loads) == 1
 
 

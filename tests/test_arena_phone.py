@@ -15,9 +15,6 @@ import pytest
 from eval_backend.store import Store
 from tests.support.arena_fixtures import AppProcess, seed
 
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                 "--autoplay-policy=no-user-gesture-required"]
 MODELS = ("warm-model", "flat-model")
 PHONE = dict(viewport={"width": 390, "height": 844}, has_touch=True, is_mobile=True, device_scale_factor=2)
 DESKTOP = dict(viewport={"width": 1440, "height": 900})
@@ -36,12 +33,8 @@ def app(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def browser(app):
-    sync_api = pytest.importorskip("playwright.sync_api")
-    with sync_api.sync_playwright() as p:
-        b = p.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS)
-        yield b
-        b.close()
+def browser(app, chromium):
+    return chromium
 
 
 def _page(browser, app, device: dict):
@@ -225,32 +218,17 @@ def test_revealed_player_names_are_inert_text():
 @pytest.mark.timeout(300)
 def test_every_tab_is_on_the_phones_tab_bar(browser, tmp_path):
     """The production page (app.py's tabs): at 390 px every public tab is shown, none folded into a "⋯" menu."""
-    import os
-    import subprocess
-    import sys
-    import time
-    from pathlib import Path
-
-    import httpx
-
     from app import TABS
-    from tests.support.arena_fixtures import free_port
+    from tests.support.processes import ServerProcess, free_port
 
     seed(tmp_path, MODELS, n_scripts=1)
     port = free_port()
-    env = {**os.environ, "EMPATHY_ARENA_BOOTSTRAP": "0", "EMPATHY_ARENA_BENCHMARK": "demo",
-           "GRADIO_ANALYTICS_ENABLED": "False", "HF_HUB_OFFLINE": "1"}
-    proc = subprocess.Popen([sys.executable, "-m", "tests.support.space_app", "--port", str(port), "--data-dir",
-                             str(tmp_path)], cwd=Path(__file__).resolve().parents[1], env=env,
-                            stdout=open(tmp_path / "app.log", "ab"), stderr=subprocess.STDOUT)
+    proc = ServerProcess(["-m", "tests.support.space_app", "--port", str(port), "--data-dir", str(tmp_path)],
+                         tmp_path / "app.log", {"EMPATHY_ARENA_BOOTSTRAP": "0", "EMPATHY_ARENA_BENCHMARK": "demo",
+                                                "GRADIO_ANALYTICS_ENABLED": "False", "HF_HUB_OFFLINE": "1"},
+                         stop_timeout=30)
+    proc.start(f"http://127.0.0.1:{port}/api/arena/health", 180)
     try:
-        deadline = time.monotonic() + 180
-        while time.monotonic() < deadline and proc.poll() is None:
-            try:
-                if httpx.get(f"http://127.0.0.1:{port}/api/arena/health", timeout=2).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                time.sleep(0.5)
         ctx = browser.new_context(**PHONE)
         page = ctx.new_page()
         page.goto(f"http://127.0.0.1:{port}/")
@@ -265,5 +243,4 @@ def test_every_tab_is_on_the_phones_tab_bar(browser, tmp_path):
         assert _in_viewport(page, "#arena-next")          # under the full page header, too
         ctx.close()
     finally:
-        proc.terminate()
-        proc.wait(timeout=30)
+        proc.stop()

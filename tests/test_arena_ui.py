@@ -17,12 +17,9 @@ import pytest
 from eval_backend.store import Store
 
 from tests.support.arena_fixtures import AppProcess, seed
+from tests.support.browser import new_page
 
 
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                 # the test plays clips from script, without a user gesture
-                 "--autoplay-policy=no-user-gesture-required"]
 MODELS = ("warm-model", "flat-model")
 
 MODULE_DATABASE_FIXTURES = ("app",)   # the running app writes to the module's database (tests/conftest.py)
@@ -38,14 +35,8 @@ def app(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def page(app):
-    sync_api = pytest.importorskip("playwright.sync_api")
-    with sync_api.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS)
-        pg = browser.new_page()
-        pg.set_default_timeout(30_000)
-        yield pg
-        browser.close()
+def page(app, chromium):
+    return new_page(chromium, 30_000)
 
 
 def _votes(app) -> list[dict]:

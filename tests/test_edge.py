@@ -20,6 +20,7 @@ from eval_backend.signing import Signer
 from eval_backend.store import Store
 from tests.support import nginx_proxy as ng
 from tests.support.arena_fixtures import AppProcess, seed
+from tests.support.browser import launch_chromium, new_page
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600),
               pytest.mark.skipif(not ng.available(), reason="needs Debian's nginx (packages-test.txt)")]
@@ -226,33 +227,25 @@ def browser_app(app):
 
 @pytest.mark.browser
 def test_gradio_tab_uses_the_resolved_address_a_signed_session_and_the_limits(browser_app):
-    from tests.test_arena_ui import CHROMIUM_ARGS
-
-    sync_api = pytest.importorskip("playwright.sync_api")
     proc, proxy = browser_app
-    with sync_api.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS)
-        try:
-            page = browser.new_page()
-            page.set_default_timeout(30_000)
-            page.goto(proxy.url + "/")
-            page.wait_for_selector("#arena-next", timeout=120_000)       # Gradio renders after its config loads
-            ids = []
-            for _ in range(BROWSER_LIMITS["ip_battles_per_minute"]):
-                page.click("#arena-next")
-                page.wait_for_function(f"() => {{ const b = document.querySelector('.arena-meter')?.dataset.battle;"
-                                       f" return b && !{json.dumps(ids)}.includes(b); }}")
-                ids.append(page.evaluate("() => document.querySelector('.arena-meter').dataset.battle"))
-                # vote (no minimum listening here), so "next" is offered again
-                page.wait_for_function("() => !document.getElementById('arena-vote-a').disabled")
-                page.click("#arena-vote-a")
-                page.click("#arena-send")          # no aspect answered: send the vote as it is (issue 24)
-                page.wait_for_selector("#arena-reveal", state="visible")
-            page.click("#arena-next")              # past this address's budget: refused, and said so
-            page.wait_for_function("() => document.querySelector('#arena-message')?.innerText"
-                                   ".includes('too many battles')")
-        finally:
-            browser.close()
+    with launch_chromium() as browser:
+        page = new_page(browser, 30_000)
+        page.goto(proxy.url + "/")
+        page.wait_for_selector("#arena-next", timeout=120_000)       # Gradio renders after its config loads
+        ids = []
+        for _ in range(BROWSER_LIMITS["ip_battles_per_minute"]):
+            page.click("#arena-next")
+            page.wait_for_function(f"() => {{ const b = document.querySelector('.arena-meter')?.dataset.battle;"
+                                   f" return b && !{json.dumps(ids)}.includes(b); }}")
+            ids.append(page.evaluate("() => document.querySelector('.arena-meter').dataset.battle"))
+            # vote (no minimum listening here), so "next" is offered again
+            page.wait_for_function("() => !document.getElementById('arena-vote-a').disabled")
+            page.click("#arena-vote-a")
+            page.click("#arena-send")          # no aspect answered: send the vote as it is (issue 24)
+            page.wait_for_selector("#arena-reveal", state="visible")
+        page.click("#arena-next")              # past this address's budget: refused, and said so
+        page.wait_for_function("() => document.querySelector('#arena-message')?.innerText"
+                               ".includes('too many battles')")
     rows = [dict(r) for r in Store(proc.data_dir).query(
         f"SELECT session_id, ip_hash FROM arena_battles WHERE id IN ({','.join('?' * len(ids))})", tuple(ids))]
     assert len(rows) == len(ids)

@@ -23,8 +23,9 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
 def test_flood_is_refused_and_honest_voters_are_served(tmp_path):
     seed(tmp_path, bench_flood.MODELS[:2], n_scripts=1)
     duration = 12.0
-    out = bench_flood.measure(voters=8, duration_s=duration, pause=(0.5, 1.5), connections=4, quiet=False,
-                              data_dir=str(tmp_path))["flood"]
+    both = bench_flood.measure(voters=8, duration_s=duration, pause=(0.5, 1.5), connections=4, quiet=False,
+                               data_dir=str(tmp_path))
+    out = both["flood"]
     flooder = out["flooder"]
     per_minute = ArenaSettings().ip_battles_per_minute
     assert flooder["statuses"].get("429", 0) > 10 * flooder["statuses"].get("200", 0), flooder
@@ -35,3 +36,10 @@ def test_flood_is_refused_and_honest_voters_are_served(tmp_path):
     # honest voters: every request answered 200, and they kept voting through the flood
     assert out["errors"] == {} and set(out["statuses"]) == {"200"}, out
     assert out["votes"] >= 8 * 4, out
+    # with Gradio's routes flooded too (issue 21): new sessions and joins past the budget are refused, honest voters
+    # are still served every request
+    gradio = both["gradio"]
+    g = gradio["gradio_flooder"]["statuses"]
+    assert g.get("new_session 429", 0) > 10 * g.get("new_session 200", 0), g
+    assert g.get("upload 429", 0) > 0 and g.get("one_session 429", 0) > 0, g
+    assert gradio["errors"] == {} and set(gradio["statuses"]) == {"200"}, gradio

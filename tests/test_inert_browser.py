@@ -11,26 +11,20 @@ browser can reach that server, so "no request" means the markup was inert, not u
 from __future__ import annotations
 
 import dataclasses
-import os
-import signal
-import subprocess
-import sys
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
 
-from eval_backend.bootstrap import wait_http_ok
 from eval_backend.store import Store
-from tests.support.arena_fixtures import free_port, seed
+from tests.support.arena_fixtures import seed
+from tests.support.browser import new_page
+from tests.support.processes import ServerProcess, free_port
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.timeout(600)]
 
 ROOT = Path(__file__).resolve().parent.parent
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                 "--autoplay-policy=no-user-gesture-required"]
 MODULE_DATABASE_FIXTURES = ("env",)   # the running app reads and writes the module's database
 
 
@@ -87,35 +81,18 @@ def env(tmp_path_factory):
         for r in store.replies(model=m):
             store.put_reply(dataclasses.replace(r, text=text, transcript=text))
     port = free_port()
-    log = data / "app.log"
-    proc = subprocess.Popen([sys.executable, "-m", "tests.support.space_app", "--port", str(port), "--data-dir", str(data)],
-                            cwd=ROOT, stdout=open(log, "ab"), stderr=subprocess.STDOUT,
-                            env={**os.environ, "EMPATHY_ARENA_BOOTSTRAP": "0", "EMPATHY_ARENA_BENCHMARK": "demo",
-                                 "GRADIO_ANALYTICS_ENABLED": "False", "HF_HUB_OFFLINE": "1"})
-    try:
-        wait_http_ok(f"http://127.0.0.1:{port}/api/arena/health", 180, proc)
-    except (RuntimeError, TimeoutError) as exc:
-        proc.kill()
-        raise RuntimeError(f"{exc}: {log.read_text(errors='replace')[-3000:]}") from None
+    proc = ServerProcess(["-m", "tests.support.space_app", "--port", str(port), "--data-dir", str(data)],
+                         data / "app.log", {"EMPATHY_ARENA_BOOTSTRAP": "0", "EMPATHY_ARENA_BENCHMARK": "demo",
+                                            "GRADIO_ANALYTICS_ENABLED": "False", "HF_HUB_OFFLINE": "1"})
+    proc.start(f"http://127.0.0.1:{port}/api/arena/health", 180)
     yield {"url": f"http://127.0.0.1:{port}", "hits": hits, "evil": evil, "text": text, "data": data}
-    proc.send_signal(signal.SIGTERM)
-    try:
-        proc.wait(timeout=60)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait(30)
+    proc.stop()
     hits.stop()
 
 
 @pytest.fixture(scope="module")
-def page(env):
-    sync_api = pytest.importorskip("playwright.sync_api")
-    with sync_api.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS)
-        pg = browser.new_page()
-        pg.set_default_timeout(60_000)
-        yield pg
-        browser.close()
+def page(env, chromium):
+    return new_page(chromium, 60_000)
 
 
 def _no_active_markup(page, port: int) -> None:
@@ -156,10 +133,16 @@ def test_browse_shows_a_hostile_reply_as_text(env, page):
     _wait_ready(page)
     _open_tab(page, "Browse benchmark", page.locator("button:visible", has_text="Refresh").first)
     # Refresh lists the first collection's items first (switching collection straight away can race the item
-    # dropdown: "s0 is not in the list of choices"), then the context groups, whose first request has replies
+    # dropdown: "s0 is not in the list of choices"), then the context groups' showcase request
     page.locator("button:visible", has_text="Refresh").first.click()
     page.wait_for_function("() => document.body.innerText.includes('Words:')")
     page.get_by_text("AEQ context variation").click()
+    # a showcase request (eval_backend/showcase.py): arena-pool replies are not shown with their model's name
+    from eval_backend.benchmark.loaders import load_benchmark
+    from leaderboard import browse
+    showcase = browse.request_label(load_benchmark("demo", env["data"]), "context/g0/c1")
+    page.get_by_label("Request", exact=True).click()
+    page.get_by_role("option", name=showcase, exact=True).click()
     page.wait_for_function("() => document.body.innerText.includes('HOSTILE-REPLY')")
     body = page.inner_text("body")
     assert f"![](http://127.0.0.1:{env['hits'].port}/md-image.gif)" in body       # shown literally

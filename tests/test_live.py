@@ -304,7 +304,7 @@ def test_retention_deletes_what_was_not_consented_for(tmp_path):
         assert app.live.sweep() == []                                  # not yet due
         now[0] += 2
         assert app.live.sweep() == [gone["battle_id"]]
-        assert not (root / gone["battle_id"]).exists()
+        assert not (root / gone["battle_id"]).exists(), list((root / gone["battle_id"]).rglob("*"))
         for clip in ("user", "A", "B"):
             assert c.get(gone["audio"][clip]).status_code == 404
             assert c.get(kept["audio"][clip]).status_code == 200

@@ -12,6 +12,7 @@ import pytest
 
 from eval_backend.store import Store
 from tests.support.baselines import BaselineServer
+from tests.support.browser import new_page
 from tests.support.arena_fixtures import AppProcess
 
 BASELINES = ("cascade-blind", "cascade-cue")
@@ -37,17 +38,14 @@ def app(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def page(app, voice):
-    sync_api = pytest.importorskip("playwright.sync_api")
-    with sync_api.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=[
-            "--headless", "--no-sandbox", "--disable-gpu", "--use-fake-ui-for-media-stream",
-            "--use-fake-device-for-media-stream", f"--use-file-for-fake-audio-capture={voice}",
-            "--autoplay-policy=no-user-gesture-required"])
-        pg = browser.new_page()
-        pg.set_default_timeout(60_000)
-        yield pg
-        browser.close()
+def chromium_args(voice):
+    return ("--use-fake-ui-for-media-stream", "--use-fake-device-for-media-stream",
+            f"--use-file-for-fake-audio-capture={voice}")
+
+
+@pytest.fixture(scope="module")
+def page(app, chromium):
+    return new_page(chromium, 60_000)
 
 
 @pytest.mark.browser

@@ -28,7 +28,8 @@ from eval_backend.store import Store
 from tests.support.arena_fixtures import free_port, seed
 from tests.support.fault_server import FaultServer
 from tests.support.oidc_provider import OIDCProvider, User
-from tests.test_submit_ui import CHROMIUM_ARGS, Proc, _fill, _text, _wait_text
+from tests.support.processes import ServerProcess as Proc
+from tests.test_submit_ui import _fill, _text, _wait_text
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.timeout(900)]
 
@@ -65,12 +66,8 @@ def site(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def browser(site):
-    sync_api = pytest.importorskip("playwright.sync_api")
-    with sync_api.sync_playwright() as p:
-        b = p.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS)
-        yield b
-        b.close()
+def browser(site, chromium):
+    return chromium
 
 
 def _page(browser, url: str, cookies: list[dict] | None = None):

@@ -21,7 +21,6 @@ import os
 import random
 import re
 import secrets
-import signal
 import socket
 import subprocess
 import sys
@@ -34,9 +33,12 @@ import httpx
 import pytest
 
 from arena.media import MediaTokens
+from eval_backend.showcase import in_showcase
 from eval_backend.signing import Signer
 from eval_backend.store import Reply, Store
 from tests.support.arena_fixtures import free_port, seed
+from tests.support.browser import launch_chromium, new_page
+from tests.support.processes import ServerProcess
 
 ROOT = Path(__file__).resolve().parent.parent
 MODELS = ("warm-model", "flat-model")
@@ -45,7 +47,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 
 
 # ----------------------------------------------------------------------------------------------- the app
-class SpaceProcess:
+class SpaceProcess(ServerProcess):
     """`python app.py` in `cwd`, whose data dir is the default ./data (as on the Space), on a loopback port."""
 
     def __init__(self, cwd: Path, port: int | None = None):
@@ -53,43 +55,18 @@ class SpaceProcess:
         self.data = cwd / "data"
         self.port = port or free_port()
         self.url = f"http://127.0.0.1:{self.port}"
-        self.proc: subprocess.Popen | None = None
+        super().__init__([str(ROOT / "app.py")], cwd / f"app_{self.port}.log", cwd=cwd, stop_timeout=30, env={
+            "GRADIO_SERVER_PORT": str(self.port), "GRADIO_SERVER_NAME": "127.0.0.1", "EMPATHY_ARENA_BOOTSTRAP": "0",
+            "EMPATHY_ARENA_WORKER": "0", "EMPATHY_ARENA_BENCHMARK": "demo", "HF_HUB_OFFLINE": "1",
+            "GRADIO_ANALYTICS_ENABLED": "False", "PYTHONPATH": str(ROOT), "EMPATHY_ARENA_DATA_DIR": None})
 
-    def start(self, timeout: float = 180) -> "SpaceProcess":
-        env = {**os.environ, "GRADIO_SERVER_PORT": str(self.port), "GRADIO_SERVER_NAME": "127.0.0.1",
-               "EMPATHY_ARENA_BOOTSTRAP": "0", "EMPATHY_ARENA_WORKER": "0", "EMPATHY_ARENA_BENCHMARK": "demo",
-               "HF_HUB_OFFLINE": "1", "GRADIO_ANALYTICS_ENABLED": "False", "PYTHONPATH": str(ROOT)}
-        env.pop("EMPATHY_ARENA_DATA_DIR", None)
-        log = open(self.cwd / f"app_{self.port}.log", "ab")
-        self.proc = subprocess.Popen([sys.executable, str(ROOT / "app.py")], cwd=self.cwd, env=env,
-                                     stdout=log, stderr=subprocess.STDOUT)
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:          # ready = serving battles (the benchmark is loaded)
-            assert self.proc.poll() is None, self.log()
-            try:
-                if httpx.post(self.url + "/api/arena/battle", json={}, timeout=5).status_code == 200:
-                    return self
-            except httpx.HTTPError:
-                pass
-            time.sleep(0.5)
-        raise RuntimeError(f"the app serves no battle after {timeout:.0f} s: {self.log()}")
-
-    def log(self) -> str:
-        p = self.cwd / f"app_{self.port}.log"
-        return p.read_text(errors="replace")[-3000:] if p.exists() else ""
+    def start(self, timeout: float = 180) -> "SpaceProcess":  # type: ignore[override]
+        # ready = serving battles (the benchmark is loaded)
+        super().start(self.url + "/api/arena/battle", timeout, method="POST", json={})
+        return self
 
     def kill9(self) -> None:
-        if self.proc and self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGKILL)
-            self.proc.wait(30)
-
-    def stop(self) -> None:
-        if self.proc and self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(30)
-            except subprocess.TimeoutExpired:
-                self.kill9()
+        self.kill()
 
 
 def raw_request(port: int, target: str, method: str = "GET", body: bytes = b"", timeout: float = 5.0,
@@ -320,7 +297,8 @@ def test_battle_clips_come_from_the_database_and_any_replica_finds_them(space):
 def test_reply_and_clip_tokens_map_to_one_file_and_cannot_be_forged(space):
     app, data, tokens = space["app"], space["data"], space["tokens"]
     store = Store(data)
-    reply = store.replies(model=MODELS[1], status="ok")[0]
+    # a showcase reply: one battles can play is not served with its model's name (eval_backend/showcase.py)
+    reply = next(r for r in store.replies(model=MODELS[1], status="ok") if in_showcase(r.request_id))
     url = tokens.reply_url(reply.model, reply.benchmark_hash, reply.request_id)
     assert "/" not in url.removeprefix("/media/reply/") and reply.audio_path not in url
     r = httpx.get(app.url + url, timeout=30)
@@ -361,28 +339,29 @@ def test_reply_and_clip_tokens_map_to_one_file_and_cannot_be_forged(space):
 # ----------------------------------------------------------------------------------------------- 3. browser
 @pytest.mark.browser
 def test_browse_tab_plays_audio_from_token_urls(space):
-    sync_api = pytest.importorskip("playwright.sync_api")
     app, data = space["app"], space["data"]
-    with sync_api.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path="/usr/bin/chromium",
-                                    args=["--headless", "--no-sandbox", "--disable-gpu"])
-        try:
-            page = browser.new_page()
-            page.set_default_timeout(60_000)
-            page.goto(app.url + "/")
-            page.get_by_role("tab", name="Browse benchmark").click()
-            ready = "(sel) => { const a = document.querySelector(sel); return a && a.currentSrc && a.duration > 0; }"
-            page.wait_for_function(ready, arg="#browse-clip-0 audio")
-            page.get_by_label("Model", exact=True).click()                 # not another test's evil-model
-            page.get_by_role("option", name=MODELS[0]).click()
-            page.wait_for_function(ready, arg="#browse-reply-audio audio")   # it opens on a spoken request
-            srcs = page.evaluate("() => [...document.querySelectorAll('audio')].map(a => a.getAttribute('src'))"
-                                 ".filter(Boolean)")
-            assert any(s.startswith("/media/clip/") for s in srcs) and any(s.startswith("/media/reply/") for s in srcs)
-            html = page.content()
-            assert str(data) not in html and "replies/" not in html and "gradio_api/file=" not in html
-        finally:
-            browser.close()
+    with launch_chromium() as browser:      # closed within the test: later tests here use asyncio.run
+        page = new_page(browser, 60_000)
+        page.goto(app.url + "/")
+        page.get_by_role("tab", name="Browse benchmark").click()
+        ready = "(sel) => { const a = document.querySelector(sel); return a && a.currentSrc && a.duration > 0; }"
+        page.wait_for_function(ready, arg="#browse-clip-0 audio")
+        # a showcase request: arena-pool replies are not shown with their model's name (eval_backend/showcase.py)
+        page.get_by_text("AEQ context variation").click()
+        page.wait_for_function("() => document.body.innerText.includes('context: The speaker')")
+        page.get_by_label("Model", exact=True).click()                 # not another test's evil-model
+        page.get_by_role("option", name=MODELS[0]).click()
+        from eval_backend.benchmark.loaders import load_benchmark
+        from leaderboard import browse
+        showcase = browse.request_label(load_benchmark("demo", data), "context/g0/c1")
+        page.get_by_label("Request", exact=True).click()
+        page.get_by_role("option", name=showcase, exact=True).click()
+        page.wait_for_function(ready, arg="#browse-reply-audio audio")
+        srcs = page.evaluate("() => [...document.querySelectorAll('audio')].map(a => a.getAttribute('src'))"
+                             ".filter(Boolean)")
+        assert any(s.startswith("/media/clip/") for s in srcs) and any(s.startswith("/media/reply/") for s in srcs)
+        html = page.content()
+        assert str(data) not in html and "replies/" not in html and "gradio_api/file=" not in html
 
 
 # ----------------------------------------------------------------------------------------------- 4. votes

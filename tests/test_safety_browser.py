@@ -9,10 +9,12 @@ visible exactly when the server's battle row names a request whose reply was rec
 from __future__ import annotations
 
 import pytest
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
+from eval_backend.showcase import in_arena_pool
 from eval_backend.store import Store
 from tests.support.arena_fixtures import AppProcess, seed
-from tests.test_arena_ui import CHROMIUM_ARGS
+from tests.support.browser import launch_chromium, new_page
 
 MODELS = ("warm-model", "flat-model")
 MODULE_DATABASE_FIXTURES = ("app",)
@@ -28,8 +30,9 @@ def app(tmp_path_factory):
     info = seed(data, MODELS, n_scripts=2)
     store = Store(data)
     kind, crisis = screen_text("I am so sorry, that sounds hard."), screen_text("Honestly, I want to die. I cannot go on anymore.")
-    assert not kind.flagged and not crisis.flagged and crisis.crisis
-    crisis_requests = set(info["requests"][::2])
+    assert not kind.flagged and not kind.crisis and not crisis.flagged and crisis.crisis, (kind.reason, crisis.reason)
+    # every other request battles can use (the arena pool, eval_backend/showcase.py): some battles crisis, some not
+    crisis_requests = set([r for r in info["requests"] if in_arena_pool(r)][::2])
     for r in store.replies(benchmark_hash=info["benchmark_hash"]):
         bad = r.model == "flat-model" and r.request_id in crisis_requests
         ledger.record(store, "reply", subject_of(r), "seeded decision", crisis if bad else kind)
@@ -44,11 +47,8 @@ def app(tmp_path_factory):
 @pytest.mark.slow
 @pytest.mark.timeout(300)
 def test_the_crisis_notice_follows_the_battle(app):
-    sync_api = pytest.importorskip("playwright.sync_api")
-    with sync_api.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS)
-        page = browser.new_page()
-        page.set_default_timeout(30_000)
+    with launch_chromium() as browser:
+        page = new_page(browser, 30_000)
         page.goto(app.url + "/")
         seen = set()
         last = None
@@ -59,7 +59,14 @@ def test_the_crisis_notice_follows_the_battle(app):
             last = page.evaluate("() => document.querySelector('.arena-meter').dataset.battle")
             rid = Store(app.data_dir).query("SELECT request_id FROM arena_battles WHERE id=?", (last,))[0][0]
             expected = rid in app.crisis_requests
-            page.wait_for_timeout(600)          # the notice follows the battle in a chained event
+            # the notice follows the battle in a chained event: wait until the box shows what this battle asks for
+            # (a notice left from the previous battle, or missing, fails here after the wait)
+            shown = ("() => { const b = document.getElementById('arena-crisis');"
+                     " return !!b && b.offsetParent !== null && b.innerText.trim().length > 0; }")
+            try:
+                page.wait_for_function(shown if expected else f"() => !({shown})()", timeout=20_000)
+            except PlaywrightTimeout:
+                pass
             box = page.locator("#arena-crisis")
             visible = box.count() > 0 and box.is_visible()
             assert visible == expected, (rid, visible)
@@ -73,5 +80,4 @@ def test_the_crisis_notice_follows_the_battle(app):
             page.click("#arena-vote-a")
             page.click("#arena-send")      # no aspect answered: send the vote as it is (issue 24)
             page.wait_for_selector("#arena-reveal", state="visible")
-        browser.close()
     assert seen == {True, False}           # both kinds of battle were shown

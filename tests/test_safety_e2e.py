@@ -21,7 +21,6 @@ import asyncio
 import hashlib
 import json
 import os
-import socket
 import subprocess
 import sys
 import threading
@@ -31,8 +30,10 @@ from pathlib import Path
 import httpx
 import pytest
 
+from eval_backend.showcase import in_showcase
 from tests.support.arena_fixtures import build_benchmark
 from tests.support.live_fixtures import LiveApp, post_live, spec, utterance
+from tests.support.processes import free_port
 from tests.support.speaking_server import SpeakingServer
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -52,12 +53,6 @@ LINES = {
     "carer-model": lambda rid: (CRISIS if crisis_request(rid) else KIND.replace("sorry", "sad"), None),
     "rude-model": lambda rid: (RUDE, RUDE_CLAIMS),
 }
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def store_replies(data: Path, folder: Path, srv: SpeakingServer):
@@ -175,10 +170,13 @@ def test_a_spoken_abusive_reply_is_held_never_played_and_queued_for_the_operator
         assert not heard & audio_of["rude-model"]
         assert heard & audio_of["kind-model"] and heard & audio_of["carer-model"]   # the check can see audio
 
-        # --- the reply media route (Browse, model page) refuses a held reply, serves a clean one
-        rude, kind = replies["rude-model"][0], replies["kind-model"][0]
+        # --- the reply media route (Browse, model page) refuses a held reply, serves a clean one (of the showcase
+        # set: a reply battles can play is never served with its model's name, eval_backend/showcase.py)
+        rude, kind = (next(r for r in replies[m] if in_showcase(r.request_id)) for m in ("rude-model", "kind-model"))
         assert client.get(app.ctx.media.reply_url(rude.model, bench.hash, rude.request_id)).status_code == 404
         assert client.get(app.ctx.media.reply_url(kind.model, bench.hash, kind.request_id)).status_code == 200
+        pooled = next(r for r in replies["kind-model"] if not in_showcase(r.request_id))
+        assert client.get(app.ctx.media.reply_url(pooled.model, bench.hash, pooled.request_id)).status_code == 404
         # --- the operator's audio link: expiring, signed, the held reply's bytes
         link = app.ctx.media.held_url(subject_of(rude), time.time())
         got = client.get(link)
@@ -197,6 +195,9 @@ def test_a_spoken_abusive_reply_is_held_never_played_and_queued_for_the_operator
         ledger.act(app.ctx.store, "reply", subject_of(rude), "release", "operator", "test: false positive")
         assert client.get(app.ctx.media.reply_url(rude.model, bench.hash, rude.request_id)).status_code == 200
         assert records.actions(app.ctx.store, "reply")[-1]["action"] == "release"     # logged
+        # (the showcase reply just released is never battled: release one of the arena pool too)
+        pooled_rude = next(r for r in replies["rude-model"] if not in_showcase(r.request_id))
+        ledger.act(app.ctx.store, "reply", subject_of(pooled_rude), "release", "operator", "test: false positive")
         played = False
         for _ in range(20):
             r = client.post("/api/arena/battle", json={})

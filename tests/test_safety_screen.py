@@ -241,3 +241,13 @@ def test_the_misses_docs_security_md_states_are_still_true(text, flagged):
     """docs/security.md ("Safety screening") lists what the offline screen gets wrong; if one of these changes, the
     docs change with it."""
     assert safety.screen_text(text).flagged is flagged
+
+
+@pytest.mark.parametrize("name", ["Two 0", "Two 1", "Echo 7", "m0", "Model B"])
+def test_short_model_names_are_not_read_for_meaning(name):
+    """MiniLM gives two-word fragments arbitrary meanings: it read the model name "Two 0" as abusive (0.89), which
+    refused a submission (tests/test_queue_worker.py's "Two 0"). Short texts are left to the rules and the
+    classifier, which still catch short abuse."""
+    assert semantic.findings(name) == []
+    assert not safety.screen_text(name).flagged
+    assert safety.screen_text("Kill yourself").flagged and safety.screen_text("go die").crisis

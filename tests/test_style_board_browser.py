@@ -13,8 +13,8 @@ import pytest
 from arena.service import ArenaService
 from eval_backend.store import Store
 from tests.support.arena_fixtures import AppProcess, seed
+from tests.support.browser import new_page
 from tests.support.vote_logs import vocal_state_log
-from tests.test_arena_ui import CHROMIUM_ARGS
 
 MODULE_DATABASE_FIXTURES = ("app",)
 
@@ -33,14 +33,8 @@ def app(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def page(app):
-    sync_api = pytest.importorskip("playwright.sync_api")
-    with sync_api.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS)
-        pg = browser.new_page()
-        pg.set_default_timeout(60_000)
-        yield pg
-        browser.close()
+def page(app, chromium):
+    return new_page(chromium, 60_000)
 
 
 def _table_rows(page) -> list[list[str]]:

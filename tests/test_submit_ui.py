@@ -21,54 +21,25 @@ from __future__ import annotations
 import csv
 import os
 import re
-import signal
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from eval_backend.bootstrap import wait_http_ok
 from eval_backend.store import Store
-from tests.support.arena_fixtures import free_port, seed
+from tests.support.arena_fixtures import seed
+from tests.support.browser import new_page
+from tests.support.processes import ServerProcess as Proc
+from tests.support.processes import free_port
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.timeout(900)]
 
 ROOT = Path(__file__).resolve().parent.parent
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 METRICS = "l1.understanding_acc,l2.*,sel.*,l3.judge.*,l3.bleu4"     # quick metrics; judges: "not computed"
 SECRET = "sk-test-NEVER-SHOWN-1234"
 OPERATOR = "operator-token-for-the-ui-test-0123456789"    # only the operator retries (leaderboard/identity.py)
 
-
-def _wait_http(url: str, proc: subprocess.Popen, timeout: float, log: Path) -> None:
-    try:
-        wait_http_ok(url, timeout, proc)
-    except (RuntimeError, TimeoutError) as exc:
-        raise RuntimeError(f"{exc}: {log.read_text(errors='replace')[-3000:]}") from None
-
-
-class Proc:
-    def __init__(self, args: list[str], log: Path, env: dict | None = None):
-        self.args, self.log, self.env = args, log, env
-        self.p: subprocess.Popen | None = None
-
-    def start(self, health: str | None = None, timeout: float = 180) -> "Proc":
-        self.p = subprocess.Popen([sys.executable, *self.args], cwd=ROOT, env={**os.environ, **(self.env or {})},
-                                  stdout=open(self.log, "ab"), stderr=subprocess.STDOUT)
-        if health:
-            _wait_http(health, self.p, timeout, self.log)
-        return self
-
-    def stop(self) -> None:
-        if self.p and self.p.poll() is None:
-            self.p.send_signal(signal.SIGTERM)
-            try:
-                self.p.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                self.p.kill()
-                self.p.wait(30)
 
 MODULE_DATABASE_FIXTURES = ("env",)   # the running app writes to the module's database (tests/conftest.py)
 
@@ -99,15 +70,8 @@ def env(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def page(env):
-    sync_api = pytest.importorskip("playwright.sync_api")
-    with sync_api.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS)
-        ctx = browser.new_context(accept_downloads=True)
-        pg = ctx.new_page()
-        pg.set_default_timeout(60_000)
-        yield pg
-        browser.close()
+def page(env, chromium):
+    return new_page(chromium, 60_000, accept_downloads=True)
 
 
 def _db(env, sql: str, params=()) -> list[dict]:
@@ -285,6 +249,7 @@ def test_submit_cascade_cue_then_leaderboard_manifest_and_arena(env, page):
     # filter state in the URL: written on change, read on load
     page.locator("#bench-sort label", has_text="LB3").click()
     page.wait_for_function("() => window.location.search.includes('sort=LB3')")
+    page.locator("#bench-filters").get_by_text("Filters and columns").click()    # the fold (issue 24)
     page.locator("#bench-kinds label", has_text="Reported by the EchoMind paper").click()   # hide reported
     page.wait_for_function("() => window.location.search.includes('kinds=')")
     shared = page.url

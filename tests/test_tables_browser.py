@@ -11,21 +11,15 @@ health tabs) over real scorer results and imported arena votes.
 """
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from eval_backend.bootstrap import wait_http_ok
-from tests.support.arena_fixtures import free_port
+from tests.support.processes import ServerProcess, free_port
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.timeout(600)]
 
 ROOT = Path(__file__).resolve().parent.parent
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync"]
 SIZES = ((1440, 900), (390, 844))
 TAB_NAMES = {"bench-board": "Benchmark leaderboard", "arena-board": "Arena leaderboard", "health": "Integrity health"}
 PLOTS = {"bench-board": ("bench-radar", "bench-scatter"),
@@ -57,29 +51,19 @@ def app(tmp_path_factory):
     root = tmp_path_factory.mktemp("tables")
     data = seed_tables(root)
     port = free_port()
-    log = open(root / "app.log", "ab")
-    proc = subprocess.Popen([sys.executable, "-m", "tests.support.tables_app", "--port", str(port), "--data-dir", data],
-                            cwd=ROOT, env={**os.environ, "GRADIO_ANALYTICS_ENABLED": "False", "HF_HUB_OFFLINE": "1"},
-                            stdout=log, stderr=subprocess.STDOUT)
+    proc = ServerProcess(["-m", "tests.support.tables_app", "--port", str(port), "--data-dir", str(data)],
+                         root / "app.log", {"GRADIO_ANALYTICS_ENABLED": "False", "HF_HUB_OFFLINE": "1"},
+                         stop_timeout=30)
     try:
-        wait_http_ok(f"http://127.0.0.1:{port}/", 180, proc)
+        proc.start(f"http://127.0.0.1:{port}/", 180)
         yield f"http://127.0.0.1:{port}/"
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=30)
+        proc.stop()
 
 
 @pytest.fixture(scope="module")
-def browser():
-    sync_api = pytest.importorskip("playwright.sync_api")
-    with sync_api.sync_playwright() as p:
-        b = p.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS)
-        yield b
-        b.close()
+def browser(chromium):
+    return chromium
 
 
 def _page(browser, size=(1440, 900)):

@@ -54,6 +54,7 @@ NEIGHBOURS = 9
 SLOPE = 20.0
 C = 16.0
 MAX_WINDOWS = 32
+MIN_WORDS = 3              # shorter texts are left to the rules and the classifier (findings())
 CLASSES = ("crisis", "abuse", "threat")
 PRONOUN_CLASSES = ("crisis",)
 # our category and the reason's words for each class
@@ -173,6 +174,11 @@ def scores(text: str, fitted: Layer | None = None) -> dict[str, float]:
 
 
 def findings(text: str) -> list[Finding]:
+    """The layer's readings of `text`; none for a text of fewer than MIN_WORDS words (a model's name, "ok"): MiniLM
+    gives such fragments arbitrary meanings (it read the name "Two 0" as abusive, 0.89), and the rules and the
+    classifier still screen them."""
+    if len(_WORD.findall(text.lower())) < MIN_WORDS:
+        return []
     out = []
     for c, p in scores(text).items():
         category, label = CATEGORY[c]

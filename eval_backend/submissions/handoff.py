@@ -16,6 +16,7 @@ import logging
 import os
 from typing import Callable
 
+from ..showcase import in_arena_pool
 from ..tasks import SPOKEN_TASKS
 
 log = logging.getLogger(__name__)
@@ -27,11 +28,13 @@ _registered: list[HandOff] = []
 
 
 def reply_counts(store, bench, model: str) -> dict:
-    """The model's ok spoken replies on `bench`, and how many of them have their audio file."""
+    """The model's ok spoken replies on `bench`, how many of them have their audio file, and how many of those
+    answer a request of the arena's pool (the others are the showcase set, never battled)."""
     spoken = [r for t in SPOKEN_TASKS for r in store.replies(model=model, benchmark_hash=bench.hash, task=t,
                                                               status="ok")]
-    with_audio = sum(1 for r in spoken if r.audio_path and store.abspath(r.audio_path).is_file())
-    return {"spoken_replies": len(spoken), "with_audio": with_audio, "benchmark": bench.source}
+    audible = [r for r in spoken if r.audio_path and store.abspath(r.audio_path).is_file()]
+    return {"spoken_replies": len(spoken), "with_audio": len(audible), "benchmark": bench.source,
+            "arena_pool": sum(1 for r in audible if in_arena_pool(r.request_id))}   # eval_backend/showcase.py
 
 
 def register_handoff(fn: HandOff) -> None:

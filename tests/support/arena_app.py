@@ -43,6 +43,7 @@ def build(data_dir=None):
         from arena.live import LiveService, LiveSettings, contestants_from_models
         live = LiveService(service, contestants_from_models(baseline_url=os.environ[LIVE_ENV]),
                            LiveSettings.from_env())
+        live.start_sweeper()          # retention, as app.py's context starts it
     # what these two tabs read of app.py's AppContext (live: the "Use my voice" section, when set)
     ctx = types.SimpleNamespace(store=store, arena=service, live=live)
     with gr.Blocks(title="Empathy Arena (test)") as demo:
@@ -59,11 +60,10 @@ def build(data_dir=None):
         from arena.live_api import mount_live_api
         mount_live_api(app, live)
     from arena.layout_css import LAYOUT_CSS
-    app = gr.mount_gradio_app(app, demo, path="/", blocked_paths=[str(store.root)], footer_links=[],
-                              css=LAYOUT_CSS)
-    from eval_backend.body_limit import BodyLimit, app_caps
+    from eval_backend.gradio_guard import mount_gradio
     from eval_backend.submissions.settings import SubmissionSettings
-    return BodyLimit(app, app_caps(SubmissionSettings().max_upload_bytes)), service
+    return mount_gradio(app, demo, data_dir=store.root, zip_bytes=SubmissionSettings().max_upload_bytes,
+                        footer_links=[], css=LAYOUT_CSS), service
 
 
 def main() -> int:

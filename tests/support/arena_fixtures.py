@@ -12,11 +12,8 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
 import random
-import socket
 import subprocess
-import sys
 import tempfile
 import time
 from collections import Counter
@@ -24,11 +21,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-import httpx
 
 from eval_backend.benchmark.model import (MCQ, AudioRef, Benchmark, ContextCase, ContextGroup, Script, SelectionItem,
                                           ToneCase, ToneGroup, Variant)
 from eval_backend.store import Reply, Store
+from tests.support.processes import ServerProcess, free_port
 
 USER_LINES = (
     "I finally finished the project I was working on all month.",
@@ -120,62 +117,24 @@ def seed(data_dir: str | Path, models: tuple[str, ...] = ("warm-model", "flat-mo
     return {"benchmark_hash": b.hash, "requests": [r[0] for r in requests], "models": list(models)}
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-class AppProcess:
+class AppProcess(ServerProcess):
     """`python -m tests.support.arena_app` on a free loopback port, with a data dir and settings overrides."""
 
     def __init__(self, data_dir: str | Path, settings: dict | None = None, port: int | None = None,
                  env: dict | None = None):
         self.data_dir = Path(data_dir)
         self.settings = settings or {}
-        self.env = env or {}          # extra environment, e.g. EMPATHY_ARENA_TRUSTED_PROXIES
         self.port = port or free_port()
         self.url = f"http://127.0.0.1:{self.port}"
-        self.proc: subprocess.Popen | None = None
-        self.log_path = self.data_dir / f"app_{self.port}.log"
+        # `env`: extra environment, e.g. EMPATHY_ARENA_TRUSTED_PROXIES
+        super().__init__(["-m", "tests.support.arena_app", "--port", str(self.port)],
+                         self.data_dir / f"app_{self.port}.log", env=env, stop_timeout=15)
 
-    def start(self, timeout: float = 120.0) -> "AppProcess":
-        env = {**os.environ, "EMPATHY_ARENA_DATA_DIR": str(self.data_dir),
-               "EMPATHY_ARENA_SETTINGS": json.dumps(self.settings), "GRADIO_ANALYTICS_ENABLED": "False",
-               "HF_HUB_OFFLINE": "1", **self.env}
-        root = Path(__file__).resolve().parents[2]
-        log = open(self.log_path, "ab")
-        self.proc = subprocess.Popen([sys.executable, "-m", "tests.support.arena_app", "--port", str(self.port)],
-                                     cwd=root, env=env, stdout=log, stderr=subprocess.STDOUT)
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"arena app exited with {self.proc.returncode}: {self.log()}")
-            try:
-                if httpx.get(f"{self.url}/api/arena/health", timeout=2).status_code == 200:
-                    return self
-            except httpx.HTTPError:
-                pass
-            time.sleep(0.3)
-        self.stop()
-        raise RuntimeError(f"arena app not ready after {timeout:.0f} s: {self.log()}")
-
-    def log(self) -> str:
-        return self.log_path.read_text(errors="replace")[-3000:] if self.log_path.exists() else ""
-
-    def kill(self) -> None:
-        """SIGKILL: no shutdown hooks, no flush: what a crash looks like."""
-        if self.proc and self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait(timeout=30)
-
-    def stop(self) -> None:
-        if self.proc and self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                self.kill()
+    def start(self, timeout: float = 120.0) -> "AppProcess":  # type: ignore[override]
+        self.env = {"EMPATHY_ARENA_DATA_DIR": str(self.data_dir), "EMPATHY_ARENA_SETTINGS": json.dumps(self.settings),
+                    "GRADIO_ANALYTICS_ENABLED": "False", "HF_HUB_OFFLINE": "1", **self.env}
+        super().start(f"{self.url}/api/arena/health", timeout)
+        return self
 
 
 # ----------------------------------------------------------------------------------------- load driver

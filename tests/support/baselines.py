@@ -1,26 +1,17 @@
 """`python -m eval_backend.baselines serve` on a free loopback port for tests and benchmarks."""
 from __future__ import annotations
 
-import os
-import socket
-import subprocess
-import sys
 import tempfile
-import time
 from pathlib import Path
 
 import httpx
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.support.processes import ROOT, ServerProcess, free_port
+
+__all__ = ["ROOT", "BaselineServer", "free_port"]
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-class BaselineServer:
+class BaselineServer(ServerProcess):
     """`python -m eval_backend.baselines serve` on a free loopback port, stopped on exit."""
 
     def __init__(self, timeout_s: float = 90.0):
@@ -28,35 +19,22 @@ class BaselineServer:
         self.base_url = f"http://127.0.0.1:{self.port}/v1"
         self.root = f"http://127.0.0.1:{self.port}"
         self.timeout_s = timeout_s
+        # a file, not a pipe: nobody reads a pipe during a long run, and a full pipe would stall the server
+        self._log_dir = tempfile.TemporaryDirectory(prefix="baselines_")
+        super().__init__(["-m", "eval_backend.baselines", "serve", "--host", "127.0.0.1", "--port", str(self.port)],
+                         Path(self._log_dir.name) / "server.log", env={"HF_HUB_OFFLINE": "1"}, stop_timeout=10)
 
     def __enter__(self) -> "BaselineServer":
-        # a file, not a pipe: nobody reads a pipe during a long run, and a full pipe would stall the server
-        self.log = tempfile.TemporaryFile()
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "eval_backend.baselines", "serve", "--host", "127.0.0.1", "--port", str(self.port)],
-            cwd=ROOT, stdout=self.log, stderr=subprocess.STDOUT, env={**os.environ, "HF_HUB_OFFLINE": "1"})
-        deadline = time.monotonic() + self.timeout_s
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                self.log.seek(0)
-                raise RuntimeError(f"baseline server exited: {self.log.read().decode(errors='replace')[-3000:]}")
-            try:
-                if httpx.get(f"{self.root}/health", timeout=1).status_code == 200:
-                    return self
-            except httpx.HTTPError:
-                pass
-            time.sleep(0.3)
-        self.__exit__()
-        raise RuntimeError("baseline server did not become healthy")
+        try:
+            self.start(f"{self.root}/health", self.timeout_s)
+        except RuntimeError:
+            self._log_dir.cleanup()
+            raise
+        return self
 
     def __exit__(self, *exc) -> None:
-        self.proc.terminate()
-        try:
-            self.proc.wait(10)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
-        self.log.close()
+        self.stop()
+        self._log_dir.cleanup()
 
     def stats(self) -> dict:
         return httpx.get(f"{self.root}/stats", timeout=5).json()

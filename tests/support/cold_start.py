@@ -10,26 +10,17 @@ from __future__ import annotations
 
 import os
 import re
-import socket
 import subprocess
 import sys
 import time
-import urllib.request
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                 "--autoplay-policy=no-user-gesture-required"]
+from tests.support.browser import launch_chromium, new_page
+from tests.support.processes import ROOT, free_port, wait_until_answers
+
 OPERATOR_STRINGS = ("HF_HUB_OFFLINE", "loopback port", "running baselines", "scoring baselines", "Traceback",
                     "first slice", "starting baselines")
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @dataclass
@@ -46,9 +37,10 @@ class ColdStart:
     operator_leaks: list[str] = field(default_factory=list)   # operator strings found in the public page
     load_avg: tuple = ()
     log_tail: str = ""
+    log_text: str = ""        # the whole log (the tail fills with the runner's errors once the app is stopped)
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        return {k: v for k, v in asdict(self).items() if k != "log_text"}     # the tail is enough for a report
 
 
 def tree_cpu_s(pid: int) -> float:
@@ -73,24 +65,8 @@ def tree_cpu_s(pid: int) -> float:
     return total
 
 
-def _wait_page(url: str, t0: float, proc: subprocess.Popen, timeout_s: float) -> float:
-    while time.monotonic() - t0 < timeout_s:
-        if proc.poll() is not None:
-            raise RuntimeError(f"app.py exited with {proc.returncode}")
-        try:
-            with urllib.request.urlopen(url, timeout=2) as r:
-                if r.status == 200:
-                    return time.monotonic() - t0
-        except OSError:
-            pass
-        time.sleep(0.25)
-    raise TimeoutError(f"no page within {timeout_s:.0f} s")
-
-
 def cold_start(work_dir: str | Path, timeout_s: float = 600.0, env: dict | None = None) -> ColdStart:
     """Start app.py on `work_dir/data` (must not exist yet), drive chromium to the first voted battle, stop the app."""
-    from playwright.sync_api import sync_playwright
-
     work = Path(work_dir)
     data = work / "data"
     assert not data.exists(), "a cold start needs an empty data dir"
@@ -106,11 +82,10 @@ def cold_start(work_dir: str | Path, timeout_s: float = 600.0, env: dict | None 
         proc = subprocess.Popen([sys.executable, "app.py"], cwd=ROOT, env=full_env, stdout=log,
                                 stderr=subprocess.STDOUT)
     try:
-        out.page_s = _wait_page(url + "/", t0, proc, timeout_s)
-        with sync_playwright() as p:
-            browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS)
-            page = browser.new_page(viewport={"width": 1440, "height": 900})
-            page.set_default_timeout(60_000)
+        wait_until_answers(url + "/", proc, timeout_s, log_path, what="app.py")
+        out.page_s = time.monotonic() - t0
+        with launch_chromium() as browser:
+            page = new_page(browser, 60_000, viewport={"width": 1440, "height": 900})
             page.goto(url + "/")
             page.wait_for_selector("#arena-next")
             page.wait_for_timeout(500)          # the page-load hooks have answered
@@ -121,8 +96,6 @@ def cold_start(work_dir: str | Path, timeout_s: float = 600.0, env: dict | None 
             except Exception:
                 page.screenshot(path=str(work / "failed.png"))       # what the page showed, for the report
                 raise
-            finally:
-                browser.close()
     finally:
         proc.terminate()
         try:
@@ -130,7 +103,8 @@ def cold_start(work_dir: str | Path, timeout_s: float = 600.0, env: dict | None 
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
-        out.log_tail = log_path.read_text(errors="replace")[-8000:]
+        out.log_text = log_path.read_text(errors="replace")
+        out.log_tail = out.log_text[-8000:]
     return out
 
 
@@ -177,5 +151,6 @@ def _drive_to_vote(page, out: ColdStart, t0: float, timeout_s: float, proc: subp
     page.wait_for_function("() => !document.getElementById('arena-vote-a').disabled", timeout=120_000)
     out.votable_s = time.monotonic() - t0
     page.click("#arena-vote-a")
+    page.click("#arena-send")          # no aspect answered: the vote waits for Send (issue 24)
     page.wait_for_function("() => document.querySelector('#arena-message')?.innerText.includes('✅')")
     out.voted_s = time.monotonic() - t0

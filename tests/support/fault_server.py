@@ -49,7 +49,6 @@ import asyncio
 import base64
 import json
 import re
-import socket
 import sys
 import threading
 import time
@@ -70,6 +69,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from eval_backend.audio.io import encode_wav  # noqa: E402
+from tests.support.processes import free_port  # noqa: E402
 
 MARKER = re.compile(r"\[fault:([a-z0-9-]+)(?::([0-9.]+))?\]")
 REPLY_RATE = 24000
@@ -78,12 +78,6 @@ REPLY_RATE = 24000
 def tone_pcm(seconds: float = 0.4, rate: int = REPLY_RATE, freq: float = 220.0) -> np.ndarray:
     t = np.arange(int(seconds * rate)) / rate
     return (0.3 * np.sin(2 * np.pi * freq * t)).astype(np.float32)
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _user_text(payload: dict) -> str:

@@ -18,11 +18,11 @@ import shutil
 import signal
 import subprocess
 import tempfile
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
-import httpx
+
+from tests.support.processes import free_port, wait_until_answers
 
 NGINX = shutil.which("nginx") or "/usr/sbin/nginx"
 
@@ -63,13 +63,6 @@ def available() -> bool:
     return Path(NGINX).is_file()
 
 
-def _free_port(address: str) -> int:
-    import socket
-    with socket.socket() as s:
-        s.bind((address, 0))
-        return s.getsockname()[1]
-
-
 @dataclass
 class NginxProxy:
     url: str
@@ -92,7 +85,7 @@ def nginx_proxy(upstream: str, address: str = "127.0.0.1", source: str = "127.0.
     `max_body`: nginx's client_max_body_size ("0" = no limit of its own: the app's caps are what is tested)."""
     folder = Path(tempfile.mkdtemp(prefix="nginx_"))
     folder.chmod(0o755)                  # workers running as nobody read and create temp files in here
-    port = _free_port(address)
+    port = free_port(address)
     user = "user nobody nogroup;" if os.geteuid() == 0 else ""
     conf = folder / "nginx.conf"
     conf.write_text(CONFIG.format(user=user, dir=folder, max_body=max_body, upstream=upstream,
@@ -102,18 +95,11 @@ def nginx_proxy(upstream: str, address: str = "127.0.0.1", source: str = "127.0.
                             stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     proxy = NginxProxy(f"http://{address}:{port}", address, source, port, folder, proc)
     try:
-        deadline = time.monotonic() + timeout
-        while True:
-            if proc.poll() is not None:
-                raise RuntimeError(f"nginx exited with {proc.returncode}: "
-                                   f"{(folder / 'stderr.log').read_text(errors='replace')}{proxy.error_log()}")
-            try:
-                httpx.get(proxy.url + "/", timeout=2)     # any answer (even a 502) means nginx listens
-                break
-            except httpx.TransportError:
-                if time.monotonic() > deadline:
-                    raise RuntimeError(f"nginx did not listen within {timeout:.0f} s: {proxy.error_log()}")
-                time.sleep(0.1)
+        try:           # any answer (even a 502) means nginx listens
+            wait_until_answers(proxy.url + "/", proc, timeout, folder / "stderr.log", ready=lambda r: True,
+                               what="nginx")
+        except RuntimeError as exc:
+            raise RuntimeError(f"{exc}{proxy.error_log()}") from None
         yield proxy
     finally:
         if proc.poll() is None:

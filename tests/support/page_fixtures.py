@@ -14,11 +14,9 @@ from __future__ import annotations
 
 import argparse
 import os
-import subprocess
-import sys
 from pathlib import Path
 
-from eval_backend.bootstrap import wait_http_ok
+from tests.support.processes import ServerProcess, free_port
 
 MODELS = ("warm-model", "flat-model", "calm-model")
 # per model: the letter it answers to the benchmark's question and selection item (q0: answer B; e0: answer A)
@@ -55,47 +53,25 @@ def seed_page(data: str | Path, votes: int = 6, models: tuple[str, ...] = MODELS
     return info
 
 
-class PageSpace:
+class PageSpace(ServerProcess):
     """The production app (app.py's build_app through tests/support/space_app.py, bootstrap off) on a free
     loopback port over a seeded data dir."""
 
     def __init__(self, data_dir: str | Path, env: dict | None = None, root: Path | None = None):
-        from tests.support.arena_fixtures import free_port
         self.data_dir = Path(data_dir)
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
-        self.env = env or {}
         # PAGE_APP_ROOT: serve another checkout's app (e.g. an export of main, to see a test fail without a fix)
         self.root = Path(root or os.environ.get("PAGE_APP_ROOT") or Path(__file__).resolve().parents[2])
-        self.proc: subprocess.Popen | None = None
-        self.log_path = self.data_dir / f"space_{self.port}.log"
+        super().__init__(["-m", "tests.support.space_app", "--port", str(self.port), "--data-dir", str(self.data_dir)],
+                         self.data_dir / f"space_{self.port}.log", cwd=self.root, stop_timeout=30, env={
+                             "EMPATHY_ARENA_BOOTSTRAP": "0", "EMPATHY_ARENA_BENCHMARK": "demo",
+                             "EMPATHY_ARENA_WORKER": "0", "GRADIO_ANALYTICS_ENABLED": "False",
+                             "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(self.root), **(env or {})})
 
-    def start(self, timeout: float = 180.0) -> "PageSpace":
-        env = {**os.environ, "EMPATHY_ARENA_BOOTSTRAP": "0", "EMPATHY_ARENA_BENCHMARK": "demo",
-               "EMPATHY_ARENA_WORKER": "0", "GRADIO_ANALYTICS_ENABLED": "False", "HF_HUB_OFFLINE": "1",
-               "PYTHONPATH": str(self.root), **self.env}
-        log = open(self.log_path, "ab")
-        self.proc = subprocess.Popen([sys.executable, "-m", "tests.support.space_app", "--port", str(self.port),
-                                      "--data-dir", str(self.data_dir)], cwd=self.root, env=env, stdout=log,
-                                     stderr=subprocess.STDOUT)
-        try:
-            wait_http_ok(f"{self.url}/api/arena/health", timeout, self.proc)
-        except (RuntimeError, TimeoutError) as exc:
-            self.stop()
-            raise RuntimeError(f"the app did not start ({exc}): {self.log()}") from None
+    def start(self, timeout: float = 180.0) -> "PageSpace":  # type: ignore[override]
+        super().start(f"{self.url}/api/arena/health", timeout)
         return self
-
-    def log(self) -> str:
-        return self.log_path.read_text(errors="replace")[-3000:] if self.log_path.exists() else ""
-
-    def stop(self) -> None:
-        if self.proc and self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(timeout=30)
 
 
 def main() -> int:
@@ -113,9 +89,6 @@ if __name__ == "__main__":
 
 
 # ----------------------------------------------------------------------------------------- the browser
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                 "--autoplay-policy=no-user-gesture-required"]     # the tests play clips from script
 DESKTOP = dict(viewport={"width": 1366, "height": 800})
 PHONE = dict(viewport={"width": 390, "height": 844}, has_touch=True, is_mobile=True, device_scale_factor=2)
 DEVICES = {"desktop": DESKTOP, "phone": PHONE}

@@ -14,22 +14,17 @@ import glob
 import os
 import pwd
 import shutil
-import socket
 import subprocess
 import tempfile
 from contextlib import contextmanager
 from pathlib import Path
 
+from tests.support.processes import free_port
+
 
 def pg_bin() -> Path | None:
     found = sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb"))
     return Path(found[-1]).parent if found else None
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @contextmanager
@@ -45,7 +40,7 @@ def postgres_server(timeout_s: float = 60.0, max_connections: int = 100, durable
     if as_root:
         pw = pwd.getpwnam("postgres")
         os.chown(tmp, pw.pw_uid, pw.pw_gid)
-    port = _free_port()
+    port = free_port()
     env = {**os.environ, "LC_ALL": "C.UTF-8"}
     started = False
     try:
