@@ -62,9 +62,12 @@ def main() -> None:
     print(f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores, Python "
           f"{platform.python_version()}; load average before: {os.getloadavg()[0]:.1f}")
 
+    from eval_backend.safety import bank, semantic_cache
+    cached = semantic_cache.path_for([t for label in bank.LABELS for t in bank.BANK[label]]).is_file()
     start = time.perf_counter()
     offline.screen("first call", 0.85)
-    print(f"offline first call (imports scikit-learn, loads the model): {time.perf_counter() - start:.2f} s")
+    print(f"offline first call (imports scikit-learn, loads the model, fits the layer; the bank's embeddings "
+          f"{'read from the cache' if cached else 'computed and cached'}): {time.perf_counter() - start:.2f} s")
 
     rows = {}
     for label, long in (("offline, short reply (~60 chars)", False), ("offline, long reply (~1,000 chars)", True)):

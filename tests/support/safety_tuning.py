@@ -106,6 +106,6 @@ if __name__ == "__main__":
           f"(crisis from {semantic.CRISIS_CUT}, flags from {semantic.FLAG_CUTS}):\n  "
           + line(figures(rows, semantic.CRISIS_CUT, None)))
     if args.grid:
-        for cc in (0.3, 0.4, 0.5):
-            for fc in (0.5, 0.6, 0.7, 0.8):
+        for cc in (0.3, 0.35, 0.4):
+            for fc in (0.65, 0.7, 0.75, 0.8):
                 print(f"  crisis {cc} flag {fc}: {line(figures(rows, cc, fc))}")

