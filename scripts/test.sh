@@ -17,8 +17,10 @@ echo "=== mypy (pure cores, mypy.ini) ==="
 "$PY" -m mypy
 took "set-up, ruff and mypy"
 databases="${EMPATHY_ARENA_TEST_DB:-sqlite postgresql}"
-# Two xdist workers (tests/conftest.py groups a module's tests, and a shared session fixture's, on one worker);
-# EMPATHY_ARENA_TEST_WORKERS=0 runs in one process.
+# Each pass in two parts: every test that may share the two cores on two xdist workers (tests/conftest.py groups a
+# module's tests, and a shared session fixture's, on one worker), then the `exclusive` tests (chromium, or a module
+# that times something: tests/conftest.py is_exclusive) in one process, alone, so no other test's CPU skews a timing
+# or a browser's waits. EMPATHY_ARENA_TEST_WORKERS=0 runs both parts in one process.
 workers="${EMPATHY_ARENA_TEST_WORKERS:-2}"
 parallel=(); [ "$workers" != 0 ] && parallel=(-n "$workers" --dist loadgroup --no-loadscope-reorder)
 # The SQLite pass records which tests used the store (tests/support/storage_probe); a PostgreSQL pass after it
@@ -27,18 +29,21 @@ record=$(mktemp -d)
 trap 'rm -rf "$record"' EXIT
 failed=""
 for db in $databases; do
-    echo "=== tests on $db ==="
-    set +e
-    if [ "$db" = sqlite ] || [ -n "$(ls -A "$record")" ]; then
-        EMPATHY_ARENA_TEST_STORE_RECORD="$record" EMPATHY_ARENA_TEST_DB="$db" "$PY" -m pytest "${parallel[@]}" "$@"
-    else
-        EMPATHY_ARENA_TEST_DB="$db" "$PY" -m pytest "${parallel[@]}" "$@"
-    fi
-    rc=$?
-    set -e
-    took "the tests on $db"
-    if [ "$rc" = 5 ]; then echo "pytest collected no tests on $db: that is a failure here"; rc=1; fi
-    if [ "$rc" != 0 ]; then failed="$failed $db(exit $rc)"; fi
+    if [ "$db" = sqlite ] || [ -n "$(ls -A "$record")" ]; then uses=(env EMPATHY_ARENA_TEST_STORE_RECORD="$record")
+    else uses=(env); fi
+    collected=0
+    for part in shared exclusive; do
+        echo "=== tests on $db: $part ==="
+        if [ "$part" = shared ]; then how=("${parallel[@]}" -m "not exclusive"); else how=(-m exclusive); fi
+        set +e
+        "${uses[@]}" EMPATHY_ARENA_TEST_DB="$db" "$PY" -m pytest "${how[@]}" "$@"
+        rc=$?
+        set -e
+        took "the $part tests on $db"
+        if [ "$rc" = 5 ]; then rc=0; else collected=1; fi      # a part may select nothing; the pass may not
+        if [ "$rc" != 0 ]; then failed="$failed $db/$part(exit $rc)"; fi
+    done
+    if [ "$collected" = 0 ]; then echo "pytest collected no tests on $db: that is a failure here"; failed="$failed $db(none)"; fi
 done
 if [ -n "$failed" ]; then echo "test suite failed on:$failed"; exit 1; fi
 echo "test suite passed on: $databases"

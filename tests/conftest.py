@@ -111,6 +111,8 @@ def group_for_workers(items) -> None:
     for item in items:
         name = group_of[_module_name(item)]
         item.add_marker(pytest.mark.xdist_group(name))
+        if is_exclusive(item):          # scripts/test.sh runs these alone, after the others (-m exclusive)
+            item.add_marker(pytest.mark.exclusive)
         groups.setdefault(name, []).append(item)
     def expected_cost(group: str) -> tuple:         # the time limits the tests declare, then their `slow` marks
         marks = [(i.get_closest_marker("timeout"), i.get_closest_marker("slow")) for i in groups[group]]

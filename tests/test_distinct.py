@@ -20,6 +20,7 @@ import soundfile as sf
 from arena import distinct
 from arena.battle_audio import Delivery
 from arena.service import ArenaService
+from eval_backend.showcase import in_arena_pool
 from eval_backend.store import Reply, Store
 from tests.support.arena_fixtures import build_benchmark, espeak_wav, spoken_request_ids
 from tests.support.fault_server import FaultServer
@@ -72,7 +73,7 @@ def _seed(tmp: Path) -> tuple[Store, object, dict]:
 
 def test_identical_and_near_identical_replies_never_meet(tmp_path):
     store, bench, _ = _seed(tmp_path)
-    requests = len(spoken_request_ids(bench))
+    requests = sum(in_arena_pool(r[0]) for r in spoken_request_ids(bench))   # battles use the arena pool only
     svc = ArenaService(store, benchmarks=[bench])
     first = svc.left_out_pairs()              # before measuring: the same-word pairs wait, never served on a guess
     assert first["request_pairs"] == 6 * requests
