@@ -16,6 +16,7 @@ from arena.storage import AXES
 from arena.votes_io import VoteImportError
 from eval_backend.store import Reply, Store
 from tests.support.arena_fixtures import seed
+from tests.support.integrity import fetch_all, heard, vote_after_listening  # noqa: F401  (the listening helpers)
 
 MODELS = ("warm-model", "flat-model", "third-model")
 
@@ -48,21 +49,6 @@ def make(seeded, tmp_path, copy_database, module_database_url):
     return _make
 
 
-def fetch_all(svc, view):
-    """What a player does first: fetch every clip of the battle (the audio route records it)."""
-    for clip in view.min_listen_s:
-        svc.clip_fetched(view.battle_id, clip)
-
-
-def heard(view) -> dict:
-    """The listen report of a voter who played every clip as far as the rule asks, user, A, then B."""
-    return {"played_s": dict(view.min_listen_s), "order": ["user", "A", "B"]}
-
-
-def vote_after_listening(svc, clock, view, session, ip, overall, **kw):
-    fetch_all(svc, view)
-    clock.t += view.total_min_listen_s + 0.5
-    return svc.submit_vote(view.battle_id, session, ip, overall, listen=heard(view), **kw)
 
 
 def test_battle_view_is_blind_and_sets_listening_floor(make):
