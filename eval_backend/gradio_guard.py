@@ -37,7 +37,7 @@ from dataclasses import dataclass, fields
 from typing import Callable
 
 from . import client_address, safejson, uploads
-from .body_limit import DEFAULT_BODY_BYTES, RECORDING_BYTES, UPLOAD_PATH, BodyLimit, app_caps
+from .body_limit import DEFAULT_BODY_BYTES, RECORDING_BYTES, UPLOAD_FRAMING_BYTES, UPLOAD_PATH, BodyLimit, app_caps
 from .rate_limit import MAX_KEYS, TokenBuckets, address_key
 
 log = logging.getLogger(__name__)
@@ -298,12 +298,15 @@ class GradioGuard:
         declared = [int(v) for k, v in scope.get("headers", []) if k == b"content-length" and v.isdigit()]
         if declared and max(declared) > cap:
             self._refuse("upload_size")
+            if buffered[-1].get("more_body"):
+                await self._drain(receive, key, min(max(declared), self.zip_bytes + UPLOAD_FRAMING_BYTES) - len(head))
             return await _reply(413, "too_large", _too_large(name, cap), close=True)(scope, receive, send)
         owner = uploads.valid_owner(_cookies(scope).get(uploads.UPLOAD_COOKIE))
         minted = owner is None
         owner = owner or uploads.new_owner()
         delimiter = b"\r\n--" + boundary
-        state = {"received": 0, "tail": b"", "parts": 0, "over": None, "status": 0, "body": b"", "started": False}
+        state = {"received": 0, "tail": b"", "parts": 0, "over": None, "status": 0, "body": b"", "started": False,
+                 "ended": False}
 
         def account(chunk: bytes) -> None:
             state["received"] += len(chunk)
@@ -325,6 +328,7 @@ class GradioGuard:
         async def counting_receive():
             message = replay.pop(0) if replay else await receive()
             if message["type"] == "http.request":
+                state["ended"] = not message.get("more_body")
                 account(message.get("body", b""))
             return message
 
@@ -352,7 +356,24 @@ class GradioGuard:
                 self._in_flight_bytes -= state["received"]
         if state["over"] and not state["started"]:
             self._refuse("upload_size")
+            if not state["ended"]:                       # asking past the body's end would wait for ever
+                await self._drain(receive, key, self.zip_bytes + UPLOAD_FRAMING_BYTES - state["received"])
             await _reply(*state["over"], close=True)(scope, receive, send)
+
+    async def _drain(self, receive, key: str, limit: int) -> None:
+        """Reads and drops what is left of a refused upload's body, at most `limit` bytes (BodyLimit has already
+        capped the body at the zip limit), charging them to the address's budget. A proxy that buffers the body
+        (nginx's default) is still sending it when we refuse; closing before it is read makes the proxy answer 502
+        instead of our 413."""
+        while limit > 0:
+            message = await receive()
+            if message["type"] != "http.request":
+                return
+            chunk = message.get("body", b"")
+            limit -= len(chunk)
+            self.upload_bytes.charge(key, len(chunk))
+            if not message.get("more_body"):
+                return
 
     def _record(self, body: bytes, owner: str, key: str, size: int) -> None:
         try:

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from eval_backend.benchmark.model import Benchmark
 from eval_backend.inert import md, md_inline as mi
 from eval_backend.store import Reply, Store
+from eval_backend.showcase import in_showcase
 from eval_backend.tasks import SPOKEN_TASKS, build_requests, describe_request
 
 COLLECTIONS = {
@@ -118,9 +119,17 @@ def request_label(b: Benchmark | None, request_id: str) -> str:
 
 
 def spoken_first(request_ids: list[str]) -> list[str]:
-    """The item's requests with those answered by a spoken reply first (Browse opens on one that can play),
-    in their order otherwise."""
-    return sorted(request_ids, key=lambda rid: rid.split("/", 1)[0] not in SPOKEN_TASKS)
+    """The item's requests with those answered by a spoken reply first, the showcase set's before the arena
+    pool's (Browse opens on one that can play: an arena-pool reply stays blinded), in their order otherwise."""
+    return sorted(request_ids, key=lambda rid: (rid.split("/", 1)[0] not in SPOKEN_TASKS, not in_showcase(rid)))
+
+
+def opening_item(b: Benchmark, collection: str) -> str | None:
+    """The item Browse opens a collection on: the first with a showcase request (its replies are shown with
+    their model's name and play), else the first item."""
+    items = _items(b, collection)
+    shown = {r.item_id for r in build_requests(b) if in_showcase(r.id)}
+    return next((it.id for it in items if it.id in shown), items[0].id if items else None)
 
 
 HELD = ("_This reply is not shown: it has not been screened clean by the safety screen (it may be waiting to be "

@@ -43,7 +43,7 @@ def build_browse_tab(ctx) -> TabHandles:
             return gr.update(choices=[], value=None), gr.update(choices=[])
         choices = browse.item_choices(b, coll)
         models = ctx.store.models_with_replies(b.hash)
-        return (gr.update(choices=choices, value=choices[0][1] if choices else None),
+        return (gr.update(choices=choices, value=browse.opening_item(b, coll)),
                 gr.update(choices=models, value=models[0] if models else None))
 
     def show_item(coll, item_id):

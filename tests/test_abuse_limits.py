@@ -173,7 +173,8 @@ def test_battle_and_vote_rates_per_address():
     with pytest.raises(Refused) as skip:
         g.admit_skip("1.2.3.4")
     assert "skips" in skip.value.message and g.early_refusal("skip", "1.2.3.4") is not None
-    assert g.refused == {"battle_rate": 1, "open_battles": 0, "vote_rate": 1, "skip_rate": 2}   # the early one too
+    assert g.refused == {"battle_rate": 1, "open_battles": 0, "vote_rate": 1, "skip_rate": 2,   # the early one too
+                         "challenge_rate": 0}
 
 
 def test_a_battle_that_cannot_be_served_gives_its_slot_back(tmp_path):

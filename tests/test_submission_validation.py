@@ -342,7 +342,8 @@ def test_generated_bad_submissions_never_crash_and_never_queue(fuzz_svc, case):
     assert not uploads.exists() or not any(uploads.iterdir())        # a refused upload leaves nothing
 
 
-def test_demo_allowlist_is_only_the_loopback_baselines(tmp_path):
+def test_demo_allowlist_is_only_the_loopback_baselines(tmp_path, monkeypatch):
+    monkeypatch.delenv("EMPATHY_ARENA_BASELINE_PORT", raising=False)     # conftest's baseline_port sets one
     from eval_backend.submissions.settings import demo_allowlist, settings_from_env
     models = tmp_path / "models.yaml"
     models.write_text("models:\n"

@@ -142,4 +142,5 @@ class Traffic:
                 quiet_since = time.monotonic()
             elif time.monotonic() - quiet_since >= quiet_s:
                 return
-        raise TimeoutError(f"the page's requests did not settle in {timeout_s:.0f} s: {len(self.open)} open")
+        still = sorted(r.url.split("?", 1)[0] for r in self.open)
+        raise TimeoutError(f"the page's requests did not settle in {timeout_s:.0f} s: {len(self.open)} open {still}")
