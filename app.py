@@ -53,6 +53,9 @@ from leaderboard.public_api import hide_unnamed, register_public_api  # noqa: E4
 from leaderboard.submit_tab import build_submit_tab  # noqa: E402
 
 log = logging.getLogger("empathy_arena")
+# SIGTERM (a Space restart) ends the server within this many seconds: uvicorn would otherwise wait for every open
+# connection, and a browser's event stream stays open as long as its tab does
+GRACEFUL_SHUTDOWN_S = 3
 
 SpaceContext = AppContext.from_env      # the name tests and scripts of earlier versions use
 
@@ -222,7 +225,8 @@ def main() -> None:
     log.info("store: %s; serving on http://%s:%d", ctx.store.describe(), host, port)
     # proxy_headers=False: uvicorn would otherwise believe X-Forwarded-For from 127.0.0.1 (its default
     # forwarded_allow_ips); client addresses are resolved in one place, eval_backend/client_address.py.
-    uvicorn.run(build_app(ctx), host=host, port=port, log_level="warning", proxy_headers=False)
+    uvicorn.run(build_app(ctx), host=host, port=port, log_level="warning", proxy_headers=False,
+                timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_S)
 
 
 if __name__ == "__main__":

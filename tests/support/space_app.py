@@ -38,9 +38,11 @@ def main() -> int:
     args = p.parse_args()
     import uvicorn
 
+    from app import GRACEFUL_SHUTDOWN_S
+
     app, _, _ = build(args.data_dir, args.worker)
     uvicorn.run(app, host="127.0.0.1", port=args.port, log_level="warning", access_log=False,
-                proxy_headers=False)   # as app.main: addresses from eval_backend/client_address.py
+                proxy_headers=False, timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_S)   # as app.main: addresses from eval_backend/client_address.py
     return 0
 
 

@@ -97,7 +97,10 @@ def main() -> int:
     args = p.parse_args()
     import uvicorn
 
-    uvicorn.run(build(args.data_dir), host="127.0.0.1", port=args.port, log_level="warning", access_log=False)
+    from app import GRACEFUL_SHUTDOWN_S
+
+    uvicorn.run(build(args.data_dir), host="127.0.0.1", port=args.port, log_level="warning", access_log=False,
+                timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_S)
     return 0
 
 
