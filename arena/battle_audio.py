@@ -37,7 +37,7 @@ import threading
 import wave
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Iterable
+from typing import Callable, Iterable
 
 import numpy as np
 import pyloudnorm
@@ -261,8 +261,12 @@ def write_named(folder: Path, name: str, sha: str, heard: bytes, facts: dict) ->
 class HeardAudio:
     """The heard versions of benchmark battle clips, cached by content hash in the data dir (see the module doc)."""
 
-    def __init__(self, root: str | Path):
+    def __init__(self, root: str | Path, also_measure: Callable[[Path], object] | None = None):
+        """`also_measure(heard path)`: run on the background thread after each clip it makes (the service's
+        style covariates, arena/covariates.py ClipMeasures.audio), so serving a battle measures nothing."""
         self.root = Path(root)
+        self.also_measure = also_measure
+        self._also_done: set[str] = set()    # sources whose heard clip `also_measure` has seen (this process)
         self.folder = self.root / HEARD_DIR
         self._sha: dict[str, tuple[int, int, str]] = {}      # path -> (size, mtime_ns, sha256)
         self._clips: dict[str, HeardClip] = {}               # sha256 -> clip (measured or not)
@@ -347,7 +351,8 @@ class HeardAudio:
         """Make and measure these clips on a low-priority daemon thread (the battle index asks for the ones it
         cannot judge yet, `urgent`: first in the queue; serving a battle then finds its clips made)."""
         todo = [s for s in dict.fromkeys(map(str, sources)) if s not in self._failed
-                and self.known(s, measured=True) is None]
+                and (self.known(s, measured=True) is None
+                     or (self.also_measure is not None and s not in self._also_done))]
         if not todo:
             return
         with self._lock:
@@ -373,8 +378,11 @@ class HeardAudio:
                     return
                 source = self._queue.pop(0)
             try:
-                self.clip(source, measure=True)
-            except (BadAudio, OSError, ValueError) as exc:    # not asked again (serving it would fail alike)
+                made = self.clip(source, measure=True)
+                if self.also_measure is not None and source not in self._also_done:
+                    self.also_measure(made.path)
+                    self._also_done.add(source)
+            except (BadAudio, OSError, RuntimeError, ValueError) as exc:   # not asked again (serving it fails alike)
                 log.warning("battle audio: %s cannot be prepared: %s", Path(source).name, exc)
                 self._failed.add(source)
             with self._lock:             # only what the index waits for makes it look again, per batch

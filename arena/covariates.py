@@ -157,24 +157,30 @@ def battle_columns(a: dict | None, b: dict | None, latency: tuple[float | None, 
 
 class ClipMeasures:
     """measure_clip, remembered per file (path, size, modification time: a replaced file is measured again), for
-    the benchmark replies that recur in many battles. Bounded (LRU); thread-safe."""
+    the benchmark replies that recur in many battles. Bounded (LRU); thread-safe. `audio(path)` measures a clip
+    ahead (the battle-audio thread does, for every servable clip), so serving a battle finds it measured: the
+    first battle of a reply costs what any other does (a gold battle's check clip is measured ahead too)."""
 
     def __init__(self, maxsize: int = 50_000):
         self.maxsize = maxsize
         self._cache: OrderedDict[tuple, dict] = OrderedDict()
         self._lock = threading.Lock()
 
-    def get(self, path: str | Path, words: str | None = None) -> dict[str, float | None]:
+    def audio(self, path: str | Path) -> dict[str, float | None]:
+        """The clip's own measures (everything but `words`)."""
         st = os.stat(path)
-        key = (str(path), st.st_size, st.st_mtime_ns, words)
+        key = (str(path), st.st_size, st.st_mtime_ns)
         with self._lock:
             hit = self._cache.get(key)
             if hit is not None:
                 self._cache.move_to_end(key)
                 return hit
-        value = measure_clip(path, words)
+        value = {k: v for k, v in measure_clip(path).items() if k != "words"}
         with self._lock:
             self._cache[key] = value
             while len(self._cache) > self.maxsize:
                 self._cache.popitem(last=False)
         return value
+
+    def get(self, path: str | Path, words: str | None = None) -> dict[str, float | None]:
+        return {**self.audio(path), "words": word_count(words)}

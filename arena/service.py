@@ -84,8 +84,9 @@ class ArenaService(Battles, VoteLog, RatingQueries):
         self._lock = threading.Lock()
         self._index: list[_Candidate] | None = None
         self._index_key: tuple | None = None
-        self.heard = HeardAudio(store.root)            # what voters hear: normalised clips (arena/battle_audio.py)
         self._measures = covariates.ClipMeasures()          # the style covariates of each heard clip
+        # what voters hear: normalised clips (arena/battle_audio.py), each measured for the covariates as it is made
+        self.heard = HeardAudio(store.root, also_measure=self._measures.audio)
         self._user_audio: dict[tuple[str, str], str] = {}   # (benchmark hash, request id) -> user clip
         self._pairs: set[tuple[str, str]] = set()      # model pairs sharing a servable request
         self._votes_lock = threading.RLock()

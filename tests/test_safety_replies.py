@@ -114,3 +114,20 @@ def test_a_flagged_model_name_is_refused_held_for_the_operator_and_passes_once_r
         ledger.act(store, NAME, text_subject(name_text("Worthless Idiot Bot", "Shut up you morons")), "release",
                    "op", "a band name")
         assert svc.submit(form("Worthless Idiot Bot", "Shut up you morons"), Submitter("alice"), dry_run=True).accepted
+
+
+def test_replies_are_screened_request_by_request_so_the_first_pair_is_playable_after_two(tmp_path):
+    """A fresh Space's first battle needs two decided replies to one request: screening one model's replies
+    before the next model's kept every pair unplayable until a whole model was done (issue 22's first battle)."""
+    store = Store(tmp_path / "d")
+    for model in ("m1", "m2", "m3"):
+        for rid in ("s0", "s1", "s2"):
+            put(store, model, rid, f"RIFF-{model}-{rid}".encode())
+    order = []
+
+    def transcribe(store_, reply):
+        order.append((reply.request_id.split("/")[1], reply.model))
+        return "I am sorry, that sounds hard."
+    screen_replies(store, "h1", transcribe=transcribe)
+    assert order[:2] == [("s0", "m1"), ("s0", "m2")] and len(order) == 9
+    assert [rid for rid, _ in order] == sorted(rid for rid, _ in order)       # request by request

@@ -153,26 +153,32 @@ def screen_replies(store, benchmark_hash: str, models: list[str] | None = None,
                    transcribe: Callable | None = None, screen: Callable | None = None,
                    on_progress: Callable[[int], None] | None = None) -> ScreenSummary:
     """Screen every playable reply on `benchmark_hash` (of `models`, default all) that has no decision yet;
-    resumable (a rerun screens only what is new). `on_progress(n)`: replies decided so far (the opening banner)."""
+    resumable (a rerun screens only what is new). `on_progress(n)`: replies decided so far (the opening banner).
+    Request by request (every model's reply to one request, then the next): the arena can play a pair once both of
+    its replies are decided, so on a fresh Space the first battle waits for two decisions, not for one model's all."""
     t0 = time.perf_counter()
     out = ScreenSummary()
     names = models if models is not None else store.models_with_replies(benchmark_hash)
-    for model in names:
-        for task in SPOKEN_TASKS:
-            for reply in store.replies(model=model, benchmark_hash=benchmark_hash, task=task, status="ok"):
-                if not playable(store, reply):
-                    continue
-                subject = subject_of(reply)
-                if ledger.decided(store, KIND, subject):
-                    out.already += 1
-                    continue
-                text, result = screen_reply(store, reply, transcribe, screen)
-                ledger.record(store, KIND, subject, text, result)
-                out.screened += 1
-                if result.flagged or result.status != "screened":
-                    out.held += 1
-                    out.held_subjects.append(subject)
-                if on_progress is not None:
-                    on_progress(out.screened)
+    replies = [reply for model in names for task in SPOKEN_TASKS
+               for reply in store.replies(model=model, benchmark_hash=benchmark_hash, task=task, status="ok")]
+    first_seen: dict[str, int] = {}
+    for reply in replies:
+        first_seen.setdefault(reply.request_id, len(first_seen))
+    replies.sort(key=lambda r: first_seen[r.request_id])          # stable: the models' order within a request
+    for reply in replies:
+        if not playable(store, reply):
+            continue
+        subject = subject_of(reply)
+        if ledger.decided(store, KIND, subject):
+            out.already += 1
+            continue
+        text, result = screen_reply(store, reply, transcribe, screen)
+        ledger.record(store, KIND, subject, text, result)
+        out.screened += 1
+        if result.flagged or result.status != "screened":
+            out.held += 1
+            out.held_subjects.append(subject)
+        if on_progress is not None:
+            on_progress(out.screened)
     out.seconds = time.perf_counter() - t0
     return out

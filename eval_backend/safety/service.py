@@ -60,5 +60,5 @@ def warm() -> None:
     """Load the offline classifier now (seconds: scikit-learn and the model), e.g. in a background thread at start-up,
     so the first reply screened does not pay for it. Does nothing when a remote screen is configured."""
     if not settings.load().url:
-        offline.screen("warm", 0.85)
+        offline.screen("a sentence to load the screen", 0.85)   # MIN_WORDS or more: the semantic layer loads too
 
