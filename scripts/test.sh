@@ -36,7 +36,7 @@ for db in $databases; do
         echo "=== tests on $db: $part ==="
         if [ "$part" = shared ]; then how=("${parallel[@]}" -m "not exclusive"); else how=(-m exclusive); fi
         set +e
-        "${uses[@]}" EMPATHY_ARENA_TEST_DB="$db" "$PY" -m pytest "${how[@]}" "$@"
+        "${uses[@]}" EMPATHY_ARENA_TEST_DB="$db" "$PY" -m pytest "${how[@]}" --durations=15 "$@"   # where the time went
         rc=$?
         set -e
         took "the $part tests on $db"
