@@ -7,12 +7,12 @@ with a request carrying (or not) the operator's session cookie issued by leaderb
 """
 from __future__ import annotations
 
-from types import SimpleNamespace
 
 import pytest
 
 from arena import vote_flags
 from arena.__main__ import main as arena_cli
+from tests.support.page_fns import page_handlers, request
 
 OPERATOR_TOKEN = "op-" + "z" * 40
 T0 = 1_767_225_600.0
@@ -32,21 +32,12 @@ def bot_and_honest_votes(svc):
 def page(tmp_path, monkeypatch):
     monkeypatch.setenv("EMPATHY_ARENA_OPERATOR_TOKEN", OPERATOR_TOKEN)
     monkeypatch.setenv("EMPATHY_ARENA_BOOTSTRAP", "0")
-    import app
     from app_context import AppContext
 
     ctx = AppContext.from_env(tmp_path / "data")
     bot_and_honest_votes(ctx.arena)
     ctx.arena.integrity_upkeep()
-    demo = app.build_blocks(ctx)
-    fns = {}
-    for f in demo.fns.values():
-        fns.setdefault(f.fn.__name__, f.fn) if f.fn else None
-    return SimpleNamespace(ctx=ctx, demo=demo, fns=fns)
-
-
-def request(cookies: dict):
-    return SimpleNamespace(cookies=cookies, headers={}, client=SimpleNamespace(host="127.0.0.1"))
+    return page_handlers(ctx)
 
 
 def test_only_the_operator_sees_and_reverses_flags(page):

@@ -5,9 +5,9 @@ with a request carrying (or not) the operator's session cookie issued by leaderb
 """
 from __future__ import annotations
 
-from types import SimpleNamespace
 
 import pytest
+from tests.support.page_fns import page_handlers, request
 
 OPERATOR_TOKEN = "op-" + "y" * 40
 
@@ -16,7 +16,6 @@ OPERATOR_TOKEN = "op-" + "y" * 40
 def page(tmp_path, monkeypatch):
     monkeypatch.setenv("EMPATHY_ARENA_OPERATOR_TOKEN", OPERATOR_TOKEN)
     monkeypatch.setenv("EMPATHY_ARENA_BOOTSTRAP", "0")
-    import app
     from app_context import AppContext
     from eval_backend.moderation import ledger
     from eval_backend.safety import screen_text
@@ -27,15 +26,7 @@ def page(tmp_path, monkeypatch):
                                 ("reason", "sha256:1", "You are a worthless idiot, shut up."),
                                 ("reason", "sha256:2", "B sounded kinder.")):
         ledger.record(ctx.store, kind, subject, text, screen_text(text.removeprefix("heard: ")))
-    demo = app.build_blocks(ctx)
-    fns = {}
-    for f in demo.fns.values():
-        fns.setdefault(f.fn.__name__, f.fn) if f.fn else None
-    return SimpleNamespace(ctx=ctx, demo=demo, fns=fns)
-
-
-def request(cookies: dict):
-    return SimpleNamespace(cookies=cookies, headers={}, client=SimpleNamespace(host="127.0.0.1"))
+    return page_handlers(ctx)
 
 
 def test_the_moderation_tab_is_hidden_and_empty_for_everyone_but_the_operator(page):
