@@ -318,8 +318,9 @@ def bootstrap(battles: StyleBattles, rounds: int = 1000, seed: int = 0, min_vote
     names = battles.covariates
     m_all, c_all = len(battles.models), len(names)
     counted = battles.weight > 0
-    measured = np.isfinite(battles.diffs[counted]).any(axis=0)     # a covariate no battle has is not fitted
-    usable = counted & np.all(np.isfinite(battles.diffs[:, measured]), axis=1)
+    finite = np.isfinite(battles.diffs)                 # once: (N, c) booleans, not a copy of the differences
+    measured = finite[counted].any(axis=0)              # a covariate no battle has is not fitted
+    usable = counted & finite[:, measured].all(axis=1)
     a, b = battles.a[usable], battles.b[usable]
     votes = (np.bincount(a, minlength=m_all) + np.bincount(b, minlength=m_all)).astype(np.int64)
     provisional = votes < max(int(min_votes), 1)
@@ -353,7 +354,7 @@ def bootstrap(battles: StyleBattles, rounds: int = 1000, seed: int = 0, min_vote
            else "not measured in these battles" for k in np.flatnonzero(~fitted)}
     scale[fitted] = sd[fitted]
     # (c, N), in row order for the per-covariate passes below; oriented lo - hi
-    z = np.multiply(diffs[:, fitted], 1.0 / sd[fitted], order="F").T
+    z = np.multiply(diffs if fitted.all() else diffs[:, fitted], 1.0 / sd[fitted], order="F").T
     z *= np.where(a < b, 1.0, -1.0)
     rel = np.where(out == 2, 2, np.where(a < b, out, 1 - out))       # 0: lo won, 1: hi won, 2: tie
     y = np.array([1.0, 0.0, 0.5])[rel]
