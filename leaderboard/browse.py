@@ -124,12 +124,20 @@ def spoken_first(request_ids: list[str]) -> list[str]:
     return sorted(request_ids, key=lambda rid: (rid.split("/", 1)[0] not in SPOKEN_TASKS, not in_showcase(rid)))
 
 
+_OPENING: dict[tuple[str, str], str | None] = {}      # (benchmark hash, collection) -> opening_item's answer
+
+
 def opening_item(b: Benchmark, collection: str) -> str | None:
     """The item Browse opens a collection on: the first with a showcase request (its replies are shown with
-    their model's name and play), else the first item."""
-    items = _items(b, collection)
-    shown = {r.item_id for r in build_requests(b) if in_showcase(r.id)}
-    return next((it.id for it in items if it.id in shown), items[0].id if items else None)
+    their model's name and play), else the first item. Remembered per benchmark version: every page load asks."""
+    key = (b.hash, collection)
+    if key not in _OPENING:
+        items = _items(b, collection)
+        shown = {r.item_id for r in build_requests(b) if in_showcase(r.id)}
+        if len(_OPENING) > 64:
+            _OPENING.clear()
+        _OPENING[key] = next((it.id for it in items if it.id in shown), items[0].id if items else None)
+    return _OPENING[key]
 
 
 HELD = ("_This reply is not shown: it has not been screened clean by the safety screen (it may be waiting to be "

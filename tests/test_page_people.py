@@ -60,7 +60,7 @@ def test_every_tab_opens_from_its_own_link_and_the_link_survives_the_load(space,
         ctx, page = open_page(browser, f"{space.url}/?tab={tab.id}&q=keep", DESKTOP)
         try:
             page.wait_for_function(f"(label) => ({SELECTED_TAB})() === label", arg=tab.label, timeout=30_000)
-            page.traffic.settle()
+            page.traffic.settle(streams=True)       # the Submit tab's 3 s timer runs on every page
             assert page.evaluate(SELECTED_TAB) == tab.label
             assert f"tab={tab.id}" in page.url and "q=keep" in page.url, (tab.id, page.url)
         finally:
@@ -302,7 +302,7 @@ def test_the_arena_board_never_says_no_votes_beside_votes_and_a_provisional_mode
         assert len(axes) >= 3
         for label, axis in zip(axes, ("overall", "said", "sounded", "speaker", "paralinguistic", "environment")):
             page.locator("#arena-board-axis label", has_text=label).first.click()
-            page.traffic.settle()
+            page.traffic.settle(streams=True)
             panel = page.locator("[role=tabpanel]").filter(visible=True).first
             text = panel.inner_text() + " ".join(panel.locator("svg text").all_text_contents())
             rows = {r["model"]: r for r in service.ratings_table(axis)}
@@ -366,7 +366,7 @@ def _open_bench(browser, space, device):
     page.get_by_role("tab", name="Benchmark leaderboard").click()
     page.wait_for_function("() => (document.getElementById('bench-table')?.innerText || '').includes('-model') && "
                            "(document.getElementById('bench-reported')?.innerText || '').includes('reported')")
-    page.traffic.settle()
+    page.traffic.settle(streams=True)
     return ctx, page
 
 
@@ -431,7 +431,7 @@ def test_browse_opens_on_a_playable_reply_survives_a_quick_collection_switch_and
         assert len(names) >= 3
         for name in names[1:] + names[:1]:                 # switch at once, while the tab's load is still running
             collections.filter(has_text=name).first.click()
-        page.traffic.settle()
+        page.traffic.settle(streams=True)
         assert not [t for t in page.evaluate(ERROR_TOASTS) if "not in the list of choices" in t or "Error" in t]
         page.wait_for_function("() => { const a = document.querySelector('#browse-reply-audio audio');"
                                " return a && a.currentSrc && a.duration > 0; }")

@@ -128,7 +128,9 @@ class Traffic:
 
     def settle(self, quiet_s: float = 0.5, timeout_s: float = 60.0, streams: bool = False) -> None:
         """`streams`: a page with a running gr.Timer keeps its event stream (/queue/data) open: then only the
-        events' own requests count, and no output may still be marked pending."""
+        events' own requests count, and no output may still be marked pending. The production page always has one
+        (the Submit tab's 3 s identity timer), so its tests pass streams=True: without, a slow tick (PostgreSQL on a
+        busy machine) kept the stream open past the 60 s and failed the test."""
         import time
         deadline, quiet_since = time.monotonic() + timeout_s, None
         while time.monotonic() < deadline:
