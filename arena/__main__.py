@@ -107,14 +107,14 @@ def cmd_export(args) -> int:
 
 
 def cmd_pause(args) -> int:
+    import time
+
+    from .live_submitted import unpause_live     # before the store opens: its table is one of the migrations
     svc = _service(args)
     if args.command == "pause":
         svc.pause_model(args.model, args.reason)
         print(f"paused {args.model}")
     else:
-        import time
-
-        from .live_submitted import unpause_live
         svc.unpause_model(args.model)
         live = unpause_live(svc.store, args.model, time.time())     # a submitted model's live pause too
         print(f"unpaused {args.model}" + (" (also in live battles)" if live else ""))
