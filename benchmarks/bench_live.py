@@ -148,7 +148,8 @@ def main() -> int:
     if not args.no_screen:
         from eval_backend.safety import screen_text
         screen = screen_text
-        screen("a sentence to warm the screen up")   # its models (the semantic layer: 3 words or more) load first
+        from eval_backend.safety import warm
+        warm()                                # the screen's models load before the runs, as in the app
     load0 = os.getloadavg()
     rows = []
     with BaselineServer() as baselines, tempfile.TemporaryDirectory() as tmp:
