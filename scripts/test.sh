@@ -17,10 +17,11 @@ echo "=== mypy (pure cores, mypy.ini) ==="
 "$PY" -m mypy
 took "set-up, ruff and mypy"
 databases="${EMPATHY_ARENA_TEST_DB:-sqlite postgresql}"
-# Each pass in two parts: every test that may share the two cores on two xdist workers (tests/conftest.py groups a
-# module's tests, and a shared session fixture's, on one worker), then the `exclusive` tests (chromium, or a module
-# that times something: tests/conftest.py is_exclusive) in one process, alone, so no other test's CPU skews a timing
-# or a browser's waits. EMPATHY_ARENA_TEST_WORKERS=0 runs both parts in one process.
+# Each pass in three parts: every test that may share the two cores, on two xdist workers (tests/conftest.py
+# groups a module's tests, and a shared session fixture's, on one worker); the browser tests (chromium), two modules
+# at a time (they mostly wait on playback, timers and their started app); then the `exclusive` tests (a module that
+# times something: tests/conftest.py TIMED_MODULES) in one process, alone, so no other test's CPU skews a timing.
+# EMPATHY_ARENA_TEST_WORKERS=0 runs every part in one process.
 workers="${EMPATHY_ARENA_TEST_WORKERS:-2}"
 parallel=(); [ "$workers" != 0 ] && parallel=(-n "$workers" --dist loadgroup --no-loadscope-reorder)
 # The SQLite pass records which tests used the store (tests/support/storage_probe); a PostgreSQL pass after it
@@ -32,9 +33,13 @@ for db in $databases; do
     if [ "$db" = sqlite ] || [ -n "$(ls -A "$record")" ]; then uses=(env EMPATHY_ARENA_TEST_STORE_RECORD="$record")
     else uses=(env); fi
     collected=0
-    for part in shared exclusive; do
+    for part in shared browser exclusive; do
         echo "=== tests on $db: $part ==="
-        if [ "$part" = shared ]; then how=("${parallel[@]}" -m "not exclusive"); else how=(-m exclusive); fi
+        case "$part" in
+            shared) how=("${parallel[@]}" -m "not exclusive and not browser") ;;
+            browser) how=("${parallel[@]}" -m "browser and not exclusive") ;;
+            exclusive) how=(-m exclusive) ;;
+        esac
         set +e
         "${uses[@]}" EMPATHY_ARENA_TEST_DB="$db" "$PY" -m pytest "${how[@]}" --durations=15 "$@"   # where the time went
         rc=$?

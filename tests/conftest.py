@@ -38,13 +38,15 @@ def pytest_report_header(config):
 # Session fixtures that cost minutes: the tests using one run on one xdist worker (scripts/test.sh runs two), so
 # it is built once per pass. Add a fixture here when it is shared across modules and expensive.
 SHARED_SESSION_FIXTURES = ("demo_run",)
-# Modules that cannot share the two cores with one another: they time something against a budget (a cold start, a
-# deadline, a cut-off with little slack). They join the browser modules (found by themselves: the `chromium`
-# fixture, `launch_chromium`, the `browser` mark) in one xdist group, so on two workers no two of them run at the
-# same time; the rest of the suite runs beside them. Add a module here when its test asserts on a duration.
+# Modules that cannot share the two cores with anything: they time something against a budget (a cold start, a
+# deadline, a cut-off with little slack). scripts/test.sh runs them last, alone, in one process (the `exclusive`
+# mark). Add a module here when its test asserts on a duration.
 TIMED_MODULES = ("test_cold_start", "test_app_start", "test_arena_load", "test_bounded_endpoints",
                  "test_client_faults", "test_live", "test_live_submitted", "test_loaders", "test_queue_worker",
                  "test_runner", "test_safety_remote", "test_space_judge", "test_gradio_inputs", "test_gradio_limits")
+# The browser tests (found by themselves: the `chromium` fixture, `launch_chromium`, the `browser` mark) run in a
+# part of their own, two modules at a time: they mostly wait on real-time playback, timers and a started app, so
+# two share the cores; mixed with the CPU-bound shared tests their waits would stretch.
 EXCLUSIVE_GROUP = "exclusive"
 
 
@@ -69,9 +71,15 @@ def _module_name(item) -> str:
 
 
 def is_exclusive(item) -> bool:
-    """Drives chromium, or is in a module that times something (TIMED_MODULES)."""
-    return (_module_name(item) in TIMED_MODULES or "chromium" in getattr(item, "fixturenames", ())
-            or item.get_closest_marker("browser") is not None or hasattr(getattr(item, "module", None), "launch_chromium"))
+    """In a module that times something (TIMED_MODULES): runs alone."""
+    return _module_name(item) in TIMED_MODULES
+
+
+def is_browser(item) -> bool:
+    """Drives chromium (and is not timed: a timed module's browser test still runs alone)."""
+    return not is_exclusive(item) and (
+        "chromium" in getattr(item, "fixturenames", ()) or item.get_closest_marker("browser") is not None
+        or hasattr(getattr(item, "module", None), "launch_chromium"))
 
 
 def worker_groups(items) -> dict[str, str]:
@@ -103,16 +111,19 @@ def worker_groups(items) -> dict[str, str]:
 
 
 def group_for_workers(items) -> None:
-    """xdist (`-n 2 --dist loadgroup`): each test gets its group's xdist_group mark (worker_groups); the groups
-    expected to take longest (by their tests' declared time limits and `slow` marks) are handed out first, so the
-    longest work does not start last."""
+    """xdist (`-n 2 --dist loadgroup`): each test gets its group's xdist_group mark (worker_groups), and the
+    `exclusive` or `browser` mark that puts it in its part of scripts/test.sh; the groups expected to take longest
+    (by their tests' declared time limits and `slow` marks) are handed out first, so the longest work does not
+    start last."""
     group_of = worker_groups(items)
     groups: dict[str, list] = {}
     for item in items:
         name = group_of[_module_name(item)]
         item.add_marker(pytest.mark.xdist_group(name))
-        if is_exclusive(item):          # scripts/test.sh runs these alone, after the others (-m exclusive)
+        if is_exclusive(item):          # scripts/test.sh runs these alone, last (-m exclusive)
             item.add_marker(pytest.mark.exclusive)
+        elif is_browser(item) and item.get_closest_marker("browser") is None:     # its part: -m browser
+            item.add_marker(pytest.mark.browser)
         groups.setdefault(name, []).append(item)
     def expected_cost(group: str) -> tuple:         # the time limits the tests declare, then their `slow` marks
         marks = [(i.get_closest_marker("timeout"), i.get_closest_marker("slow")) for i in groups[group]]
