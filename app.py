@@ -26,6 +26,11 @@ from dataclasses import dataclass
 from typing import Callable
 
 os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
+# Gradio's queue recomputes a pandas summary of its last 10,000 events after every event (for its /monitoring
+# page, which this app does not mount): 40% of the app's CPU under a crawl of Gradio events (py-spy, issue 25), and
+# a cost every visitor's timer tick paid. Keep a few events and recompute the summary almost never.
+os.environ.setdefault("GRADIO_ANALYTICS_MAX_EVENTS", "100")
+os.environ.setdefault("GRADIO_ANALYTICS_CACHE_FREQUENCY", "1000000")
 from eval_backend.cpu_threads import passive_openmp  # noqa: E402
 
 passive_openmp()   # before Whisper / torch load: their idle OpenMP workers must not spin on the 2 shared cores
