@@ -99,15 +99,17 @@ def build_blocks(ctx: AppContext, tabs: tuple[Tab, ...] = TABS) -> gr.Blocks:
             return ctx.status_line(), gr.Timer(active=not ctx.bootstrap.ready.is_set())
         timer.tick(header, None, [status, timer], show_progress="hidden", concurrency_limit=None)
         demo.load(header, None, [status, timer], show_progress="hidden", concurrency_limit=None)
-        built = []
+        built, pages = [], []
         with gr.Tabs(overflow_behavior="wrap", elem_id="tabs"):    # every tab shown, wrapping on a phone
             for tab in tabs:
                 # an operator-only tab starts hidden; its own page-load hook shows it to the operator alone
                 with gr.Tab(tab.label, id=tab.id, visible=not tab.operator_only) as page:
                     built.append(tab.build(ctx))
                 page.select(None, None, None, js=TAB_URL_JS % json.dumps(tab.id))
-        for handles in built:        # each tab's own page-load hooks, in tab order
+                pages.append(page)
+        for handles, page in zip(built, pages):   # each tab's own page-load and select hooks, in tab order
             handles.register_load(demo)
+            handles.register_select(page, [p for p in pages if p is not page])
         # ?tab=<id> selects that tab in the page itself (a server-side load that outputs to the tab bar puts it
         # back on its first tab under a visitor who has already chosen another)
         demo.load(None, None, None, js=TAB_OPEN_JS)

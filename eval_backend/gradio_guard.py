@@ -425,6 +425,19 @@ def enable_input_checks(blocks) -> None:
                        "version checks input paths differently: see eval_backend/gradio_guard.py")
 
 
+def settle_matplotlib() -> None:
+    """Gradio runs every event inside `utils.MatplotlibBackendMananger`, which imports matplotlib and asks for its
+    backend; the first ask resolves it by importing pyplot. Both happen on the event loop with the first Gradio
+    event a process runs (~0.7 s of CPU on the 2-core machine), stalling every request in flight then (issue 21:
+    the flood benchmark's honest voters, when the first page or flooder join arrives). Done here at the mount
+    instead, and resolved to Agg (a server draws off screen) without importing pyplot at all."""
+    try:
+        import matplotlib
+    except ImportError:
+        return
+    matplotlib.use("agg")
+
+
 def mount_gradio(app, blocks, *, data_dir, zip_bytes: int, settings: GuardSettings | None = None,
                  **mount_kwargs) -> BodyLimit:
     """`gr.mount_gradio_app(app, blocks, path="/")` with Gradio's input check on, the data dir blocked, uploads
@@ -438,5 +451,6 @@ def mount_gradio(app, blocks, *, data_dir, zip_bytes: int, settings: GuardSettin
     app = gr.mount_gradio_app(app, blocks, path="/", blocked_paths=[str(data_dir)], max_file_size=zip_bytes,
                               run_history=False, **mount_kwargs)
     enable_input_checks(blocks)
+    settle_matplotlib()
     guard = GradioGuard(app, s, zip_bytes)
     return BodyLimit(guard, app_caps(zip_bytes))
