@@ -1,4 +1,4 @@
-"""`python -m eval_backend agreement`: metric-human agreement on the arena's votes (and, with --judge-config,
+"""`python -m leaderboard agreement`: metric-human agreement on the arena's votes (and, with --judge-config,
 the pairwise judge's agreement). The computation is eval_backend/scoring/human_agreement.py; this CLI reads the
 arena's votes (arena/storage.py) and sits above both, so eval_backend does not import the arena.
 """

@@ -48,8 +48,8 @@ def form_for(srv: FaultServer, name: str, **kw) -> SubmissionForm:
 
 @contextmanager
 def worker_processes(data: Path, srv_port: int, n: int = 2):
-    """`n` `python -m eval_backend worker` processes on one data dir (and the test's database); SIGTERM on exit."""
-    cmd = [sys.executable, "-m", "eval_backend", "worker", "--data-dir", str(data), "--poll", "0.1",
+    """`n` `python -m leaderboard worker` processes on one data dir (and the test's database); SIGTERM on exit."""
+    cmd = [sys.executable, "-m", "leaderboard", "worker", "--data-dir", str(data), "--poll", "0.1",
            "--metrics", ",".join(METRICS), "--allow", f"127.0.0.1:{srv_port}"]
     procs = [subprocess.Popen(cmd + ["--name", f"w{i}"], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
              for i in range(n)]
@@ -170,7 +170,7 @@ def test_sigkill_mid_job_lease_expires_and_another_worker_finishes(tmp_path):
     with FaultServer() as srv:
         s = settings_for(srv.port, folder, preflight=False)
         assert SubmissionService(store, s).submit(form_for(srv, "Kill Model"), OPERATOR).accepted
-        cmd = [sys.executable, "-m", "eval_backend", "worker", "--data-dir", str(data), "--poll", "0.2",
+        cmd = [sys.executable, "-m", "leaderboard", "worker", "--data-dir", str(data), "--poll", "0.2",
                "--lease", "3", "--heartbeat", "0.5", "--concurrency", "3", "--metrics", ",".join(METRICS),
                "--allow", f"127.0.0.1:{srv.port}"]
         a = subprocess.Popen(cmd + ["--name", "worker-a"], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
@@ -300,6 +300,7 @@ def test_predictions_job_imports_without_calling_anything(tmp_path):
 
 
 def test_a_finished_model_is_served_by_the_arena(tmp_path):
+    from arena.handoff import arena_handoff
     from arena.service import ArenaService, NoBattleAvailable
     folder = bench_folder(tmp_path, ["I lost my job.", "My cat ran away."], "arena")
     spec = str(folder)
@@ -312,7 +313,7 @@ def test_a_finished_model_is_served_by_the_arena(tmp_path):
         arena = ArenaService(store, benchmarks=[load_benchmark(spec, store.root)])
         with pytest.raises(NoBattleAvailable):
             arena.serve_battle("s0", "1.2.3.4")              # nobody evaluated yet: nothing to serve
-        jobs = [Worker(store, s).run_once() for _ in range(2)]
+        jobs = [Worker(store, s, handoff=arena_handoff).run_once() for _ in range(2)]
     assert all(j.state == "FINISHED" and j.arena["servable"] and j.row()["arena"] == "servable" for j in jobs)
     info = svc.model_info()
     assert set(info) == {"Arena One", "Arena Two"} and info["Arena One"]["licence"] == "apache-2.0"

@@ -129,10 +129,10 @@ def tally(store: Store, model: str, bench: Benchmark, requests) -> Tally:
 class Worker:
     def __init__(self, store: Store, settings: SubmissionSettings | None = None, name: str | None = None,
                  policy: AddressPolicy | None = None, handoff: HandOff | None = None, load=None):
-        """`handoff`: the arena's decision on a finished model (eval_backend/submissions/handoff.py); by default
-        the registered one. `load(spec) -> Benchmark`: the app's shared loader (eval_backend/benchmark/cache.py);
-        by default each job loads its benchmark afresh (a standalone worker sees a rebuilt benchmark without a
-        restart)."""
+        """`handoff`: the arena's decision on a finished model (eval_backend/submissions/handoff.py), injected by
+        the assembler (app_context.py, leaderboard/worker_cli.py); None: no arena. `load(spec) -> Benchmark`:
+        the app's shared loader (eval_backend/benchmark/cache.py); by default each job loads its benchmark
+        afresh (a standalone worker sees a rebuilt benchmark without a restart)."""
         self.store = store
         self.handoff = handoff
         self.settings = settings or SubmissionSettings()
