@@ -369,7 +369,7 @@ class Bootstrap:
     def _score(self, model: str, store: Store | None = None) -> None:
         """Baselines get leaderboard rows like any submission (no judge: judge columns say "not computed").
         Runs on the scoring thread, with that thread's own store."""
-        from .scoring.cli import build_settings
+        from .scoring.settings import build_settings
         from .scoring.run import score_model
 
         self._set("scoring baselines", model, done=self.status.done, total=self.status.total)

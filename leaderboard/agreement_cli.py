@@ -32,7 +32,7 @@ def add_arguments(p) -> None:
 def _judge_row(store, args) -> Row | str:
     """The pairwise judge-human agreement on overall votes as a row, or why it is not computed."""
     from eval_backend.benchmark.loaders import load_benchmark
-    from eval_backend.scoring.cli import build_settings
+    from eval_backend.scoring.settings import build_settings
 
     from .agreement import judge_agreement
     if args.judge_limit is not None and args.judge_limit < 1:

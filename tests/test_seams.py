@@ -284,3 +284,15 @@ def test_the_import_check_reads_import_strings(tmp_path):
     assert upward_from_eval_backend(edges) == [("eval_backend.main", "app"), ("eval_backend.main", "arena.hand"),
                                                ("eval_backend.main", "leaderboard.cli")]
     assert not edges.get("eval_backend.words")
+
+
+def is_command_line(module: str) -> bool:
+    last = module.split(".")[-1]
+    return last.endswith("cli") or last == "__main__"
+
+
+def test_only_command_lines_import_command_lines():
+    """What a command line builds (settings, a scorer's inputs) lives in a module of its own, so the worker and
+    the bootstrap do not reach into a CLI module (issue 27: build_settings lived in scoring/cli.py)."""
+    edges = import_graph(ROOT)
+    assert sorted((a, b) for a, bs in edges.items() for b in bs if is_command_line(b) and not is_command_line(a)) == []

@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 from .. import config
+from .settings import build_settings
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -23,18 +24,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--metrics", help="comma-separated names or families, globs allowed (default: all), "
                                      "e.g. 'l1.*,selection'")
     p.add_argument("--quiet", action="store_true", help="print only the results path")
-
-
-def build_settings(judge_config: str | None, data_dir: Path, cache_only: bool = False) -> dict:
-    settings: dict = {"data_dir": str(data_dir)}
-    if judge_config:
-        path = Path(judge_config).expanduser()
-        if not path.is_file():
-            raise ValueError(f"judge config {path} does not exist")
-        settings["judge_config"] = str(path.resolve())
-    if cache_only:
-        settings["cache_only"] = True   # rescore: judges answer from their cache only
-    return settings
 
 
 def summary_lines(doc: dict) -> list[str]:

@@ -14,7 +14,8 @@ import sys
 from pathlib import Path
 
 from .. import config
-from .cli import build_settings, score_one
+from .cli import score_one
+from .settings import build_settings
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:

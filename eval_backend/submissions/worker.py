@@ -296,7 +296,7 @@ class Worker:
         return f"import: {summary.line()}"
 
     def _score(self, job: Job, bench: Benchmark) -> Path:
-        from ..scoring.cli import build_settings
+        from ..scoring.settings import build_settings
         from ..scoring.run import score_model
         s = self.settings
         try:
