@@ -340,3 +340,23 @@ def test_every_failure_has_a_class_and_a_reason(tmp_path):
         assert job.id == second and job.state == "FAILED" and job.error_class == "benchmark_error"
         assert str(folder) in job.reason
     assert all(j.reason for j in svc.list_jobs())
+
+
+def test_a_jobs_request_list_is_built_once(tmp_path, monkeypatch):
+    """The worker selects the job's requests once and hands the list to the runner, the tally and (on a deadline)
+    the failure note, and the scorer reads the benchmark's memoised id index (issue 27: it was rebuilt four
+    times). The index is per loaded benchmark (the app's cache shares one), so it is warmed before the job."""
+    from eval_backend import tasks
+    folder = bench_folder(tmp_path, ["I lost my keys.", "It is late."], "once")
+    store = Store(tmp_path / "d")
+    bench = load_benchmark(str(folder), store.root)
+    tasks.requests_by_id(bench)
+    built: list = []
+    real = tasks.build_requests
+    with FaultServer() as srv:
+        s = settings_for(srv.port, folder)
+        assert SubmissionService(store, s).submit(form_for(srv, "Once Model"), OPERATOR).accepted
+        monkeypatch.setattr(tasks, "build_requests", lambda b, t=None: built.append(t) or real(b, t))
+        job = Worker(store, s, load=lambda spec: bench).run_once()
+    assert job.state == "FINISHED", job.reason
+    assert job.summary["ok"] == 2 and len(built) == 1

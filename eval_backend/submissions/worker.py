@@ -29,7 +29,7 @@ from pathlib import Path
 from ..benchmark.model import Benchmark
 from ..clients.failures import clip, redact
 from ..store import Store
-from ..tasks import select_requests
+from ..tasks import Request, select_requests
 from . import secrets as secretstore
 from .handoff import HandOff, hand_off
 from .netguard import AddressPolicy, guarded_session
@@ -218,10 +218,10 @@ class Worker:
             requests = select_requests(bench, job.tasks, job.limit_n)
         except ValueError as exc:
             raise JobFailed("benchmark_error", str(exc)) from None
-        if job.kind == "predictions":
-            excerpt.add(self._import(job, bench))
+        if job.kind == "predictions":      # the job's requests, built once above, go to every step below
+            excerpt.add(self._import(job, bench, requests))
         else:
-            excerpt.add(self._query(job, bench, key, beat))
+            excerpt.add(self._query(job, bench, requests, key, beat))
         if beat.lost.is_set():
             raise LeaseLost()
         t = tally(self.store, job.model, bench, requests)
@@ -243,7 +243,7 @@ class Worker:
                         f"not servable: {arena.get('why')}")
         return {"results_path": str(results_path), "summary": t.to_dict(), "arena": arena}
 
-    def _query(self, job: Job, bench: Benchmark, key: str | None, beat: _Heartbeat) -> str:
+    def _query(self, job: Job, bench: Benchmark, requests: list[Request], key: str | None, beat: _Heartbeat) -> str:
         from ..runner import RetryPolicy, run_model
         s = self.settings
         spec = secretstore.KeyedModelSpec(name=job.model, base_url=job.base_url, model=job.model_id,
@@ -263,7 +263,8 @@ class Worker:
                     return await run_model(spec, bench, self.store, s.concurrency, tasks=job.tasks,
                                            limit=job.limit_n, policy=RetryPolicy(max_attempts=s.max_attempts),
                                            progress=False, session=session, limits=s.reply_limits(),
-                                           max_stored_bytes=s.max_job_bytes, stop_on=("too_large",))
+                                           max_stored_bytes=s.max_job_bytes, stop_on=("too_large",),
+                                           requests=requests)
 
         try:
             summary = asyncio.run(go())
@@ -272,7 +273,7 @@ class Worker:
         except TimeoutError:
             if beat.lost.is_set():
                 raise LeaseLost() from None
-            t = tally(self.store, job.model, bench, select_requests(bench, job.tasks, job.limit_n))
+            t = tally(self.store, job.model, bench, requests)
             raise JobFailed("deadline", f"the endpoint did not answer every request within the job deadline of "
                                         f"{s.job_deadline_s:g} s ({t.ok} ok, {t.failed} failed, {t.missing} not "
                                         f"answered); a retry resumes from the stored replies") from None
@@ -283,14 +284,14 @@ class Worker:
                                          f"{summary.not_asked} request(s) not asked")
         return f"run: {summary.line()}"
 
-    def _import(self, job: Job, bench: Benchmark) -> str:
+    def _import(self, job: Job, bench: Benchmark, requests: list[Request]) -> str:
         from ..clients.predictions import PredictionsError
         from ..runner import import_predictions
         if not job.predictions_jsonl or not Path(job.predictions_jsonl).is_file():
             raise JobFailed("predictions_error", "the uploaded predictions file is no longer on disk; submit again")
         try:
             summary = import_predictions(job.model, bench, self.store, job.predictions_jsonl, job.predictions_dir,
-                                         tasks=job.tasks, limit=job.limit_n)
+                                         tasks=job.tasks, limit=job.limit_n, requests=requests)
         except PredictionsError as exc:
             raise JobFailed("predictions_error", str(exc)) from None
         return f"import: {summary.line()}"
