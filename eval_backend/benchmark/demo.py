@@ -23,7 +23,8 @@ from typing import Callable
 import numpy as np
 
 from ..audio.io import encode_wav, sha256_bytes
-from ..audio.synth import SR, Recipe, SynthError, check_espeak, render, rng_for
+from ..audio.recipes import Recipe, render
+from ..audio.synth import SR, SynthError, check_espeak, rng_for
 from . import demo_content as C
 from .model import (
     ATTRIBUTES, MCQ, OPTION_LETTERS, AudioRef, Benchmark, ContextCase, ContextGroup, Script, SelectionItem,
