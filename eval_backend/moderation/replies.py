@@ -57,7 +57,7 @@ def playable(store, reply) -> bool:
 
 def our_transcript(store, reply) -> str:
     """Whisper tiny.en of the reply's audio, through the scorer's cached transcriber (raises on bad audio)."""
-    from ..scoring.audio_metrics import asr_transcript
+    from ..scoring.audio_clips import asr_transcript
     return asr_transcript(SimpleNamespace(store=store, cache={}), reply)
 
 

@@ -36,7 +36,7 @@ def _text_of(ctx: ScoringContext, reply) -> str | None:
     text = reply_text(reply)
     if text or not reply.audio_path:
         return text
-    from .audio_metrics import asr_transcript  # lazy: loads Whisper only when a reply has audio but no words
+    from .audio_clips import asr_transcript  # lazy: loads Whisper only when a reply has audio but no words
     try:
         return asr_transcript(ctx, reply) or None
     except Exception:  # unreadable audio: the item is skipped and counted, not scored

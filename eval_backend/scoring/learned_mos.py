@@ -33,8 +33,8 @@ from typing import Any
 import numpy as np
 
 from ..audio.io import BadAudio
-from .audio_metrics import (_MISSING, _clip, _per_clip, _result, _spoken, content_key, known_by_content,
-                            remember_by_content)
+from .audio_clips import (_MISSING, _clip, _per_clip, _result, _spoken, content_key, known_by_content,
+                          remember_by_content)
 from .registry import MetricResult, ScoringContext, metric
 
 PACKAGE = "distillmos"
@@ -42,7 +42,7 @@ if importlib.util.find_spec(PACKAGE) is None:      # an optional metric module: 
     raise ImportError("distillmos is not installed (pip install --no-deps -r requirements-nodeps.txt)")
 SR = 16_000
 BATCH = 8              # clips per forward pass
-KIND = "distillmos"    # its memo of measurements by clip content (audio_metrics.known_by_content)
+KIND = "distillmos"    # its memo of measurements by clip content (audio_clips.known_by_content)
 _lock = threading.Lock()
 _model: Any = None
 

@@ -31,7 +31,7 @@ class ScoringContext:
 def reply_text(reply: Reply) -> str | None:
     """The words an ok reply says it says: its text, else its transcript, without surrounding whitespace; None for
     a failed reply or one without words. (What our ASR hears in its audio is another thing:
-    `audio_metrics.asr_transcript`.) The one definition every metric and judge uses."""
+    `audio_clips.asr_transcript`.) The one definition every metric and judge uses."""
     if reply.status != "ok":
         return None
     for candidate in (reply.text, reply.transcript):
