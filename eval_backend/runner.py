@@ -40,6 +40,7 @@ from .clients.openai_chat import call, input_audio_b64, new_session
 from .config import ModelSpec
 from .store import Reply, Store
 from .tasks import PROMPT_VERSION, TASKS, Request, select_requests
+from .clients.predictions import load_predictions
 
 log = logging.getLogger(__name__)
 
@@ -217,7 +218,6 @@ def import_predictions(model: str, benchmark: Benchmark, store: Store, path: str
                        limit: int | None = None, requests: list[Request] | None = None) -> RunSummary:
     """Store a predictions JSONL as the model's replies (see clients/predictions.py for the format).
     `requests`: the caller's selection (as for run_model), else select_requests(benchmark, tasks, limit)."""
-    from .clients.predictions import load_predictions
     t0, cpu0 = time.perf_counter(), time.process_time()
     requests = select_requests(benchmark, tasks, limit) if requests is None else requests
     loaded = load_predictions(path, requests, model, benchmark.hash, audio_dir)
@@ -267,11 +267,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def main(args: argparse.Namespace) -> int:
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
-    from .benchmark.loaders import load_benchmark   # another module; imported only when a run starts
     data = config.data_dir(args.data_dir)
     tasks = [t.strip() for t in args.tasks.split(",") if t.strip()] if args.tasks else None
     store = Store(data)
     try:
+        from .benchmark.loaders import load_benchmark   # why: the loaders (~0.5 s) off start-up
         benchmark = load_benchmark(args.benchmark, data)
         if args.predictions:
             summary = import_predictions(args.model, benchmark, store, args.predictions, args.audio_dir,

@@ -16,6 +16,9 @@ import sys
 
 from . import config
 from .submissions.handoff import HandOff
+from .store import Store
+from .submissions.settings import settings_from_env
+from .submissions.worker import Worker
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -39,9 +42,6 @@ def main(args: argparse.Namespace, handoff: HandOff | None = None) -> int:
     """`handoff`: the arena's decision on a finished model (eval_backend/submissions/handoff.py), injected by
     the command's assembler; None: the jobs' notes say no arena is configured."""
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    from .store import Store
-    from .submissions.settings import settings_from_env
-    from .submissions.worker import Worker
     overrides = {k: v for k, v in (("lease_s", args.lease), ("heartbeat_s", args.heartbeat),
                                    ("concurrency", args.concurrency), ("max_attempts", args.max_attempts),
                                    ("call_timeout_s", args.timeout), ("judge_config", args.judge_config))

@@ -22,6 +22,9 @@ import numpy as np
 from ..audio.io import BadAudio, read_wav
 from ..tasks import SPOKEN_TASKS, Request, describe_request
 from .registry import MetricResult, ScoringContext
+from ..baselines.asr import Transcriber
+from ..baselines.asr import to_16k
+from ..audio.features import extract
 
 DNSMOS_SR = 16_000
 _ASR: Any = None
@@ -36,7 +39,6 @@ def transcriber():
     global _ASR
     with _ASR_LOCK:
         if _ASR is None:
-            from ..baselines.asr import Transcriber
             _ASR = Transcriber()
         return _ASR
 
@@ -126,7 +128,6 @@ def dnsmos(samples: np.ndarray, sr: int) -> dict[str, float]:
     doubles it until long enough, which scores 2-3 overlapping windows of the same loop)."""
     from speechmos.dnsmos import INPUT_LENGTH
 
-    from ..baselines.asr import to_16k
     x = np.clip(to_16k(np.asarray(samples, dtype=np.float32), sr), -1.0, 1.0)
     window = int(np.ceil(INPUT_LENGTH * DNSMOS_SR))
     if len(x) < window:
@@ -138,7 +139,6 @@ def dnsmos(samples: np.ndarray, sr: int) -> dict[str, float]:
 
 def features_of(ctx: ScoringContext, rel: str):
     """Acoustic features of a stored clip, memoised per run."""
-    from ..audio.features import extract
     memo = ctx.cache.setdefault("audio:features", {})
     if rel not in memo:
         memo[rel] = _by_content("features", content_key(ctx, rel), lambda: extract(*_clip(ctx, rel)))

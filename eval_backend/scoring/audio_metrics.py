@@ -28,6 +28,14 @@ from .audio_clips import (DNSMOS_WORKERS, Failure, _by_content, _clip, _per_clip
 from .audio_clips import transcriber  # noqa: F401  (arena/live.py imports it from here)
 from .prosody_fit import MEASURES, VOICE_INDEPENDENT, Prosody, prosody_fit
 from .registry import MetricResult, ScoringContext, metric, reply_text
+from ..audio.features import extract
+from ..audio.synth import espeak
+from ..audio.synth import SynthError
+from .prosody_fit import EXPECTED
+from .delivery_shift import measures_of
+from .delivery_shift import change, pair_agreement
+from .delivery_shift import pairs_for
+from .bootstrap import SEED, mean_ci
 
 
 # ---------------------------------------------------------------- DNSMOS
@@ -56,7 +64,7 @@ def word_error_rate(reference: str, hypothesis: str) -> float | None:
     """WER after the project's normaliser; None when the reference has no words."""
     import jiwer
 
-    from .normalise import normalise_text
+    from .normalise import normalise_text   # why: jiwer (~2 s) only when consistency_wer runs
     ref, hyp = normalise_text(reference), normalise_text(hypothesis)
     if not ref:
         return None
@@ -118,8 +126,6 @@ def neutral_reference_id(ctx: ScoringContext, info: Request) -> str | None:
 
 def espeak_reference(ctx: ScoringContext, text: str) -> Prosody:
     """espeak-ng's default voice and rate (175 wpm) reading the reply's words."""
-    from ..audio.features import extract
-    from ..audio.synth import espeak
     memo = ctx.cache.setdefault("audio:espeak_ref", {})
     if text not in memo:
         memo[text] = _by_content("espeak_ref", text, lambda: Prosody.from_features(
@@ -128,8 +134,6 @@ def espeak_reference(ctx: ScoringContext, text: str) -> Prosody:
 
 
 def _fit(ctx: ScoringContext, reply, info) -> dict | Failure:
-    from ..audio.synth import SynthError
-    from .prosody_fit import EXPECTED
     if not EXPECTED.get(info.voice_label):
         return {"fit": None, "reference": "none", "why": "no expectation for this attribute"}
     mine = Prosody.from_features(features_of(ctx, reply.audio_path))
@@ -186,7 +190,6 @@ PLAIN_VOICE, PLAIN_WPM, PLAIN_SR = "en-us", 175, 16_000     # the word control: 
 
 def file_features(ctx: ScoringContext, path: str):
     """Features of a benchmark clip (an absolute path, e.g. a reference reply), memoised per run."""
-    from ..audio.features import extract
     import os
     memo = ctx.cache.setdefault("audio:file_features", {})
     if path not in memo:
@@ -198,9 +201,6 @@ def file_features(ctx: ScoringContext, path: str):
 
 def plain_reading(ctx: ScoringContext, text: str) -> dict:
     """Delivery measures of espeak-ng reading `text` plainly (memoised per run)."""
-    from ..audio.features import extract
-    from ..audio.synth import espeak
-    from .delivery_shift import measures_of
     memo = ctx.cache.setdefault("audio:plain_reading", {})
     if text not in memo:
         memo[text] = _by_content("plain_reading", text, lambda: measures_of(
@@ -211,8 +211,6 @@ def plain_reading(ctx: ScoringContext, text: str) -> dict:
 def _delivery_pair(ctx: ScoringContext, script, base: str, other: str) -> dict | Failure | None:
     """One (base -> other) pair of a script: the model's change against the reference's; None = not an item
     (the model was not asked, or replied without audio)."""
-    from ..audio.synth import SynthError
-    from .delivery_shift import change, measures_of, pair_agreement
     rb = ctx.replies.get(f"conversation/{script.id}/{base}")
     ro = ctx.replies.get(f"conversation/{script.id}/{other}")
     if rb is None or ro is None:
@@ -245,7 +243,6 @@ def _delivery_pair(ctx: ScoringContext, script, base: str, other: str) -> dict |
 
 def _delivery_items(ctx: ScoringContext):
     """(script, base, other) for pairs whose two variants both carry usable reference reply audio."""
-    from .delivery_shift import pairs_for
     for s in ctx.benchmark.scripts:
         spoken = [n for n, v in s.variants.items() if v.reference_audio is not None and v.reference_audio.ok]
         for base, other in pairs_for(spoken):
@@ -259,7 +256,6 @@ def _delivery_items(ctx: ScoringContext):
              "loudness, inner pauses, HNR, in units of an audible change, beyond what the words alone change); "
              "0 when the model does not change, -1..1; 95% interval over scripts")
 def delivery_shift_agreement(ctx: ScoringContext) -> MetricResult:
-    from .bootstrap import SEED, mean_ci
     items = list(_delivery_items(ctx))
     if not items:
         return MetricResult.not_computed("the benchmark has no spoken reference replies on two variants of a script")

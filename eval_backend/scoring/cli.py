@@ -12,6 +12,9 @@ from pathlib import Path
 
 from .. import config
 from .settings import build_settings
+from ..benchmark.loaders import load_benchmark
+from ..store import Store
+from .run import score_model
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -44,9 +47,6 @@ def summary_lines(doc: dict) -> list[str]:
 def score_one(model: str, spec: str, data: Path, settings: dict, metrics: list[str] | None = None,
               benchmark=None, store=None) -> tuple[Path, dict]:
     """The command's work: load the benchmark (unless given) and score with `store` (default: the data dir's)."""
-    from ..benchmark.loaders import load_benchmark
-    from ..store import Store
-    from .run import score_model
     store = store or Store(data)
     benchmark = benchmark or load_benchmark(spec, data)
     return score_model(store, model, benchmark, settings, metrics, spec=spec)

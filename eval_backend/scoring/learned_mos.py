@@ -36,6 +36,7 @@ from ..audio.io import BadAudio
 from .audio_clips import (_MISSING, _clip, _per_clip, _result, _spoken, content_key, known_by_content,
                           remember_by_content)
 from .registry import MetricResult, ScoringContext, metric
+from ..baselines.asr import to_16k
 
 PACKAGE = "distillmos"
 if importlib.util.find_spec(PACKAGE) is None:      # an optional metric module: absent, its metric is left out
@@ -88,7 +89,6 @@ def distillmos_many(clips: list[tuple[np.ndarray, int]]) -> list[float]:
     """Distill-MOS of several clips; clips that fit one window (7.68 s) go through the model together."""
     import torch
 
-    from ..baselines.asr import to_16k
     m = model()
     from distillmos.sqa import SEQ_LEN
     xs = [np.clip(to_16k(np.asarray(s, dtype=np.float32), sr), -1.0, 1.0) for s, sr in clips]

@@ -17,6 +17,8 @@ from typing import Callable
 
 from ..showcase import in_arena_pool
 from ..tasks import SPOKEN_TASKS
+from ..moderation.replies import held_count, screen_replies
+from ..moderation.settings import screen_replies_enabled
 
 log = logging.getLogger(__name__)
 
@@ -36,8 +38,6 @@ def reply_counts(store, bench, model: str) -> dict:
 def screen_model(store, bench, model: str) -> dict:
     """Screen the model's playable replies before the arena may see them (eval_backend/moderation/replies.py):
     a reply without a clean decision is never played, so a failed screening pass leaves them unplayable."""
-    from ..moderation.replies import held_count, screen_replies
-    from ..moderation.settings import screen_replies_enabled
     if not screen_replies_enabled():
         return {"screening": "off (EMPATHY_ARENA_SCREEN_REPLIES=0)", "held": None}
     try:

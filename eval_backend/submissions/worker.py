@@ -35,6 +35,11 @@ from .handoff import HandOff, hand_off
 from .netguard import AddressPolicy, guarded_session
 from .queue import Job, Queue, worker_name
 from .settings import SubmissionSettings
+from ..runner import RetryPolicy, run_model
+from ..clients.predictions import PredictionsError
+from ..runner import import_predictions
+from ..scoring.settings import build_settings
+from ..scoring.run import score_model
 
 log = logging.getLogger(__name__)
 
@@ -207,7 +212,7 @@ class Worker:
             key = None
 
     def _evaluate(self, job: Job, key: str | None, beat: _Heartbeat, excerpt: _Excerpt) -> dict:
-        from ..benchmark.loaders import load_benchmark
+        from ..benchmark.loaders import load_benchmark   # why: the loaders (~0.5 s) off start-up
         s = self.settings
         try:
             bench = (self.load(job.benchmark) if self.load is not None
@@ -244,7 +249,6 @@ class Worker:
         return {"results_path": str(results_path), "summary": t.to_dict(), "arena": arena}
 
     def _query(self, job: Job, bench: Benchmark, requests: list[Request], key: str | None, beat: _Heartbeat) -> str:
-        from ..runner import RetryPolicy, run_model
         s = self.settings
         spec = secretstore.KeyedModelSpec(name=job.model, base_url=job.base_url, model=job.model_id,
                                           audio_output=job.audio_output, voice=job.voice,
@@ -285,8 +289,6 @@ class Worker:
         return f"run: {summary.line()}"
 
     def _import(self, job: Job, bench: Benchmark, requests: list[Request]) -> str:
-        from ..clients.predictions import PredictionsError
-        from ..runner import import_predictions
         if not job.predictions_jsonl or not Path(job.predictions_jsonl).is_file():
             raise JobFailed("predictions_error", "the uploaded predictions file is no longer on disk; submit again")
         try:
@@ -297,8 +299,6 @@ class Worker:
         return f"import: {summary.line()}"
 
     def _score(self, job: Job, bench: Benchmark) -> Path:
-        from ..scoring.settings import build_settings
-        from ..scoring.run import score_model
         s = self.settings
         try:
             settings = build_settings(s.judge_config, self.store.root)
