@@ -259,7 +259,7 @@ def test_no_headline_cell_is_filled_from_a_different_metric():
 # ---------------------------------------------------------------- one registry per fact (issue 27)
 def test_a_metric_family_is_grouped_by_the_metric_registry_alone(scored, monkeypatch):
     """A new family is one entry in eval_backend/scoring/registry.py FAMILIES: the table groups its metric's
-    column there (not under "Other"), and a metric of a family the registry does not know is refused."""
+    column there (not under "Other", where a plugin's unlisted family goes)."""
     from eval_backend.scoring import registry
     _, docs = scored
     monkeypatch.setitem(registry.FAMILIES, "prosody_new", "Level 3: conversation (audio)")
@@ -267,9 +267,9 @@ def test_a_metric_family_is_grouped_by_the_metric_registry_alone(scored, monkeyp
     doc["metrics"] = {**doc["metrics"], "audio.prosody_new": {"value": 0.5, "family": "prosody_new", "n": 2}}
     _, groups = rt.build_table({"good": doc})
     assert "audio.prosody_new" in groups["Level 3: conversation (audio)"] and "Other" not in groups
-    with pytest.raises(ValueError, match="unknown family"):
-        registry.metric("test.unknown_family", "no_such_family")(lambda ctx: None)
-    assert "test.unknown_family" not in registry.METRICS
+    doc["metrics"]["plugin.metric"] = {"value": 1.0, "family": "plugin_family", "n": 2}
+    _, groups = rt.build_table({"good": doc})
+    assert groups["Other"] == ["plugin.metric"]
 
 
 def test_the_papers_boards_come_from_the_board_registry(monkeypatch):
