@@ -2,12 +2,11 @@
 
 The arena (arena/service.py) builds its battles from the replies table of the benchmarks in
 `ArenaSettings.benchmark_specs`, rebuilding whenever replies change, skipping paused models: nothing needs
-registering, but the job's benchmark must be one of those and the replies must carry audio. The worker
-records the outcome so the UI can say why a model is not in the arena.
+registering, but the job's benchmark must be one of those and the replies must carry audio. The worker records
+the outcome so the UI can say why a model is not in the arena; whoever assembles a worker injects this function
+(app_context.py, leaderboard/worker_cli.py).
 """
 from __future__ import annotations
-
-from eval_backend.submissions.handoff import register_handoff
 
 from . import storage
 from .config import ArenaSettings
@@ -31,5 +30,3 @@ def arena_handoff(store, bench, model: str, counts: dict, arena_specs: tuple[str
         why = "the model is paused in the arena"
     return {**counts, "arena_benchmarks": list(specs), "paused": paused, "servable": why is None, "why": why}
 
-
-register_handoff(arena_handoff)

@@ -47,7 +47,8 @@ def main() -> int:
 
     from eval_backend.audio.features import extract
     from eval_backend.audio.synth import espeak
-    from eval_backend.scoring.audio_metrics import dnsmos, transcriber, word_error_rate
+    from eval_backend.scoring.audio_clips import dnsmos, transcriber
+    from eval_backend.scoring.audio_metrics import word_error_rate
     from eval_backend.scoring.judge_prompts import ECHOMIND_TEXT
     from eval_backend.scoring.learned_mos import distillmos, distillmos_many
     from eval_backend.scoring.judges import parse_answer, render

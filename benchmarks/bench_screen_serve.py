@@ -49,12 +49,12 @@ def serve_times(svc: ArenaService, n: int, prefix: str) -> list[float]:
 
 
 def one_run(n: int, scripts: int) -> dict:
-    from eval_backend.scoring import audio_metrics
+    from eval_backend.scoring import audio_clips
     from eval_backend.safety import screen_text
     with tempfile.TemporaryDirectory() as tmp:
         info = seed(tmp, MODELS, n_scripts=scripts)
         store = Store(tmp)
-        audio_metrics.transcriber()._cache.clear()          # cold: every clip decoded by Whisper
+        audio_clips.transcriber()._cache.clear()            # cold: every clip decoded by Whisper
         t = time.perf_counter()
         summary = screen_replies(store, info["benchmark_hash"])
         per_reply = (time.perf_counter() - t) / max(1, summary.screened)

@@ -17,7 +17,8 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from eval_backend.audio.features import extract  # noqa: E402
-from eval_backend.audio.synth import SR, render, rng_for  # noqa: E402
+from eval_backend.audio.recipes import render  # noqa: E402
+from eval_backend.audio.synth import SR, rng_for  # noqa: E402
 from eval_backend.baselines.cues import detect  # noqa: E402
 from eval_backend.benchmark import demo_content as C  # noqa: E402
 from eval_backend.benchmark.demo import NEUTRAL_RECIPE, RECIPES, REPLY_STYLES  # noqa: E402

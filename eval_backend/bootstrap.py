@@ -33,6 +33,12 @@ from . import config
 from .inert import md, md_inline
 from .opening import Opening
 from .store import Store
+from .showcase import in_arena_pool
+from .tasks import SPOKEN_TASKS, build_requests
+from .runner import run_model
+from .moderation.replies import screen_replies
+from .scoring.settings import build_settings
+from .scoring.run import score_model
 
 log = logging.getLogger(__name__)
 
@@ -122,8 +128,6 @@ def first_slice(benchmark, n: int) -> list[str]:
     """Up to `n` spoken request ids the arena can serve (usable, with a user clip, in the arena pool:
     eval_backend/showcase.py), taken from the spoken tasks
     in turn so the first battles are varied; a stable choice, so a restart asks for the same ones."""
-    from .showcase import in_arena_pool
-    from .tasks import SPOKEN_TASKS, build_requests
 
     if n <= 0:
         return []
@@ -234,10 +238,10 @@ class Bootstrap:
         return [s for s in config.load_models(self.models_file).values() if s.baseline]
 
     def _prepare_benchmark(self) -> None:
-        from .benchmark.loaders import load_benchmark
+        from .benchmark.loaders import load_benchmark   # why: the loaders (~0.5 s) off start-up
 
         if self._needs_demo_build():
-            from .benchmark.demo import build_demo
+            from .benchmark.demo import build_demo   # why: espeak-ng synthesis code (~0.3 s), off the app's start-up
             self._set("building demo benchmark", "espeak-ng synthesis, about a minute on 2 cores")
             self.opening.begin("demo")
 
@@ -273,7 +277,6 @@ class Bootstrap:
         """Both baselines on a few spoken requests first, so the arena has battles long before the full run
         ends. The replies are stored as the full run would store them; the full run then skips them (done ok),
         so nothing is asked or counted twice and the final results are those of a run without the slice."""
-        from .runner import run_model
 
         ids = first_slice(self.benchmark, self.first_slice)
         specs = self._baseline_specs()
@@ -307,8 +310,6 @@ class Bootstrap:
         clip transcribed and runs little more than speech synthesis: a core would idle)."""
         from concurrent.futures import ThreadPoolExecutor
 
-        from .runner import run_model
-        from .tasks import build_requests
 
         specs = self._baseline_specs()
         if not specs:
@@ -338,7 +339,6 @@ class Bootstrap:
     def _screen_first_slice(self) -> None:
         """The slice's replies through the safety screen at once, so the arena can play them (Whisper's cache
         already holds the clips the baselines transcribed; the replies' own audio is new)."""
-        from .moderation.replies import screen_replies
         total = self._slice_replies()
         self.opening.begin("screen", total)
         self._set("screening the first replies", "transcripts through the safety screen", done=0, total=total)
@@ -352,7 +352,6 @@ class Bootstrap:
 
     def _screen(self) -> None:
         """Screen what has no decision yet: after scoring, Whisper's cache already holds the baselines' clips."""
-        from .moderation.replies import screen_replies
         self._set("screening replies", "transcripts through the safety screen")
         summary = screen_replies(Store(self.data_dir), self.benchmark.hash)
         log.info("bootstrap: %s", summary.line())
@@ -369,8 +368,6 @@ class Bootstrap:
     def _score(self, model: str, store: Store | None = None) -> None:
         """Baselines get leaderboard rows like any submission (no judge: judge columns say "not computed").
         Runs on the scoring thread, with that thread's own store."""
-        from .scoring.cli import build_settings
-        from .scoring.run import score_model
 
         self._set("scoring baselines", model, done=self.status.done, total=self.status.total)
         score_model(store or Store(self.data_dir), model, self.benchmark, build_settings(None, self.data_dir),

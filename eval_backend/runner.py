@@ -40,6 +40,7 @@ from .clients.openai_chat import call, input_audio_b64, new_session
 from .config import ModelSpec
 from .store import Reply, Store
 from .tasks import PROMPT_VERSION, TASKS, Request, select_requests
+from .clients.predictions import load_predictions
 
 log = logging.getLogger(__name__)
 
@@ -112,12 +113,15 @@ async def run_model(spec: ModelSpec, benchmark: Benchmark, store: Store, concurr
                     session: aiohttp.ClientSession | None = None, seed: int | None = None,
                     limits: ReplyLimits | None = None, max_stored_bytes: int | None = None,
                     stop_on: tuple[str, ...] = (), only: Collection[str] | None = None,
-                    on_stored: Callable[[Reply], None] | None = None) -> RunSummary:
+                    on_stored: Callable[[Reply], None] | None = None,
+                    requests: list[Request] | None = None) -> RunSummary:
     """`limits` caps each reply (clients/limits.py); `max_stored_bytes` caps what this run stores: the reply
     that would pass it is stored failed as `too_large`. A failure whose class is in `stop_on` (and the
     stored-bytes cap) stops the run: requests not yet asked are left without a reply (`summary.stopped`).
     `only`: ask just these request ids (the bootstrap's first slice; a later full run skips them as done).
-    `on_stored(reply)`: called after each reply is stored (the bootstrap's progress)."""
+    `on_stored(reply)`: called after each reply is stored (the bootstrap's progress). `requests`: the run's
+    selection when the caller already made it (the worker's job: select_requests(benchmark, tasks, limit)),
+    so it is not built again."""
     if not benchmark.hash:
         raise ValueError("the benchmark has no content hash; load it with load_benchmark")
     if concurrency < 1:
@@ -125,7 +129,7 @@ async def run_model(spec: ModelSpec, benchmark: Benchmark, store: Store, concurr
     policy = policy or RetryPolicy()
     rng = random.Random(seed)
     t0, cpu0 = time.perf_counter(), time.process_time()
-    requests = select_requests(benchmark, tasks, limit)
+    requests = select_requests(benchmark, tasks, limit) if requests is None else requests
     if only is not None:
         wanted = set(only)
         requests = [r for r in requests if r.id in wanted]
@@ -211,11 +215,11 @@ async def run_model(spec: ModelSpec, benchmark: Benchmark, store: Store, concurr
 
 def import_predictions(model: str, benchmark: Benchmark, store: Store, path: str | Path,
                        audio_dir: str | Path | None = None, *, tasks: list[str] | None = None,
-                       limit: int | None = None) -> RunSummary:
-    """Store a predictions JSONL as the model's replies (see clients/predictions.py for the format)."""
-    from .clients.predictions import load_predictions
+                       limit: int | None = None, requests: list[Request] | None = None) -> RunSummary:
+    """Store a predictions JSONL as the model's replies (see clients/predictions.py for the format).
+    `requests`: the caller's selection (as for run_model), else select_requests(benchmark, tasks, limit)."""
     t0, cpu0 = time.perf_counter(), time.process_time()
-    requests = select_requests(benchmark, tasks, limit)
+    requests = select_requests(benchmark, tasks, limit) if requests is None else requests
     loaded = load_predictions(path, requests, model, benchmark.hash, audio_dir)
     summary = RunSummary(model, benchmark.hash, len(requests), 0, 0)
     for reply, audio in loaded.replies:
@@ -263,11 +267,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def main(args: argparse.Namespace) -> int:
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
-    from .benchmark.loaders import load_benchmark   # another module; imported only when a run starts
     data = config.data_dir(args.data_dir)
     tasks = [t.strip() for t in args.tasks.split(",") if t.strip()] if args.tasks else None
     store = Store(data)
     try:
+        from .benchmark.loaders import load_benchmark   # why: the loaders (~0.5 s) off start-up
         benchmark = load_benchmark(args.benchmark, data)
         if args.predictions:
             summary = import_predictions(args.model, benchmark, store, args.predictions, args.audio_dir,

@@ -1,4 +1,5 @@
-"""`python -m eval_backend worker [--data-dir D] [--once] [--poll S]`: evaluate queued submissions.
+"""The evaluation worker's command line: evaluate queued submissions. The command is the upper layer's
+(`python -m leaderboard worker`, leaderboard/worker_cli.py), which injects the arena's hand-off.
 
 Claims jobs atomically (several workers, in several processes, may share one data dir), runs the
 runner and the scorer, and records where the replies stand for the arena. `--once` processes at
@@ -14,6 +15,10 @@ import signal
 import sys
 
 from . import config
+from .submissions.handoff import HandOff
+from .store import Store
+from .submissions.settings import settings_from_env
+from .submissions.worker import Worker
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -33,11 +38,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="with --once: print the job as JSON")
 
 
-def main(args: argparse.Namespace) -> int:
+def main(args: argparse.Namespace, handoff: HandOff | None = None) -> int:
+    """`handoff`: the arena's decision on a finished model (eval_backend/submissions/handoff.py), injected by
+    the command's assembler; None: the jobs' notes say no arena is configured."""
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    from .store import Store
-    from .submissions.settings import settings_from_env
-    from .submissions.worker import Worker
     overrides = {k: v for k, v in (("lease_s", args.lease), ("heartbeat_s", args.heartbeat),
                                    ("concurrency", args.concurrency), ("max_attempts", args.max_attempts),
                                    ("call_timeout_s", args.timeout), ("judge_config", args.judge_config))
@@ -49,7 +53,7 @@ def main(args: argparse.Namespace) -> int:
     settings = settings_from_env(**overrides)
     settings = settings.with_(allow=settings.allow + tuple(args.allow))
     try:
-        worker = Worker(Store(config.data_dir(args.data_dir)), settings, name=args.name)
+        worker = Worker(Store(config.data_dir(args.data_dir)), settings, name=args.name, handoff=handoff)
     except ValueError as exc:   # a bad --allow entry, a heartbeat longer than half the lease
         print(f"error: {exc}", file=sys.stderr)
         return 2

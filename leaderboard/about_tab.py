@@ -80,7 +80,7 @@ A battle you cannot judge can be **skipped**: a skip is no vote, counts in no ra
 - The Benchmark tab compares both worlds: the rank correlation between arena score and a benchmark board,
   and which automatic measures prefer the reply people voted for (per axis, from stored scores). How often
   the scorer's pairwise judge (asked in both orders) agrees with the human vote costs judge calls, so only
-  the operator computes it (`python -m eval_backend agreement --judge-config FILE`).
+  the operator computes it (`python -m leaderboard agreement --judge-config FILE`).
 
 ## Data policy
 

@@ -1,4 +1,4 @@
-"""`python -m eval_backend agreement`: metric-human agreement on the arena's votes (and, with --judge-config,
+"""`python -m leaderboard agreement`: metric-human agreement on the arena's votes (and, with --judge-config,
 the pairwise judge's agreement). The computation is eval_backend/scoring/human_agreement.py; this CLI reads the
 arena's votes (arena/storage.py) and sits above both, so eval_backend does not import the arena.
 """
@@ -32,7 +32,7 @@ def add_arguments(p) -> None:
 def _judge_row(store, args) -> Row | str:
     """The pairwise judge-human agreement on overall votes as a row, or why it is not computed."""
     from eval_backend.benchmark.loaders import load_benchmark
-    from eval_backend.scoring.cli import build_settings
+    from eval_backend.scoring.settings import build_settings
 
     from .agreement import judge_agreement
     if args.judge_limit is not None and args.judge_limit < 1:

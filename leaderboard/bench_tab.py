@@ -174,7 +174,7 @@ METRIC_AGREEMENT_NOTE = (
     "For every arena vote and every automatic metric that scored both replies, does the metric prefer the reply "
     "the person chose? Per axis (overall; said = the words; sounded = the voice), over decisive votes only "
     "(ties and 'both bad' left out); a metric that scores both replies the same counts as not agreeing (ties). "
-    "50% is chance. Wilson 95% interval. Also `python -m eval_backend agreement --json`.")
+    "50% is chance. Wilson 95% interval. Also `python -m leaderboard agreement --json`.")
 METRIC_AGREEMENT_COLUMNS = ["axis", "metric", "agrees with people", "95% CI", "decisive votes", "metric ties"]
 NO_AGREEMENT = "not computed: no decisive vote on a scored reply yet"
 

@@ -20,8 +20,9 @@ from typing import Iterable, Mapping
 import pandas as pd
 
 from eval_backend.numbers import is_number
-from eval_backend.scoring.boards import tabled_boards
+from eval_backend.scoring.boards import boards, tabled_boards
 from eval_backend.scoring.labels import CI_SUFFIX, METRIC_LABELS, metric_label, with_labels
+from eval_backend.scoring.registry import FAMILIES
 
 REPORTED_PATH = Path(__file__).parent / "data" / "echomind_reported.json"
 REPORTED_SOURCE = "reported, not reproduced here"
@@ -41,13 +42,8 @@ BOARD_CI = tuple(f"{b} 95% CI" for b in BOARDS)
 # board was filled from another metric is shown as not computed, the other metric staying in its own column.
 BOARD_SOURCE = {b.key: b.source for b in tabled_boards()}
 SORT_PRESETS = {b.name: b.key for b in tabled_boards()}
-# metric family -> column group
-FAMILY_GROUP = {"level1": "Level 1: understanding", "reasoning": "Level 2: reasoning",
-                "level3_text": "Level 3: conversation (text)", "judge_text": "Level 3: conversation (text)",
-                "judge_audio": "Level 3: conversation (audio)", "audio": "Level 3: conversation (audio)",
-                "aeq": "AEQ-Bench", "selection": "Selection"}
-GROUPS = ("Level 1: understanding", "Level 2: reasoning", "Level 3: conversation (text)",
-          "Level 3: conversation (audio)", "AEQ-Bench", "Selection")
+# The column groups: the metric families' groups (eval_backend/scoring/registry.py FAMILIES), in its order.
+GROUPS = tuple(dict.fromkeys(FAMILIES.values()))
 INFO_COLUMNS = ("model", "type", "source", "audio output", "open weights", "organisation", "benchmark")
 HEADLINE_INFO = ("model", "type", "source")     # `source` splits the sections; the page does not show it
 RANK = "rank"
@@ -190,24 +186,31 @@ def measured_row(doc: dict, info: ModelInfo) -> tuple[dict, dict[str, str]]:
     return row, fams
 
 
+class _PaperMetrics(dict):
+    """The paper's figures as a results document's metric entries; a metric it does not report reads as such."""
+    def get(self, name, default=None):
+        return super().get(name, {"value": None, "reason": "not measured by the paper", "family": ""})
+
+
 def reported_rows(data: dict) -> tuple[list[dict], dict[str, str]]:
-    """The paper's rows on our scales, with the boards derived the way the scorer derives them."""
+    """The paper's rows on our scales, with the boards computed by the scorer's board registry
+    (eval_backend/scoring/boards.py) from the paper's figures."""
     rows, fams = [], {}
     for r in data.get("rows", []):
         row = {"model": r["model"], "type": "reported", "source": REPORTED_SOURCE, "audio output": "—",
                "open weights": {"open": "yes", "close": "no", "closed": "no"}.get(str(r.get("type")), "—"),
                "organisation": "", "benchmark": "EchoMind (paper)"}
+        metrics = _PaperMetrics()
         for key, (col, factor, fam) in PAPER_COLUMNS.items():
             v = r.get(key)
             row[col] = round(v * factor, 4) if _num(v) else NOT_MEASURED
             fams[col] = fam
-        u, q = row["l1.understanding_acc"], row["l2.reasoning_acc"]
-        row["LB1"] = round((u + q) / 2, 4) if _num(u) and _num(q) else "not computed: paper lacks an accuracy"
-        row["LB2"] = row["l3.ves"] if _num(row["l3.ves"]) else "not computed: no VES reported"
-        c1, c4 = row["l3.judge.c1"], row["l3.judge.c4"]
-        row["LB3"] = round((c1 + c4) / 2, 4) if _num(c1) and _num(c4) else "not computed: paper lacks C1 or C4"
-        row["selection"] = "not computed: EmpathyEval selection is not part of EchoMind"
+            metrics[col] = ({"value": row[col], "family": fam} if _num(row[col]) else
+                            {"value": None, "reason": "not measured by the paper", "family": fam})
+        computed = boards(metrics)
         for b in BOARDS:
+            e = computed[b]
+            row[b] = round(e["value"], 4) if _num(e["value"]) else e["reason"]
             row[f"{b} 95% CI"] = "not reported by the paper"
         rows.append(row)
     return rows, fams
@@ -229,7 +232,7 @@ def build_table(docs: Mapping[str, dict], infos: Mapping[str, ModelInfo] | None 
             fams.setdefault(k, v)
     groups: dict[str, list[str]] = {g: [] for g in GROUPS}
     for col, fam in sorted(fams.items()):
-        groups.setdefault(FAMILY_GROUP.get(fam, "Other"), []).append(col)
+        groups.setdefault(FAMILIES.get(fam, "Other"), []).append(col)
     metric_cols = [c for g in groups.values() for c in g]
     ci_cols = list(BOARD_CI) + [f"{c} 95% CI" for c in metric_cols]
     columns = list(INFO_COLUMNS) + list(BOARDS) + metric_cols + ci_cols

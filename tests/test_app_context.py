@@ -14,6 +14,7 @@ import time
 
 import pytest
 
+from arena.handoff import arena_handoff
 from eval_backend.submissions import SubmissionForm, Submitter
 from eval_backend.submissions.worker import Worker
 from eval_backend.tab_contract import TabHandles
@@ -138,7 +139,8 @@ def test_a_non_demo_benchmark_is_handed_to_the_arena(tmp_path, quiet_env):
                                                                voice="v", licence="apache-2.0",
                                                                open_weights=True), OPERATOR)
             assert out.accepted, out.errors
-        worker = Worker(ctx.store, ctx.submissions, load=ctx.benchmarks)   # what ctx.start_worker() runs
+        worker = Worker(ctx.store, ctx.submissions, handoff=arena_handoff,   # what ctx.start_worker() runs
+                        load=ctx.benchmarks)
         jobs = [worker.run_once() for _ in range(2)]
     for job in jobs:
         assert job.state == "FINISHED", (job.state, job.reason)

@@ -12,7 +12,8 @@ import pytest
 
 from eval_backend.audio.features import extract
 from eval_backend.audio.io import read_wav
-from eval_backend.audio.synth import render, rng_for
+from eval_backend.audio.recipes import render
+from eval_backend.audio.synth import rng_for
 from eval_backend.benchmark import demo
 from eval_backend.benchmark.model import (
     ATTRIBUTES, DIMENSIONS, OPTION_LETTERS, REASONING_TYPES, SELECTION_KINDS, UNDERSTANDING_TYPES,

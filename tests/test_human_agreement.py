@@ -109,14 +109,14 @@ def test_cli_on_a_real_store(tmp_path):
                                     text=True, timeout=300)
     done = run("arena", "import-votes", str(tmp_path / "votes.jsonl"), "--data-dir", str(data))
     assert done.returncode == 0, done.stderr
-    done = run("eval_backend", "agreement", "--data-dir", str(data), "--json")
+    done = run("leaderboard", "agreement", "--data-dir", str(data), "--json")
     assert done.returncode == 0, done.stderr
     rows = json.loads(done.stdout)
     assert set(rows[0]) == {"metric", "axis", "agree", "n", "low", "high", "ties"}
     got = {(r["metric"], r["axis"]): r for r in rows}
     assert got[("follow", "sounded")]["n"] == N and got[("follow", "sounded")]["agree"] == pytest.approx(share)
     assert got[("noise", "overall")]["low"] <= 0.5 <= got[("noise", "overall")]["high"]
-    text = run("eval_backend", "agreement", "--data-dir", str(data))
+    text = run("leaderboard", "agreement", "--data-dir", str(data))
     assert text.returncode == 0 and "follow" in text.stdout
 
 

@@ -48,8 +48,8 @@ def form_for(srv: FaultServer, name: str, **kw) -> SubmissionForm:
 
 @contextmanager
 def worker_processes(data: Path, srv_port: int, n: int = 2):
-    """`n` `python -m eval_backend worker` processes on one data dir (and the test's database); SIGTERM on exit."""
-    cmd = [sys.executable, "-m", "eval_backend", "worker", "--data-dir", str(data), "--poll", "0.1",
+    """`n` `python -m leaderboard worker` processes on one data dir (and the test's database); SIGTERM on exit."""
+    cmd = [sys.executable, "-m", "leaderboard", "worker", "--data-dir", str(data), "--poll", "0.1",
            "--metrics", ",".join(METRICS), "--allow", f"127.0.0.1:{srv_port}"]
     procs = [subprocess.Popen(cmd + ["--name", f"w{i}"], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
              for i in range(n)]
@@ -170,7 +170,7 @@ def test_sigkill_mid_job_lease_expires_and_another_worker_finishes(tmp_path):
     with FaultServer() as srv:
         s = settings_for(srv.port, folder, preflight=False)
         assert SubmissionService(store, s).submit(form_for(srv, "Kill Model"), OPERATOR).accepted
-        cmd = [sys.executable, "-m", "eval_backend", "worker", "--data-dir", str(data), "--poll", "0.2",
+        cmd = [sys.executable, "-m", "leaderboard", "worker", "--data-dir", str(data), "--poll", "0.2",
                "--lease", "3", "--heartbeat", "0.5", "--concurrency", "3", "--metrics", ",".join(METRICS),
                "--allow", f"127.0.0.1:{srv.port}"]
         a = subprocess.Popen(cmd + ["--name", "worker-a"], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
@@ -300,6 +300,7 @@ def test_predictions_job_imports_without_calling_anything(tmp_path):
 
 
 def test_a_finished_model_is_served_by_the_arena(tmp_path):
+    from arena.handoff import arena_handoff
     from arena.service import ArenaService, NoBattleAvailable
     folder = bench_folder(tmp_path, ["I lost my job.", "My cat ran away."], "arena")
     spec = str(folder)
@@ -312,7 +313,7 @@ def test_a_finished_model_is_served_by_the_arena(tmp_path):
         arena = ArenaService(store, benchmarks=[load_benchmark(spec, store.root)])
         with pytest.raises(NoBattleAvailable):
             arena.serve_battle("s0", "1.2.3.4")              # nobody evaluated yet: nothing to serve
-        jobs = [Worker(store, s).run_once() for _ in range(2)]
+        jobs = [Worker(store, s, handoff=arena_handoff).run_once() for _ in range(2)]
     assert all(j.state == "FINISHED" and j.arena["servable"] and j.row()["arena"] == "servable" for j in jobs)
     info = svc.model_info()
     assert set(info) == {"Arena One", "Arena Two"} and info["Arena One"]["licence"] == "apache-2.0"
@@ -339,3 +340,23 @@ def test_every_failure_has_a_class_and_a_reason(tmp_path):
         assert job.id == second and job.state == "FAILED" and job.error_class == "benchmark_error"
         assert str(folder) in job.reason
     assert all(j.reason for j in svc.list_jobs())
+
+
+def test_a_jobs_request_list_is_built_once(tmp_path, monkeypatch):
+    """The worker selects the job's requests once and hands the list to the runner, the tally and (on a deadline)
+    the failure note, and the scorer reads the benchmark's memoised id index (issue 27: it was rebuilt four
+    times). The index is per loaded benchmark (the app's cache shares one), so it is warmed before the job."""
+    from eval_backend import tasks
+    folder = bench_folder(tmp_path, ["I lost my keys.", "It is late."], "once")
+    store = Store(tmp_path / "d")
+    bench = load_benchmark(str(folder), store.root)
+    tasks.requests_by_id(bench)
+    built: list = []
+    real = tasks.build_requests
+    with FaultServer() as srv:
+        s = settings_for(srv.port, folder)
+        assert SubmissionService(store, s).submit(form_for(srv, "Once Model"), OPERATOR).accepted
+        monkeypatch.setattr(tasks, "build_requests", lambda b, t=None: built.append(t) or real(b, t))
+        job = Worker(store, s, load=lambda spec: bench).run_once()
+    assert job.state == "FINISHED", job.reason
+    assert job.summary["ok"] == 2 and len(built) == 1

@@ -254,3 +254,34 @@ def test_no_headline_cell_is_filled_from_a_different_metric():
     head = headline_markdown({**old_doc, "manifest": {**old_doc["manifest"], "scorer_version": "x"}})
     from eval_backend.inert import md                         # the page shows the reason as inert text
     assert "**LB2**: " + md("not computed: no VES judge configured") in head and "3.100" not in head
+
+
+# ---------------------------------------------------------------- one registry per fact (issue 27)
+def test_a_metric_family_is_grouped_by_the_metric_registry_alone(scored, monkeypatch):
+    """A new family is one entry in eval_backend/scoring/registry.py FAMILIES: the table groups its metric's
+    column there (not under "Other", where a plugin's unlisted family goes)."""
+    from eval_backend.scoring import registry
+    _, docs = scored
+    monkeypatch.setitem(registry.FAMILIES, "prosody_new", "Level 3: conversation (audio)")
+    doc = dict(docs["good"])
+    doc["metrics"] = {**doc["metrics"], "audio.prosody_new": {"value": 0.5, "family": "prosody_new", "n": 2}}
+    _, groups = rt.build_table({"good": doc})
+    assert "audio.prosody_new" in groups["Level 3: conversation (audio)"] and "Other" not in groups
+    doc["metrics"]["plugin.metric"] = {"value": 1.0, "family": "plugin_family", "n": 2}
+    _, groups = rt.build_table({"good": doc})
+    assert groups["Other"] == ["plugin.metric"]
+
+
+def test_the_papers_boards_come_from_the_board_registry(monkeypatch):
+    """The paper's rows get their boards from eval_backend/scoring/boards.py (what the scorer computes), not from
+    a second formula: a board changed in the registry changes the paper's rows too."""
+    from eval_backend.scoring import boards
+    reported = rt.load_reported()
+    before, _ = rt.reported_rows(reported)
+    lb1 = boards.BOARDS["LB1"]
+    monkeypatch.setitem(boards.BOARDS, "LB1", boards.Board(
+        lb1.key, lb1.name, lb1.label, lb1.about, lambda metrics, seed: {"value": metrics.get("l2.reasoning_acc")[
+            "value"], "source": "l2.reasoning_acc"}, lb1.scale, lb1.source))
+    after, _ = rt.reported_rows(reported)
+    assert [r["LB1"] for r in after] == [r["l2.reasoning_acc"] for r in after] != [r["LB1"] for r in before]
+    assert all(r["selection"] == "not computed: sel.final not measured by the paper" for r in after)

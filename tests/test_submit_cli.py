@@ -104,13 +104,13 @@ def test_submit_then_worker_once_as_processes(tmp_path):
         assert sub.returncode == 0, sub.stdout + sub.stderr
         assert json.loads(sub.stdout) == {"accepted": True, "errors": {}, "job_id": 1, "dry_run": False,
                                           "notes": []}
-        work = subprocess.run([sys.executable, "-m", "eval_backend", "worker", "--once", "--json", "--data-dir",
+        work = subprocess.run([sys.executable, "-m", "leaderboard", "worker", "--once", "--json", "--data-dir",
                                str(data), "--metrics", "aeq.*"], cwd=ROOT, env=env, capture_output=True, text=True,
                               timeout=300)
         assert work.returncode == 0, work.stderr
         job = json.loads(work.stdout)
         assert job["state"] == "FINISHED" and job["summary"]["ok"] == 2 and Path(job["results_path"]).is_file()
-        again = subprocess.run([sys.executable, "-m", "eval_backend", "worker", "--once", "--data-dir", str(data)],
+        again = subprocess.run([sys.executable, "-m", "leaderboard", "worker", "--once", "--data-dir", str(data)],
                                cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
         assert again.returncode == 0 and "queue is empty" in again.stdout
 

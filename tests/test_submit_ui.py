@@ -2,7 +2,7 @@
 
 the app (tests/support/space_app.py: app.py's SpaceContext + the Submit, Benchmark leaderboard and About tabs),
 the cascade-cue baseline server on loopback (allowlisted by the demo settings), and the worker
-(`python -m eval_backend worker`) on the same SQLite data dir. A tiny seeded benchmark (espeak-ng
+(`python -m leaderboard worker`) on the same SQLite data dir. A tiny seeded benchmark (espeak-ng
 speech, 7 requests) and a seeded second model with spoken replies keep it to a few minutes.
 
 1. bad fields → per-field errors, the API key cleared and never echoed, nothing queued;
@@ -59,7 +59,7 @@ def env(tmp_path_factory):
                 "EMPATHY_ARENA_SECRET_KEY": "a passphrase for the ui test",      # keys are accepted here
                 "EMPATHY_ARENA_ALLOW_ADDRESSES": f"127.0.0.1:{closed}"})        # allowed, but nobody listens
     app.start(f"http://127.0.0.1:{aport}/api/arena/health")
-    worker = Proc(["-m", "eval_backend", "worker", "--data-dir", str(data), "--allow", "127.0.0.1", "--poll", "1",
+    worker = Proc(["-m", "leaderboard", "worker", "--data-dir", str(data), "--allow", "127.0.0.1", "--poll", "1",
                    "--metrics", METRICS, "--max-attempts", "1", "--timeout", "60", "--concurrency", "2",
                    "--heartbeat", "2", "--lease", "30"], data / "worker.log")
     state = {"data": data, "baseline": baseline, "bport": bport, "app": app, "url": f"http://127.0.0.1:{aport}",

@@ -8,6 +8,10 @@ import os
 import sys
 import threading
 import time
+from ..cpu_threads import passive_openmp
+from ..audio.features import extract
+from .asr import Transcriber
+from .cues import detect, hear
 
 
 def watch_parent(pid: int, every_s: float = 1.0) -> threading.Thread:
@@ -43,12 +47,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.parent_pid:
         watch_parent(args.parent_pid)
 
-    from ..cpu_threads import passive_openmp
     passive_openmp()   # before Whisper loads (eval_backend/cpu_threads.py)
     import uvicorn
 
-    from .engine import Engine
-    from .server import Service, create_app
+    from .engine import Engine   # why: after passive_openmp(): OpenMP reads its settings when first loaded
+    from .server import Service, create_app   # why: after passive_openmp(): OpenMP reads its settings when first loaded
     engine = Engine()
     engine.warm_up()  # load Whisper and pay first-call costs before listening, so /health means ready
     uvicorn.run(create_app(Service(engine)), host=args.host, port=args.port, log_level=args.log_level)
@@ -61,9 +64,6 @@ def detect_file(path: str, as_json: bool) -> int:
 
     import soundfile as sf
 
-    from ..audio.features import extract
-    from .asr import Transcriber
-    from .cues import detect, hear
     try:
         x, sr = sf.read(path, dtype="float32", always_2d=True)
     except (OSError, RuntimeError, sf.LibsndfileError) as exc:

@@ -8,6 +8,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+from ..audio.features import extract
+from .cues import hear
 
 CSV = Path(__file__).with_name("real_voices.csv")
 ROOTS = {
@@ -111,8 +113,6 @@ def hear_recording(rec: Recording, transcriber) -> tuple[tuple[str, ...], dict]:
     """(claims, confidences) of the detector on one recording, as the engine hears a clip."""
     import hashlib
 
-    from ..audio.features import extract
-    from .cues import hear
     samples, sr = rec.load()
     words = transcriber.transcribe(hashlib.sha256(samples.tobytes()).hexdigest(), samples, sr)
     h = hear(extract(samples, sr), words)

@@ -10,6 +10,8 @@ import math
 from dataclasses import dataclass
 
 from ..audio.io import encode_wav
+from .neural_voice import NeuralVoiceError, synthesize_neural
+from ..audio.synth import ESPEAK_SR, SynthError, espeak
 
 NEURAL = "neural"
 ESPEAK_DEFAULT_WPM = 175
@@ -36,14 +38,12 @@ class SpeechError(RuntimeError):
 def synthesize(text: str, style: Style = NEUTRAL, timeout_s: float = 30.0) -> bytes:
     """Wav bytes (mono 16-bit; 22.05 kHz) of `text` spoken in `style`."""
     if style.voice == NEURAL:
-        from .neural_voice import NeuralVoiceError, synthesize_neural
         try:
             samples, sr = synthesize_neural(text, length_scale=ESPEAK_DEFAULT_WPM / max(style.rate_wpm, 1),
                                             gain_db=20 * math.log10(max(style.amplitude, 1) / 100))
         except NeuralVoiceError as exc:
             raise SpeechError(str(exc)) from None
         return encode_wav(samples, sr)
-    from ..audio.synth import ESPEAK_SR, SynthError, espeak   # the project's one espeak-ng wrapper
     try:
         samples = espeak(text, style.voice, style.rate_wpm, style.pitch, style.amplitude, style.word_gap,
                          sr=ESPEAK_SR)

@@ -23,12 +23,14 @@ from typing import Callable
 import numpy as np
 
 from ..audio.io import encode_wav, sha256_bytes
-from ..audio.synth import SR, Recipe, SynthError, check_espeak, render, rng_for
+from ..audio.recipes import Recipe, render
+from ..audio.synth import SR, SynthError, check_espeak, rng_for
 from . import demo_content as C
 from .model import (
     ATTRIBUTES, MCQ, OPTION_LETTERS, AudioRef, Benchmark, ContextCase, ContextGroup, Script, SelectionItem,
     ToneCase, ToneGroup, Variant,
 )
+from ..config import data_dir
 
 DEMO_VERSION = "demo-1.0"
 NEUTRAL_RECIPE = Recipe()
@@ -441,7 +443,7 @@ def build_demo(out_dir: str | Path, seed: int = 0, save: bool = True, vary: bool
     bench = Benchmark("demo", f"{DEMO_VERSION}+seed{seed}" + ("+varied" if vary else ""), scripts, mcqs, ctx,
                       tones, selection, source=f"demo:seed={seed}" + (",varied" if vary else ""))
     if save:
-        from .dataset import save_benchmark   # lazy: pulls in `datasets`
+        from .dataset import save_benchmark   # why: pulls in `datasets`
         save_benchmark(bench, out)
     return bench
 
@@ -459,7 +461,6 @@ def add_arguments(parser) -> None:
 
 
 def main(args) -> int:
-    from ..config import data_dir
 
     if args.seed < 0:
         print("error: --seed must be >= 0", file=sys.stderr)

@@ -20,6 +20,9 @@ from typing import Callable
 
 from .. import config
 from .dataset import SPLITS, from_dataset_dict, is_project_folder, load_project_folder, parquet_splits
+from .demo import build_demo
+from .echomind import find_subsets, load_echomind
+from .empathyeval import load_empathyeval
 from .model import Benchmark
 
 DEMO_NAME = "demo"
@@ -65,7 +68,6 @@ def load_demo(data_dir=None, build: bool = False, seed: int = 0) -> Benchmark:
             raise BenchmarkSpecError(
                 f"the demo benchmark is not built yet ({folder} is missing): "
                 f"run `python -m eval_backend demo build` first")
-        from .demo import build_demo  # another module; imported only when asked to build
         build_demo(folder, seed)
     return load_project_folder(folder)
 
@@ -75,7 +77,6 @@ def _load_local(path: Path) -> Benchmark:
     if is_project_folder(path):
         return load_project_folder(path)
     if path.is_dir():
-        from .echomind import find_subsets, load_echomind
         if find_subsets(path):
             return load_echomind(path)
         if (path / "dataset_dict.json").is_file():  # a bare save_to_disk folder
@@ -84,7 +85,6 @@ def _load_local(path: Path) -> Benchmark:
             b.source = str(path)
             return b
     if path.suffix == ".json" and path.is_file():
-        from .empathyeval import load_empathyeval
         return load_empathyeval(path)
     raise BenchmarkSpecError(
         f"{path}: not a benchmark folder (needs benchmark.json + hf/); "
@@ -142,12 +142,10 @@ def load_hub(repo_id: str, data_dir=None, revision: str | None = None) -> Benchm
 
 
 def _read_echomind(rest: str, data_dir) -> Benchmark:
-    from .echomind import load_echomind
     return load_echomind(rest)
 
 
 def _read_empathyeval(rest: str, data_dir) -> Benchmark:
-    from .empathyeval import load_empathyeval
     return load_empathyeval(rest)
 
 

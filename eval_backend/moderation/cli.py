@@ -7,6 +7,9 @@ the clean ones. Resumable; prints what it did.
 from __future__ import annotations
 
 import json
+from ..benchmark.loaders import load_benchmark
+from ..store import Store
+from .replies import screen_replies
 
 
 def add_arguments(p) -> None:
@@ -17,9 +20,6 @@ def add_arguments(p) -> None:
 
 
 def main(args) -> int:
-    from ..benchmark.loaders import load_benchmark
-    from ..store import Store
-    from .replies import screen_replies
 
     store = Store(args.data_dir)
     try:

@@ -23,6 +23,7 @@ import numpy as np
 
 from ..tasks import SPOKEN_TASKS
 from . import ledger
+from ..audio.io import decode_wav_bytes
 
 log = logging.getLogger(__name__)
 KIND = "reply"
@@ -57,32 +58,42 @@ def playable(store, reply) -> bool:
 
 def our_transcript(store, reply) -> str:
     """Whisper tiny.en of the reply's audio, through the scorer's cached transcriber (raises on bad audio)."""
-    from ..scoring.audio_metrics import asr_transcript
+    from ..scoring.audio_clips import asr_transcript   # why: the scorer's audio code (parselmouth) off start-up
     return asr_transcript(SimpleNamespace(store=store, cache={}), reply)
+
+
+def _safety():
+    """The safety package (eval_backend/safety), loaded when a reply is first screened."""
+    from .. import safety   # why: the safety screens (~0.5 s to import) stay off the app's start-up
+    return safety
+
+
+def _not_screened(why: str):
+    """The screen's "not screened" decision (the reply is held), named after the screen in use."""
+    safety = _safety()
+    return safety.core.not_screened(safety.screen_name(), why)
 
 
 def combine(results: list, screen: str):
     """One decision from several texts' decisions: flagged / crisis / not screened if any is (a reply that could
     not be screened is held whatever EMPATHY_ARENA_SCREEN_REQUIRED says); each category's highest score; the
     reasons joined."""
-    from ..safety import ScreenResult
     cats: dict[str, float] = {}
     for r in results:
         for c, v in r.categories.items():
             cats[c] = max(cats.get(c, 0.0), v)
     reasons = [r.reason for r in results if r.reason]
     unscreened = any(getattr(r, "status", "screened") != "screened" for r in results)
-    return ScreenResult(flagged=unscreened or any(r.flagged for r in results), crisis=any(r.crisis for r in results),
-                        categories=cats, reason="; ".join(dict.fromkeys(reasons)),
-                        screen=results[0].screen if results else screen,
-                        status="not_screened" if unscreened else "screened")
+    return _safety().ScreenResult(flagged=unscreened or any(r.flagged for r in results),
+                                  crisis=any(r.crisis for r in results), categories=cats,
+                                  reason="; ".join(dict.fromkeys(reasons)),
+                                  screen=results[0].screen if results else screen,
+                                  status="not_screened" if unscreened else "screened")
 
 
 def screen_reply(store, reply, transcribe: Callable | None = None, screen: Callable | None = None):
     """(text recorded, ScreenResult) for one playable reply. A transcription failure is "not screened"
     (the reply is held), never served unscreened."""
-    from ..safety.core import not_screened
-    from ..safety.service import screen_name
     transcribe = transcribe or our_transcript
     claimed = (reply.transcript or reply.text or "").strip()
     try:
@@ -90,7 +101,7 @@ def screen_reply(store, reply, transcribe: Callable | None = None, screen: Calla
     except Exception as exc:     # bad audio, Whisper missing: held as not screened, with the reason
         log.warning("reply %s/%s not transcribed: %s", reply.model, reply.request_id, exc)
         text = f"model's words: {claimed}" if claimed else ""
-        return text, not_screened(screen_name(), f"transcription failed ({type(exc).__name__})")
+        return text, _not_screened(f"transcription failed ({type(exc).__name__})")
     return screen_heard_and_claimed(heard, claimed, screen)
 
 
@@ -99,14 +110,11 @@ def screen_reply_audio(audio: bytes, words: str | None, screen: Callable | None,
     """(text recorded, ScreenResult) for a reply that is not stored yet (a live reply: arena/live.py): our
     transcript of its wav bytes and the words the model says it spoke. Audio that cannot be decoded or transcribed
     gives "not screened": the caller replaces the reply, never plays it."""
-    from ..audio.io import decode_wav_bytes
-    from ..safety.core import not_screened
-    from ..safety.service import screen_name
     try:
         heard = transcribe(*decode_wav_bytes(audio))
     except Exception as exc:        # bad audio, Whisper missing
-        return (f"model's words: {words}" if words else ""), not_screened(
-            screen_name(), f"transcription failed ({type(exc).__name__})")
+        return (f"model's words: {words}" if words else ""), _not_screened(
+            f"transcription failed ({type(exc).__name__})")
     return screen_heard_and_claimed(heard, words or "", screen)
 
 
@@ -114,17 +122,14 @@ def screen_heard_and_claimed(heard: str, claimed: str, screen: Callable | None =
     """(text recorded, ScreenResult) for a reply's words: our transcript of its audio (`heard`) and the words the
     model says it spoke (`claimed`), each screened when they differ; flagged or crisis if either is. Both empty:
     "not screened" (held). Shared by benchmark replies (screen_reply) and live replies (arena/live.py)."""
-    from ..safety import screen_text
-    from ..safety.core import not_screened
-    from ..safety.service import screen_name
-    screen = screen or screen_text
+    screen = screen or _safety().screen_text
     heard, claimed = (heard or "").strip(), (claimed or "").strip()
     texts = [heard] + ([claimed] if claimed and claimed.lower() != heard.lower() else [])
     results = [screen(t) for t in texts if t]
     if not results:
-        return "", not_screened(screen_name(), "the audio has no words to screen")
+        return "", _not_screened("the audio has no words to screen")
     shown = f"heard: {heard}" + (f"\nmodel's words: {claimed}" if len(texts) > 1 else "")
-    return shown, combine(results, screen_name())
+    return shown, combine(results, _safety().screen_name())
 
 
 def held_count(store, benchmark_hash: str, model: str) -> tuple[int, int]:

@@ -3,6 +3,7 @@ and tests. Exit status 0 either way (a flag is an answer, not an error); 2 for a
 from __future__ import annotations
 
 import json
+from . import screen_text
 
 
 def add_arguments(parser) -> None:
@@ -11,7 +12,6 @@ def add_arguments(parser) -> None:
 
 
 def main(args) -> int:
-    from . import screen_text
     try:
         result = screen_text(args.text)
     except ValueError as exc:          # a bad EMPATHY_ARENA_* setting

@@ -37,6 +37,7 @@ import numpy as np
 
 from . import bank, semantic_cache
 from .core import CRISIS_THRESHOLD, Finding
+from ..scoring.text_metrics import embed
 
 VERSION = f"semantic-5-{bank.VERSION}"
 CRISIS_CUT = 0.35          # probability from which a text reads as a crisis
@@ -93,7 +94,6 @@ def windows(text: str) -> list[str]:
 
 
 def _embed(texts: list[str]) -> np.ndarray:
-    from ..scoring.text_metrics import embed
     return np.asarray(embed(texts), dtype=np.float32)
 
 

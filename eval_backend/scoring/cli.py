@@ -11,6 +11,10 @@ import sys
 from pathlib import Path
 
 from .. import config
+from .settings import build_settings
+from ..benchmark.loaders import load_benchmark
+from ..store import Store
+from .run import score_model
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -23,18 +27,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--metrics", help="comma-separated names or families, globs allowed (default: all), "
                                      "e.g. 'l1.*,selection'")
     p.add_argument("--quiet", action="store_true", help="print only the results path")
-
-
-def build_settings(judge_config: str | None, data_dir: Path, cache_only: bool = False) -> dict:
-    settings: dict = {"data_dir": str(data_dir)}
-    if judge_config:
-        path = Path(judge_config).expanduser()
-        if not path.is_file():
-            raise ValueError(f"judge config {path} does not exist")
-        settings["judge_config"] = str(path.resolve())
-    if cache_only:
-        settings["cache_only"] = True   # rescore: judges answer from their cache only
-    return settings
 
 
 def summary_lines(doc: dict) -> list[str]:
@@ -55,9 +47,6 @@ def summary_lines(doc: dict) -> list[str]:
 def score_one(model: str, spec: str, data: Path, settings: dict, metrics: list[str] | None = None,
               benchmark=None, store=None) -> tuple[Path, dict]:
     """The command's work: load the benchmark (unless given) and score with `store` (default: the data dir's)."""
-    from ..benchmark.loaders import load_benchmark
-    from ..store import Store
-    from .run import score_model
     store = store or Store(data)
     benchmark = benchmark or load_benchmark(spec, data)
     return score_model(store, model, benchmark, settings, metrics, spec=spec)

@@ -9,7 +9,7 @@ the metric scored where it prefers the same reply; a metric tie counts as not ag
 apart as `ties`). Wilson 95% interval (eval_backend.numbers.wilson) and n per row.
 
 Pure core (`agreement_rows`) plus the loaders the CLI and the leaderboard use:
-    python -m eval_backend agreement [--data-dir D] [--json]      (the CLI: leaderboard/agreement_cli.py)
+    python -m leaderboard agreement [--data-dir D] [--json]      (the CLI: leaderboard/agreement_cli.py)
 prints rows {metric, axis, agree, n, low, high, ties}. No judge is asked: only stored scores are read.
 With `--judge-config FILE --benchmark SPEC` (the operator, from a shell: it asks a paid judge, answers
 cached) it adds the pairwise judge's agreement with the overall votes (leaderboard.agreement), at most

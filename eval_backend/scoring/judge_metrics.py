@@ -15,6 +15,7 @@ from statistics import mean
 from typing import Callable
 
 from ..tasks import describe_request
+from .audio_clips import asr_transcript
 from .judge_prompts import AEQ_DELIVERY, AEQ_DISCRIMINATION, AEQ_REPLY, ECHOMIND_TEXT, VES, JudgePrompt
 from .judges import NOT_CACHED, Judgment, context_text, injection_flags, judge_settings, judges_for, run_judge
 from .registry import MetricResult, ScoringContext, metric, reply_text
@@ -36,7 +37,6 @@ def _text_of(ctx: ScoringContext, reply) -> str | None:
     text = reply_text(reply)
     if text or not reply.audio_path:
         return text
-    from .audio_metrics import asr_transcript  # lazy: loads Whisper only when a reply has audio but no words
     try:
         return asr_transcript(ctx, reply) or None
     except Exception:  # unreadable audio: the item is skipped and counted, not scored

@@ -33,16 +33,17 @@ from typing import Any
 import numpy as np
 
 from ..audio.io import BadAudio
-from .audio_metrics import (_MISSING, _clip, _per_clip, _result, _spoken, content_key, known_by_content,
-                            remember_by_content)
+from .audio_clips import (_MISSING, _clip, _per_clip, _result, _spoken, content_key, known_by_content,
+                          remember_by_content)
 from .registry import MetricResult, ScoringContext, metric
+from ..baselines.asr import to_16k
 
 PACKAGE = "distillmos"
 if importlib.util.find_spec(PACKAGE) is None:      # an optional metric module: absent, its metric is left out
     raise ImportError("distillmos is not installed (pip install --no-deps -r requirements-nodeps.txt)")
 SR = 16_000
 BATCH = 8              # clips per forward pass
-KIND = "distillmos"    # its memo of measurements by clip content (audio_metrics.known_by_content)
+KIND = "distillmos"    # its memo of measurements by clip content (audio_clips.known_by_content)
 _lock = threading.Lock()
 _model: Any = None
 
@@ -88,7 +89,6 @@ def distillmos_many(clips: list[tuple[np.ndarray, int]]) -> list[float]:
     """Distill-MOS of several clips; clips that fit one window (7.68 s) go through the model together."""
     import torch
 
-    from ..baselines.asr import to_16k
     m = model()
     from distillmos.sqa import SEQ_LEN
     xs = [np.clip(to_16k(np.asarray(s, dtype=np.float32), sr), -1.0, 1.0) for s, sr in clips]

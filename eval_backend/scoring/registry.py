@@ -31,7 +31,7 @@ class ScoringContext:
 def reply_text(reply: Reply) -> str | None:
     """The words an ok reply says it says: its text, else its transcript, without surrounding whitespace; None for
     a failed reply or one without words. (What our ASR hears in its audio is another thing:
-    `audio_metrics.asr_transcript`.) The one definition every metric and judge uses."""
+    `audio_clips.asr_transcript`.) The one definition every metric and judge uses."""
     if reply.status != "ok":
         return None
     for candidate in (reply.text, reply.transcript):
@@ -59,7 +59,7 @@ class MetricResult:
 @dataclass(frozen=True)
 class Metric:
     name: str                       # result key, e.g. "l1.wer"
-    family: str                     # level1 | reasoning | level3_text | judge_text | judge_audio | audio | aeq | selection
+    family: str                     # a FAMILIES key: level1 | reasoning | level3_text | judge_text | ...
     compute: Callable[[ScoringContext], MetricResult]
     higher_is_better: bool = True
     headline: bool = True           # gets a bootstrap CI and a leaderboard column
@@ -70,6 +70,15 @@ class Metric:
 
 
 METRICS: dict[str, Metric] = {}
+
+# metric family -> the leaderboard's column group it is shown in (leaderboard/results_table.py), in the page's
+# order. A metric names its family; a new family is one entry here (a plugin's family not listed: group "Other").
+FAMILIES: dict[str, str] = {
+    "level1": "Level 1: understanding", "reasoning": "Level 2: reasoning",
+    "level3_text": "Level 3: conversation (text)", "judge_text": "Level 3: conversation (text)",
+    "judge_audio": "Level 3: conversation (audio)", "audio": "Level 3: conversation (audio)",
+    "aeq": "AEQ-Bench", "selection": "Selection",
+}
 
 # The modules whose `@metric` entries the scorer loads (scoring/results.py:load_metric_modules), by name in this
 # package (or a full dotted name for a module elsewhere). True: part of the scorer, an import error raises;

@@ -14,7 +14,10 @@ import sys
 from pathlib import Path
 
 from .. import config
-from .cli import build_settings, score_one
+from .cli import score_one
+from .settings import build_settings
+from ..benchmark.loaders import load_benchmark
+from ..store import Store
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -52,8 +55,6 @@ def known_pairs(data: Path, store) -> dict[tuple[str, str], dict]:
 
 
 def main(args: argparse.Namespace) -> int:
-    from ..benchmark.loaders import load_benchmark
-    from ..store import Store
     data = config.data_dir(args.data_dir)
     store = Store(data)
     metrics = [m.strip() for m in args.metrics.split(",") if m.strip()] if args.metrics else None

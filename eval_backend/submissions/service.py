@@ -54,6 +54,10 @@ from .queue import Job, JobError, Queue
 from .settings import SubmissionSettings, Submitter
 from .uploads import UploadError, check_upload
 from .validation import SubmissionForm, normalise_base_url, validate_form
+from ..moderation.texts import check_name
+from ..tasks import select_requests
+from ..clients.failures import CallFailure, redact
+from ..clients.openai_chat import call, input_audio_b64
 
 log = logging.getLogger(__name__)
 
@@ -159,7 +163,7 @@ class SubmissionService:
         if self.load is not None:
             return self.load(spec)
         if spec not in self._benchmarks:
-            from ..benchmark.loaders import load_benchmark
+            from ..benchmark.loaders import load_benchmark   # why: the loaders (~0.5 s) off start-up
             self._benchmarks[spec] = load_benchmark(spec, self.store.root)
         return self._benchmarks[spec]
 
@@ -173,7 +177,6 @@ class SubmissionService:
             if reason:
                 errors["base_url"] = f"This endpoint cannot be used: {reason}."
         if not errors:        # a flagged name or organisation is never queued, so never shown (issue 14)
-            from ..moderation.texts import check_name
             held = check_name(self.store, form.name, form.organisation)
             if held:
                 errors["name"] = held
@@ -187,7 +190,6 @@ class SubmissionService:
                                                       "problem on this Space's side); nothing was queued."},
                                  dry_run=dry_run)
         s = self.settings
-        from ..tasks import select_requests
         requests = select_requests(bench, list(s.tasks) if s.tasks else None, s.limit)
         upload_dir, upload = None, None
         notes: list[str] = []
@@ -280,8 +282,6 @@ class SubmissionService:
     def preflight(self, form: SubmissionForm, bench: Benchmark, requests) -> dict[str, str] | None:
         """Send `preflight_items` benchmark requests through the real client; None when every reply parses
         (and its audio decodes, when audio output was asked for), else `{field: sentence}` (messages.py)."""
-        from ..clients.failures import CallFailure, redact
-        from ..clients.openai_chat import call, input_audio_b64
         spec = secretstore.KeyedModelSpec(name=form.name.strip(), base_url=form.base_url.strip(),
                                           model=form.model_id.strip(), audio_output=bool(form.audio_output),
                                           voice=(form.voice or "").strip() or None,

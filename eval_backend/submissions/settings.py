@@ -21,6 +21,9 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, fields, replace
+from ..clients.limits import ReplyLimits
+from ..config import load_models
+from .netguard import parse_ip
 
 ALLOW_ENV = "EMPATHY_ARENA_ALLOW_ADDRESSES"
 OPERATORS_ENV = "EMPATHY_ARENA_OPERATORS"
@@ -96,7 +99,6 @@ class SubmissionSettings:
 
     def reply_limits(self):
         """The client's caps for submitted endpoints: never a body excerpt in a message (it reaches the submitter)."""
-        from ..clients.limits import ReplyLimits
         return ReplyLimits(max_body_bytes=self.max_reply_bytes, max_audio_s=self.max_reply_audio_s,
                            max_text_chars=self.max_reply_chars, show_body=False)
 
@@ -113,8 +115,6 @@ def demo_allowlist(models_file: str | None = None) -> tuple[str, ...]:
     addresses the embedded demo needs (not all of 127.0.0.1, where the app itself listens too)."""
     from urllib.parse import urlsplit
 
-    from ..config import load_models
-    from .netguard import parse_ip
     try:
         models = load_models(models_file)
     except (OSError, ValueError):

@@ -11,6 +11,7 @@ import re
 import unicodedata
 from dataclasses import dataclass
 from urllib.parse import urlsplit
+from .netguard import host_characters
 
 LICENCES = ("apache-2.0", "mit", "bsd-3-clause", "cc-by-4.0", "cc-by-nc-4.0", "llama", "gemma", "qwen",
             "openrail", "other-open", "proprietary", "unknown")
@@ -108,7 +109,6 @@ def url_syntax(url: object, what: str = "URL", required: bool = True) -> str | N
         return f"The {what} must start with http:// or https://."
     if not parts.hostname:
         return f"The {what} has no host name."
-    from .netguard import host_characters
     bad = host_characters(parts.hostname.rstrip("."))
     if bad:
         return f"The {what} cannot be used: {bad}."

@@ -29,12 +29,17 @@ from pathlib import Path
 from ..benchmark.model import Benchmark
 from ..clients.failures import clip, redact
 from ..store import Store
-from ..tasks import select_requests
+from ..tasks import Request, select_requests
 from . import secrets as secretstore
 from .handoff import HandOff, hand_off
 from .netguard import AddressPolicy, guarded_session
 from .queue import Job, Queue, worker_name
 from .settings import SubmissionSettings
+from ..runner import RetryPolicy, run_model
+from ..clients.predictions import PredictionsError
+from ..runner import import_predictions
+from ..scoring.settings import build_settings
+from ..scoring.run import score_model
 
 log = logging.getLogger(__name__)
 
@@ -129,10 +134,10 @@ def tally(store: Store, model: str, bench: Benchmark, requests) -> Tally:
 class Worker:
     def __init__(self, store: Store, settings: SubmissionSettings | None = None, name: str | None = None,
                  policy: AddressPolicy | None = None, handoff: HandOff | None = None, load=None):
-        """`handoff`: the arena's decision on a finished model (eval_backend/submissions/handoff.py); by default
-        the registered one. `load(spec) -> Benchmark`: the app's shared loader (eval_backend/benchmark/cache.py);
-        by default each job loads its benchmark afresh (a standalone worker sees a rebuilt benchmark without a
-        restart)."""
+        """`handoff`: the arena's decision on a finished model (eval_backend/submissions/handoff.py), injected by
+        the assembler (app_context.py, leaderboard/worker_cli.py); None: no arena. `load(spec) -> Benchmark`:
+        the app's shared loader (eval_backend/benchmark/cache.py); by default each job loads its benchmark
+        afresh (a standalone worker sees a rebuilt benchmark without a restart)."""
         self.store = store
         self.handoff = handoff
         self.settings = settings or SubmissionSettings()
@@ -207,7 +212,7 @@ class Worker:
             key = None
 
     def _evaluate(self, job: Job, key: str | None, beat: _Heartbeat, excerpt: _Excerpt) -> dict:
-        from ..benchmark.loaders import load_benchmark
+        from ..benchmark.loaders import load_benchmark   # why: the loaders (~0.5 s) off start-up
         s = self.settings
         try:
             bench = (self.load(job.benchmark) if self.load is not None
@@ -218,10 +223,10 @@ class Worker:
             requests = select_requests(bench, job.tasks, job.limit_n)
         except ValueError as exc:
             raise JobFailed("benchmark_error", str(exc)) from None
-        if job.kind == "predictions":
-            excerpt.add(self._import(job, bench))
+        if job.kind == "predictions":      # the job's requests, built once above, go to every step below
+            excerpt.add(self._import(job, bench, requests))
         else:
-            excerpt.add(self._query(job, bench, key, beat))
+            excerpt.add(self._query(job, bench, requests, key, beat))
         if beat.lost.is_set():
             raise LeaseLost()
         t = tally(self.store, job.model, bench, requests)
@@ -243,8 +248,7 @@ class Worker:
                         f"not servable: {arena.get('why')}")
         return {"results_path": str(results_path), "summary": t.to_dict(), "arena": arena}
 
-    def _query(self, job: Job, bench: Benchmark, key: str | None, beat: _Heartbeat) -> str:
-        from ..runner import RetryPolicy, run_model
+    def _query(self, job: Job, bench: Benchmark, requests: list[Request], key: str | None, beat: _Heartbeat) -> str:
         s = self.settings
         spec = secretstore.KeyedModelSpec(name=job.model, base_url=job.base_url, model=job.model_id,
                                           audio_output=job.audio_output, voice=job.voice,
@@ -263,7 +267,8 @@ class Worker:
                     return await run_model(spec, bench, self.store, s.concurrency, tasks=job.tasks,
                                            limit=job.limit_n, policy=RetryPolicy(max_attempts=s.max_attempts),
                                            progress=False, session=session, limits=s.reply_limits(),
-                                           max_stored_bytes=s.max_job_bytes, stop_on=("too_large",))
+                                           max_stored_bytes=s.max_job_bytes, stop_on=("too_large",),
+                                           requests=requests)
 
         try:
             summary = asyncio.run(go())
@@ -272,7 +277,7 @@ class Worker:
         except TimeoutError:
             if beat.lost.is_set():
                 raise LeaseLost() from None
-            t = tally(self.store, job.model, bench, select_requests(bench, job.tasks, job.limit_n))
+            t = tally(self.store, job.model, bench, requests)
             raise JobFailed("deadline", f"the endpoint did not answer every request within the job deadline of "
                                         f"{s.job_deadline_s:g} s ({t.ok} ok, {t.failed} failed, {t.missing} not "
                                         f"answered); a retry resumes from the stored replies") from None
@@ -283,21 +288,17 @@ class Worker:
                                          f"{summary.not_asked} request(s) not asked")
         return f"run: {summary.line()}"
 
-    def _import(self, job: Job, bench: Benchmark) -> str:
-        from ..clients.predictions import PredictionsError
-        from ..runner import import_predictions
+    def _import(self, job: Job, bench: Benchmark, requests: list[Request]) -> str:
         if not job.predictions_jsonl or not Path(job.predictions_jsonl).is_file():
             raise JobFailed("predictions_error", "the uploaded predictions file is no longer on disk; submit again")
         try:
             summary = import_predictions(job.model, bench, self.store, job.predictions_jsonl, job.predictions_dir,
-                                         tasks=job.tasks, limit=job.limit_n)
+                                         tasks=job.tasks, limit=job.limit_n, requests=requests)
         except PredictionsError as exc:
             raise JobFailed("predictions_error", str(exc)) from None
         return f"import: {summary.line()}"
 
     def _score(self, job: Job, bench: Benchmark) -> Path:
-        from ..scoring.cli import build_settings
-        from ..scoring.run import score_model
         s = self.settings
         try:
             settings = build_settings(s.judge_config, self.store.root)
