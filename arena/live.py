@@ -594,7 +594,7 @@ class LiveService:
                           (AudioRef(str(user_wav)),), True)
         audio_b64 = [b64_wav(wav)]             # the bytes just written to `user_wav`, not read back
         limits = ReplyLimits(max_audio_s=self.settings.reply_audio_s, show_body=False)
-        from .battles import IdentityScreen
+        from .identity_screen import IdentityScreen
         from .config import DEFAULT_IDENTITY_PATTERNS
         leak = IdentityScreen(self.arena.settings.identity_patterns or DEFAULT_IDENTITY_PATTERNS, list(specs))
         tried: set[str] = set()

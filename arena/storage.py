@@ -152,7 +152,7 @@ register_migration("arena_0006_skipped", "ALTER TABLE arena_battles ADD COLUMN s
 
 # Style covariates (arena/covariates.py): a battle's a_*/b_* measures of the clips its voter hears, copied into its
 # vote, so the vote log alone refits the style board. `weight`: how much a vote counts in every rating (0 = not at
-# all); an import may set it, integrity flags multiply it at rating time (RatingQueries.vote_weights).
+# all); an import may set it, integrity flags multiply it at rating time (VoteLog.vote_weights).
 register_migration("arena_0007_style_covariates", tuple(
     f"ALTER TABLE {table} ADD COLUMN {column} REAL" for table in ("arena_battles", "arena_votes")
     for column in COVARIATE_COLUMNS) + (

@@ -31,7 +31,7 @@ def seed_votes(data: Path, n: int = 240, seed: int = 7) -> ArenaService:
             winner = {"A": a, "B": b}.get(slot, slot)
             dim = rng.choice((None, "speaker", "paralinguistic", "environment"))
             length = {m: 2.0 + 1.5 * i for i, m in enumerate(MODELS)}     # each model its own reply length
-            svc._record(conn, {
+            svc.vote_log.record(conn, {
                 "a_duration_s": length[a] * rng.uniform(0.7, 1.3), "b_duration_s": length[b] * rng.uniform(0.7, 1.3),
                 "a_words": rng.randint(5, 40), "b_words": rng.randint(5, 40),
                 "battle_id": f"battle-{k}", "model_a": a, "model_b": b, "winner": winner, "slot": slot,
