@@ -11,7 +11,7 @@ import pytest
 from arena import release
 from arena.__main__ import main
 from arena.service import ArenaService
-from arena import storage
+from arena import storage_sync
 from arena.storage import AXES
 from eval_backend.store import Store
 
@@ -162,7 +162,7 @@ def test_a_version_3_release_still_rebuilds_and_says_it_has_no_style_tables(tmp_
     out = tmp_path / "rel"
     release.write_release(svc, out, rounds=30)
     manifest = json.loads((out / "manifest.json").read_text())
-    old = [{k: v for k, v in json.loads(line).items() if k not in storage.LATER_VOTE_FIELDS}
+    old = [{k: v for k, v in json.loads(line).items() if k not in storage_sync.LATER_VOTE_FIELDS}
            for line in (out / "votes.jsonl").read_text().split("\n") if line]
     text = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in old)
     (out / "votes.jsonl").write_text(text)
