@@ -17,6 +17,7 @@ from typing import Callable
 from eval_backend.audio.io import BadAudio
 from eval_backend.benchmark.model import dimension_of
 from eval_backend.moderation.texts import REASON, screen_later
+from eval_backend.safety import crisis_notice_markdown
 from eval_backend.store import Store
 
 from . import battle_clips, covariates, distinct, gold, listening, live_store, storage
@@ -60,7 +61,6 @@ class BattleView:
 
 def crisis_notice() -> str:
     """The calm help notice (eval_backend.safety's operator-editable resources)."""
-    from eval_backend.safety import crisis_notice_markdown
     return crisis_notice_markdown()
 
 
