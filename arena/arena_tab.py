@@ -53,6 +53,10 @@ from eval_backend import safejson
 from . import pow_ui
 from .arena_page_js import AFTER_VOTE_JS, LISTEN_JS, METER_JS, PLAY_ALL_JS
 from .media import audio_html
+from .abuse import Refused
+from .media import battle_clip_url
+from .service import NoBattleAvailable, NotYet, SkipRefused, VoteRefused
+from .writer import run_write
 from eval_backend.inert import md, md_inline
 from eval_backend import client_address
 from eval_backend.tab_contract import TabHandles
@@ -172,10 +176,6 @@ def build_arena_tab(ctx) -> ArenaTabHandles:
     The handles also carry the battle's components (state, vote buttons, battle outputs, reveal) for the live
     section (arena/live_ui.py)."""
     service = ctx.arena
-    from .abuse import Refused
-    from .media import battle_clip_url
-    from .writer import run_write
-    from .service import NoBattleAvailable, NotYet, SkipRefused, VoteRefused
 
     state = gr.State({})     # {"session", "battle_id", "voted"}: per browser session, server-side only
     gr.Markdown(LEAD, elem_id="arena-lead")

@@ -191,7 +191,7 @@ def decode(data: bytes) -> tuple[np.ndarray, int]:
 
 
 def measure_delivery(samples: np.ndarray, rate: int, lufs: float | None) -> Delivery:
-    from eval_backend.audio.features import extract
+    from eval_backend.audio.features import extract   # why: parselmouth (Praat) loads only once a clip is measured
     f = extract(samples.astype(np.float32), rate)
     return Delivery(f.duration_s, f.speech_s, lufs, f.pitch_median_hz, f.speaking_rate)
 

@@ -1,35 +1,41 @@
-"""Battles and votes: serve a battle, answer its clips, check and record a vote (ArenaService's first job).
+"""Battles and votes: serve a battle, answer its clips, check and record a vote (a part of ArenaService).
 
 The integrity rules and reason codes are described in arena/service.py; the SQL is in arena/storage.py.
-`Battles` is a part of ArenaService (arena/service.py builds the state it uses: store, settings, clock, rng,
-gate, the candidate index, the vote-log cache of VoteLog).
+`Battles(store, settings, clock, rng, index, vote_log, ...)` receives every part it uses: arena/service.py makes
+them once and hands the same ones to the other parts.
 """
 from __future__ import annotations
 
 import hashlib
+import logging
+import random
 import secrets
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable
+from typing import Callable
 
-from eval_backend.benchmark.model import Benchmark, dimension_of
-from eval_backend.moderation import ledger
-from eval_backend.moderation.replies import KIND, subject_of
+from eval_backend.audio.io import BadAudio
+from eval_backend.benchmark.model import dimension_of
 from eval_backend.moderation.texts import REASON, screen_later
-from eval_backend.store import Reply
-from eval_backend.showcase import in_arena_pool
-from eval_backend.tasks import SPOKEN_TASKS, build_requests
+from eval_backend.safety import crisis_notice_markdown
+from eval_backend.store import Store
 
-from . import battle_clips, covariates, distinct, gold, listening, storage
-from .abuse import Ticket
-from .identity_screen import IdentityScreen
+from . import battle_clips, covariates, distinct, gold, listening, live_store, storage
+from .abuse import BattleGate, Ticket
+from .battle_audio import HeardAudio
+from .candidates import CandidateIndex
+from .config import ArenaSettings
+from .gold import GoldBattles
 from .matchmaking import MatchParams, choose_pair
 from .pow import MESSAGES as POW_MESSAGES
+from .pow import PowGate
 from .media import battle_clip_url
-from .ratings import BOTH_BAD, TIE, Rating, apply_vote
+from .ratings import Rating
 from .storage import SLOTS, SUB_SLOTS
+from .vote_log import VoteLog
 from .vote_types import NoBattleAvailable, NotYet, Revealed, SkipRefused, VoteRefused, VoteResult
 
+log = logging.getLogger(__name__)
 MAX_REASON_CHARS = 2000
 
 
@@ -53,52 +59,33 @@ class BattleView:
         return sum(self.min_listen_s.values())
 
 
-@dataclass
-class _Candidate:
-    """A request the arena can serve, with the models whose replies to it are usable."""
-    benchmark_hash: str
-    request_id: str
-    task: str
-    item_id: str
-    variant: str
-    user_audio: str
-    context_text: str | None
-    attribute: str | None
-    replies: dict[str, Reply] = field(default_factory=dict)
-    crisis: set[str] = field(default_factory=set)   # models whose reply here read as a crisis (the notice)
-    left_out: dict = field(default_factory=dict)    # {(model, model): reason}: pairs not worth a vote (distinct.py)
-    same_words: set = field(default_factory=set)    # servable pairs saying the same words (served last)
-
-
 def crisis_notice() -> str:
     """The calm help notice (eval_backend.safety's operator-editable resources)."""
-    from eval_backend.safety import crisis_notice_markdown
     return crisis_notice_markdown()
 
 
 class Battles:
     """Battles, votes and paused models."""
 
+    def __init__(self, store: Store, settings: ArenaSettings, clock: Callable[[], float], rng: random.Random,
+                 index: CandidateIndex, vote_log: VoteLog, heard: HeardAudio, measures: covariates.ClipMeasures,
+                 gate: BattleGate, gold: GoldBattles, pow: PowGate, fetches: battle_clips.FetchLog):
+        self.store = store
+        self.settings = settings
+        self.clock = clock
+        self.rng = rng
+        self.index = index                # the servable requests (arena/candidates.py)
+        self.vote_log = vote_log          # records each vote and its rating update (arena/vote_log.py)
+        self.heard = heard                # what voters hear (arena/battle_audio.py)
+        self.measures = measures          # the style covariates of each heard clip
+        self.gate = gate                  # the in-memory limits (arena/abuse.py)
+        self.gold = gold                  # gold battles (arena/gold.py)
+        self.pow = pow                    # proof of work (arena/pow.py)
+        self.fetches = fetches            # each clip's first fetch (arena/battle_clips.py)
+
     # ------------------------------------------------------------------ helpers
     def ip_hash(self, ip: str | None) -> str:
         return hashlib.sha256(f"{self.settings.salt}|{ip or ''}".encode()).hexdigest()
-
-    # Sessions are issued by the server and signed (eval_backend/signing.py), so a client cannot pick one:
-    # the HTTP API refuses a session that does not verify, the Gradio tab keeps its own in server-side state.
-    SESSION_PURPOSE = "arena-session"
-
-    @property
-    def signer(self):
-        if self._signer is None:
-            from eval_backend.signing import Signer
-            self._signer = Signer.for_data_dir(self.store.root)
-        return self._signer
-
-    def new_session(self) -> str:
-        return self.signer.new_token(self.SESSION_PURPOSE)
-
-    def session_valid(self, session) -> bool:
-        return self.signer.unsign(self.SESSION_PURPOSE, session) is not None
 
     def admit_battle(self, session_id: str, ip: str | None) -> Ticket:
         """The in-memory limits (arena/abuse.py) for one more battle; raises abuse.Refused. Call it on the
@@ -112,89 +99,6 @@ class Battles:
     def admit_vote(self, ip: str | None) -> None:
         """The in-memory vote-attempt limit per address; raises abuse.Refused."""
         self.gate.admit_vote(ip)
-
-    def set_benchmarks(self, benchmarks: Iterable[Benchmark]) -> None:
-        """Serve these benchmarks from now on (the Space calls it once its background preparation ends)."""
-        with self._lock:
-            self._benchmarks = list(benchmarks)
-            self.benchmark_errors.clear()
-            self._index = None
-            self._index_key = None
-
-    def _load_benchmarks(self) -> list[Benchmark]:
-        if self._benchmarks is None:
-            from eval_backend.benchmark.loaders import load_benchmark
-            loaded = []
-            for spec in self.settings.benchmark_specs:
-                try:
-                    loaded.append(load_benchmark(spec, self.store.root))
-                except (ValueError, OSError) as exc:   # BenchmarkSpecError is a ValueError
-                    self.benchmark_errors[spec] = str(exc)
-            self._benchmarks = loaded
-        return self._benchmarks
-
-    def _index_version(self) -> tuple:
-        """What the battle index depends on: the replies table, and (screening on) the screening decisions' version
-        token: two reads of the database per battle, no screening (that runs when replies are stored)."""
-        key = tuple(self.store.replies_version()) + (self.heard.version,)   # + the replies measured since
-        return key + (ledger.version(self.store),) if self.settings.screen_replies else key
-
-    def _screened(self, replies: list[Reply]) -> tuple[list[Reply], set[str]]:
-        """(the replies a voter may hear, the reply subjects that read as a crisis). Screening on: only replies
-        screened clean or released by the operator (eval_backend/moderation); unscreened ones wait."""
-        if not self.settings.screen_replies:
-            return replies, set()
-        states = ledger.states(self.store, KIND, [subject_of(r) for r in replies])
-        keep = [r for r in replies if states[subject_of(r)].cleared]
-        return keep, {subject_of(r) for r in keep if states[subject_of(r)].crisis}
-
-    def reply_cleared(self, reply: Reply | None) -> bool:
-        """May this stored reply be played (Browse, the model page, the reply media route)?"""
-        if reply is None or reply.status != "ok":
-            return False
-        return not self.settings.screen_replies or ledger.state(self.store, KIND, subject_of(reply)).cleared
-
-    def _candidates(self) -> tuple[list[_Candidate], set[tuple[str, str]]]:
-        """Servable requests and the model pairs they offer, rebuilt when the replies table (or, with screening
-        on, a screening decision) changes."""
-        key = self._index_version()
-        with self._lock:
-            if self._index is not None and key == self._index_key:
-                return self._index, self._pairs
-            benchmarks = self._load_benchmarks()
-            screen = IdentityScreen(self.settings.identity_patterns, self.store.models_with_replies())
-            index: list[_Candidate] = []
-            user_audio: dict[tuple[str, str], str] = {}
-            for b in benchmarks:
-                by_id = {}
-                for req in build_requests(b, SPOKEN_TASKS):
-                    if req.usable and req.audios and in_arena_pool(req.id) and Path(req.audios[0].path).is_file():
-                        text = req.text.strip() or None
-                        by_id[req.id] = _Candidate(b.hash, req.id, req.task, req.item_id, req.variant,
-                                                   str(Path(req.audios[0].path).resolve()), text, req.voice)
-                for task in SPOKEN_TASKS:
-                    usable = [r for r in self.store.replies(benchmark_hash=b.hash, task=task, status="ok")
-                              if r.request_id in by_id and r.audio_path and self.store.abspath(r.audio_path).is_file()
-                              and not screen.leaks(r.text, r.transcript)]
-                    usable, crisis = self._screened(usable)
-                    for r in usable:
-                        cand = by_id[r.request_id]
-                        cand.replies[r.model] = r
-                        if subject_of(r) in crisis:
-                            cand.crisis.add(r.model)
-                index += [c for c in by_id.values() if len(c.replies) >= 2]
-                user_audio.update(((b.hash, c.request_id), c.user_audio) for c in by_id.values())
-            pairs = self._distinct_pairs(index)
-            self._index, self._pairs, self._index_key = index, pairs, key
-            self._user_audio = user_audio
-            return index, pairs
-
-    def can_serve(self) -> bool:
-        """Whether a battle could be served now: two unpaused models share a servable request (the opening
-        banner, arena/opening_banner.py, asks it until the answer is yes)."""
-        paused = storage.paused_models(self.store)
-        _, pairs = self._candidates()
-        return any(a not in paused and b not in paused for a, b in pairs)
 
     # ------------------------------------------------------------------ battles
     def serve_battle(self, session_id: str, ip: str | None, user: str | None = None,
@@ -215,10 +119,10 @@ class Battles:
         if not isinstance(session_id, str) or not session_id.strip():
             raise ValueError("a battle needs a session id")
         paused = storage.paused_models(self.store)
-        candidates, all_pairs = self._servable_index(paused)      # arena/service.py (issue 22)
+        candidates, all_pairs = self.index.servable(paused)      # arena/candidates.py (issue 22)
         pairs = [p for p in all_pairs if p[0] not in paused and p[1] not in paused]
         if not pairs:
-            why = "; ".join(f"{k}: {v}" for k, v in self.benchmark_errors.items())
+            why = "; ".join(f"{k}: {v}" for k, v in self.index.benchmark_errors.items())
             raise NoBattleAvailable("no two unpaused models have usable spoken replies to the same request"
                                     + (f" (benchmarks not loaded: {why})" if why else "")
                                     + (" (only replies the safety screen cleared are played; new replies wait "
@@ -226,8 +130,7 @@ class Battles:
         current = storage.stored_ratings(self.store)
         ratings = {m: Rating(r["mu"], r["sigma"]) for m, r in current.items()}
         counts = {m: r["votes"] for m, r in current.items()}
-        self._refresh_votes()
-        edges = list(self._edges)
+        edges = self.vote_log.edges()
         params = MatchParams(self.settings.new_model_boost, self.settings.bridge_boost,
                              trueskill=self.settings.trueskill)
         pair = choose_pair(pairs, ratings, counts, edges, self.rng, paused, params)
@@ -241,7 +144,7 @@ class Battles:
                  self.heard.clip(str(self.store.abspath(cand.replies[m].audio_path))) for m in (model_a, model_b)}
         said = {m: r.transcript or r.text for m, r in cand.replies.items()}     # style covariates of the heard clips
         cov = covariates.measure_battle((heard[model_a].path, said.get(model_a)), (heard[model_b].path,
-                                        said.get(model_b)), measure=self._measures.get)
+                                        said.get(model_b)), measure=self.measures.get)
         rule = self.settings.listen_rule
         clips = {"user": self.heard.clip(cand.user_audio).seconds, "A": heard[model_a].seconds,
                  "B": heard[model_b].seconds}
@@ -270,13 +173,9 @@ class Battles:
         if battle is None or self.clock() > battle["expires_at"]:
             return None
         if battle["source"] == "live":          # the voter's own clip and the live replies (arena/live_store.py)
-            from . import live_store
             return live_store.clip_path(self.store, battle_id, clip)
         if clip == "user":
-            key = (battle["benchmark_hash"], battle["request_id"])
-            if key not in self._user_audio:
-                self._candidates()              # a replica that has not served yet builds its index first
-            path = self._user_audio.get(key)
+            path = self.index.user_audio(battle["benchmark_hash"], battle["request_id"])
             return self._heard_path(path) if path else None
         model = battle["model_a"] if clip == "A" else battle["model_b"]
         bad = self.gold.clip(model) if gold.is_gold(model) else None   # a gold battle's check clip (arena/gold.py)
@@ -284,12 +183,21 @@ class Battles:
             model = battle["model_b"] if clip == "A" else battle["model_a"]
         if self.settings.screen_replies:      # held since the battle was served (the operator kept it hidden)
             reply = self.store.reply(model, battle["benchmark_hash"], battle["request_id"])
-            if not self.reply_cleared(reply):
+            if not self.index.reply_cleared(reply):
                 return None
         if bad is not None:
             return bad
         rel = self.store.reply_audio_path(model, battle["benchmark_hash"], battle["request_id"])
         return self._heard_path(self.store.abspath(rel)) if rel else None
+
+    def _heard_path(self, source) -> Path | None:
+        """The file a voter gets for a battle clip: the source's heard version (made now if the background has not
+        made it yet); None when the source cannot be decoded."""
+        try:
+            return self.heard.clip(source).path
+        except (BadAudio, OSError) as exc:
+            log.warning("battle clip %s cannot be normalised: %s", Path(source).name, exc)
+            return None
 
     def clip_fetched(self, battle_id: str, clip: str) -> None:
         """The audio route served this clip of this battle: record its first fetch (the listening rule)."""
@@ -397,11 +305,10 @@ class Battles:
                    "dimension": battle["dimension"], "benchmark_hash": battle["benchmark_hash"],
                    "request_id": battle["request_id"], "created_at": now, "source": "live",
                    "battle_source": battle["source"], **{c: battle[c] for c in covariates.COLUMNS}}
-            vote_id, new = self._record(conn, row)
+            vote_id, new = self.vote_log.record(conn, row)
             storage.mark_voted(conn, battle_id)
             counts = storage.overall_vote_counts(conn, battle["model_a"], battle["model_b"])
         if battle["source"] == "live":          # live replies' words live beside the battle (arena/live_store.py)
-            from . import live_store
             words = live_store.reply_texts(self.store, battle_id)
             said_text = {battle["model_a"]: words.get("A"), battle["model_b"]: words.get("B")}
         else:
@@ -412,24 +319,6 @@ class Battles:
             return Revealed(model, said_text.get(model), new[model], counts.get(model, 0))
 
         return VoteResult(vote_id, battle_id, overall, winner, reveal(battle["model_a"]), reveal(battle["model_b"]))
-
-    def _record(self, conn, row: dict) -> tuple[int, dict[str, Rating]]:
-        """Insert one vote and update every axis it bears on, inside the caller's transaction."""
-        vote_id = storage.insert_vote(conn, row)
-        a, b = row["model_a"], row["model_b"]
-        fresh = Rating(self.settings.trueskill.mu, self.settings.trueskill.sigma)
-        overall: dict[str, Rating] = {}
-        for axis, outcome in storage.axes_for(row["slot"], row["said"], row["sounded"], row["dimension"]):
-            ra = storage.read_rating(conn, axis, a, fresh)
-            rb = storage.read_rating(conn, axis, b, fresh)
-            na, nb = apply_vote(ra, rb, outcome, self.settings.trueskill)
-            res_a = {"A": "win", "B": "loss", TIE: "tie", BOTH_BAD: "both_bad"}[outcome]
-            res_b = {"A": "loss", "B": "win", TIE: "tie", BOTH_BAD: "both_bad"}[outcome]
-            storage.write_rating(conn, axis, a, na, res_a, vote_id, row["created_at"])
-            storage.write_rating(conn, axis, b, nb, res_b, vote_id, row["created_at"])
-            if axis == "overall":
-                overall = {a: na, b: nb}
-        return vote_id, overall
 
     # ------------------------------------------------------------------ admin
     def pause_model(self, model: str, reason: str | None = None) -> None:

@@ -117,7 +117,7 @@ def _loudness(x: np.ndarray, sr: int) -> float | None:
 def measure_clip(path: str | Path, words: str | None = None) -> dict[str, float | None]:
     """{duration_s, loudness_lufs, speech_rate, words} of one clip as the voter hears it (None where not
     measurable). Raises OSError / RuntimeError (soundfile) for an unreadable file."""
-    from eval_backend.audio.features import speaking_rate
+    from eval_backend.audio.features import speaking_rate   # why: parselmouth (Praat) loads only once a clip is measured
     x, sr = sf.read(str(path), dtype="float64", always_2d=True)
     duration = x.shape[0] / sr if sr else 0.0
     if not x.size or not np.all(np.isfinite(x)):

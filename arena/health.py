@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 
 from . import gold, storage, vote_flags
+from .distinct import REASON_TEXT
 from .sweeps import Rules
 
 log = logging.getLogger("arena.health")
@@ -217,7 +218,6 @@ def health_figure(rows: list[dict], alert_share: float | None = None):
 
 def pairs_line(pairs: dict) -> str:
     """One line on the battles left out of matchmaking, and why (ArenaService.left_out_pairs())."""
-    from .distinct import REASON_TEXT
     why = ", ".join(f"{REASON_TEXT[r]} {n}" for r, n in pairs["left_out"].items() if n) or "none"
     return (f"battle pairs: {pairs['servable']} of {pairs['request_pairs']} request pairs servable "
             f"({pairs['same_words_servable']} of them with the same words and a different delivery, served only "

@@ -61,6 +61,7 @@ from eval_backend.numbers import json_number
 
 from .abuse import Refused
 from .pow import CHALLENGE_PATH, WIDGET_FILE, WIDGET_PATH
+from .service import NoBattleAvailable, NotYet, SkipRefused, VoteRefused
 from .writer import WRITER
 
 PREFIX = "/api/arena"
@@ -149,7 +150,6 @@ class EarlyRefusal:
 
 
 def build_router(service) -> APIRouter:
-    from .service import NoBattleAvailable, NotYet, SkipRefused, VoteRefused
 
     router = APIRouter(prefix=PREFIX)
 

@@ -30,7 +30,7 @@ from fastapi.responses import JSONResponse
 from eval_backend import client_address
 
 from .http_api import MAX_SESSION_CHARS, PREFIX
-from .live import LiveRefused
+from .live_intake import LiveRefused
 from .storage import plausible_id
 
 LIVE_PREFIX = PREFIX + "/live"

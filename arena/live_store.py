@@ -88,13 +88,13 @@ def clip_path(store, battle_id: str, clip: str) -> Path | None:
     folder = store.abspath(rows[0]["audio_dir"])
     heard = folder / f"{clip}.heard.wav"       # what the voter hears (arena/battle_audio.py), made with the battle
     if not heard.is_file():
-        from .live_heard import wait_written   # written just after the battle was stored
+        from .live_heard import wait_written   # why: start-up time (arena/storage.py imports this module; it pulls scipy)
         wait_written(heard)
     if heard.is_file():
         return heard
     if not (folder / f"{clip}.wav").is_file():
         return None
-    from .battle_audio import named_clip       # a battle stored before issue 22: its heard clip made now
+    from .battle_audio import named_clip   # why: start-up time, as above (a battle stored before issue 22: heard clip made now)
     return named_clip(folder, clip).path
 
 

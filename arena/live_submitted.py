@@ -41,6 +41,7 @@ from eval_backend.submissions.netguard import AddressPolicy, guarded_session
 from eval_backend.submissions.queue import Queue
 
 from . import storage
+from .writer import WRITER
 
 log = logging.getLogger(__name__)
 
@@ -181,7 +182,6 @@ class SubmittedContestants:
     async def call(self, spec: ModelSpec, request, audio_b64: list[str], timeout_s: float, max_audio_s: float):
         """One live call through the SSRF guard and the submission caps; recorded for the model's health. A
         failure (or a reply without audio) raises SubmittedFailed with a message naming nothing of it."""
-        from .writer import WRITER
         limits = dataclasses.replace(self.settings.reply_limits(), max_audio_s=min(
             max_audio_s, self.settings.reply_limits().max_audio_s), show_body=False)
         failure = None

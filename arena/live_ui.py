@@ -15,7 +15,8 @@ from eval_backend import client_address, uploads
 from eval_backend.inert import md
 from eval_backend.tab_contract import PageLoad, TabHandles
 
-from .arena_tab import build_arena_tab
+from .arena_tab import AUDIO_LABELS, _meter_html, build_arena_tab, clip_html, message_markdown
+from .live_intake import LiveRefused
 from .opening_banner import build_opening_banner
 
 SEND_QUEUE = "arena_live"
@@ -52,9 +53,6 @@ def build_arena_live_tab(ctx) -> TabHandles:
 def build_live_section(live, parts: dict) -> tuple[PageLoad, ...]:
     """Build the section inside the arena tab. `parts`: the arena tab's battle components (`ArenaTabHandles.parts`:
     its state, players, meter, vote buttons and reveal). Returns the section's page-load hook (the status line)."""
-    from .live import LiveRefused
-    from .arena_tab import AUDIO_LABELS, _meter_html, clip_html, message_markdown
-
     s = live.settings
     consent_state = gr.State({})        # {"store": bool, "release": bool} once the consent step is done
     def show_status():

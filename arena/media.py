@@ -40,6 +40,8 @@ from fastapi import APIRouter, FastAPI
 from fastapi.responses import FileResponse, JSONResponse
 from starlette.concurrency import run_in_threadpool
 
+from eval_backend.moderation.replies import parse_subject
+
 from .clip_response import ClipResponse
 
 BATTLE_PREFIX = "/api/arena/audio"
@@ -165,7 +167,6 @@ def playable_reply_file(service, model: str, benchmark_hash: str, request_id: st
 def held_reply_file(store, subject: str) -> Path | None:
     """The audio of the reply a screening subject names (eval_backend/moderation/replies.py), if the stored reply
     still has that audio file."""
-    from eval_backend.moderation.replies import parse_subject
     key = parse_subject(subject)
     if key is None:
         return None

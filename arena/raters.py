@@ -12,7 +12,7 @@ scores models with an interval returns `Score`s and its fields appear in the row
 `bt`, ..., `provisional`, `bt_votes`).
 
 Every rater honours each vote's `weight` (VoteRow.weight, with the integrity factors of
-RatingQueries.vote_weights applied by `weighted`): 0 leaves a vote out, between 0 and 1 down-weights it
+VoteLog.vote_weights applied by `weighted`): 0 leaves a vote out, between 0 and 1 down-weights it
 (TrueSkill: arena/ratings.py:replay; Bradley–Terry: bradley_terry.counts_from_arrays; style: arena/style_bt.py).
 """
 from __future__ import annotations

@@ -1,16 +1,22 @@
 """Rating queries over the vote log: TrueSkill replay, Bradley-Terry with intervals, the board's rows and
 order, position bias, pairwise matrices, history, integrity health (ArenaService's second job).
 
-`RatingQueries` is a part of ArenaService (arena/service.py); it reads the log through VoteLog.votes.
+`RatingQueries(store, settings, clock, vote_log)` is a part of ArenaService (arena/service.py); it reads the log
+through `vote_log.weighted_votes()`.
 """
 from __future__ import annotations
 
 import math
+from typing import Callable
+
+from eval_backend.store import Store
 
 from . import bradley_terry as bt
-from . import by_source, health, raters, storage, vote_flags
+from . import by_source, health, raters, storage
+from .config import ArenaSettings
 from .ratings import Rating, replay
 from .storage import AXES, VoteRow
+from .vote_log import VoteLog
 
 CACHE_ENTRIES = 64          # boards kept (axis x source x attribute x method); each is refitted when votes change
 
@@ -23,35 +29,27 @@ def board_order(row: dict) -> tuple:
 
 
 class RatingQueries:
-    """Ratings and statistics over the vote log (uses settings, store, clock, _bt_cache, votes(), paused())."""
+    """Ratings and statistics over the vote log (its weighted votes)."""
 
-    # ------------------------------------------------------------------ ratings and statistics
-    def vote_weights(self) -> dict[int, float]:
-        """{vote id: factor in [0, 1)} of the votes the integrity flags in force hold down (arena/vote_flags.py:
-        gold checks, agreement with the consensus, sweeps; absent: 1): the one place every rater, the export and
-        the release take them from (through `weighted_votes`). Read again only when the flags change."""
-        key = vote_flags.version(self.store)
-        if self._weights_cache is None or self._weights_cache[0] != key:
-            self._weights_cache = (key, vote_flags.weights(self.store))
-        return self._weights_cache[1]
-
-    def weighted_votes(self) -> list[VoteRow]:
-        """The vote log with each vote's weight in the ratings (its stored weight x `vote_weights()`): what every
-        rater, the export and the release read."""
-        return raters.weighted(self.votes(), self.vote_weights())
+    def __init__(self, store: Store, settings: ArenaSettings, clock: Callable[[], float], vote_log: VoteLog):
+        self.store = store
+        self.settings = settings
+        self.clock = clock
+        self.vote_log = vote_log
+        self._bt_cache: dict[tuple, tuple] = {}
 
     def replay_ratings(self, axis: str = "overall", votes: list[VoteRow] | None = None) -> dict[str, Rating]:
         """TrueSkill recomputed from the vote log in id order; equals the stored ratings exactly (all weights 1)."""
         if axis not in AXES:
             raise ValueError(f"axis {axis!r} is not one of {', '.join(AXES)}")
-        votes = self.weighted_votes() if votes is None else votes
+        votes = self.vote_log.weighted_votes() if votes is None else votes
         return replay([v for v in (row.as_vote(axis) for row in votes) if v is not None], self.settings.trueskill)
 
     def stored_ratings(self, axis: str = "overall") -> dict[str, Rating]:
         return {m: Rating(r["mu"], r["sigma"]) for m, r in storage.stored_ratings(self.store, axis).items()}
 
     def pair_counts(self, axis: str = "overall", votes: list[VoteRow] | None = None) -> bt.PairCounts:
-        votes = self.weighted_votes() if votes is None else votes
+        votes = self.vote_log.weighted_votes() if votes is None else votes
         return bt.counts_from_votes((v.model_a, v.model_b, v.winner, v.weight) for v in
                                     (row.as_vote(axis) for row in votes) if v is not None and v.weight > 0)
 
@@ -68,17 +66,17 @@ class RatingQueries:
     def bradley_terry(self, axis: str = "overall", rounds: int | None = None, seed: int = 0,
                       votes: list[VoteRow] | None = None) -> bt.BTResult:
         rounds = self.settings.bootstrap_rounds if rounds is None else rounds
-        votes = self.weighted_votes() if votes is None else votes
+        votes = self.vote_log.weighted_votes() if votes is None else votes
         return self._cached(("bt", axis, rounds, seed), votes, lambda: bt.bootstrap(
             self.pair_counts(axis, votes), rounds, seed, min_votes=self.settings.provisional_votes))
 
-    def _context(self, axis: str, rounds: int | None) -> raters.RateContext:
+    def context(self, axis: str, rounds: int | None) -> raters.RateContext:
         return raters.RateContext(axis, self.settings.bootstrap_rounds if rounds is None else rounds, 0,
                                   self.settings.provisional_votes, self.settings.trueskill)
 
     def _view(self, source: str | None, attribute: str | None) -> tuple[list[VoteRow], bool]:
         """(the votes of one source and vocal state, whether they are the whole log at weight 1)."""
-        votes = self.weighted_votes()
+        votes = self.vote_log.weighted_votes()
         view = by_source.votes_of(votes, source)
         if attribute is not None:
             view = raters.votes_with_attribute(view, raters.check_attribute(attribute, votes))
@@ -89,7 +87,7 @@ class RatingQueries:
         """The rows of one axis over one source and vocal state (None: all), with the raters `keys` (registry:
         arena/raters.py). `stored`: TrueSkill and the tallies from the live ratings table when the view is the
         whole log at weight 1 (they are exactly its replay); replayed otherwise."""
-        ctx = self._context(axis, rounds)
+        ctx = self.context(axis, rounds)
         votes, whole = self._view(source, attribute)
         use_stored = stored and whole
 
@@ -104,7 +102,7 @@ class RatingQueries:
 
         board = self._cached(("board", axis, ctx.rounds, by_source.check(source), attribute, keys, use_stored),
                              votes, compute)
-        paused = self.paused()
+        paused = storage.paused_models(self.store)
         for row in board.rows:
             row.paused = row.model in paused
         return board
@@ -142,11 +140,11 @@ class RatingQueries:
     def position_bias(self) -> bt.Proportion:
         """Share of decisive votes won by the reply the voter started first, with a 95% Wilson interval
         (votes that do not say which reply was heard first are left out)."""
-        return bt.position_bias((v.first_heard, v.slot) for v in self.weighted_votes() if v.weight > 0)
+        return bt.position_bias((v.first_heard, v.slot) for v in self.vote_log.weighted_votes() if v.weight > 0)
 
     def slot_bias(self) -> bt.Proportion:
         """Share of decisive votes won by slot A (the left/first-listed reply), whatever was heard first."""
-        return bt.position_bias(("A", v.slot) for v in self.weighted_votes() if v.weight > 0)
+        return bt.position_bias(("A", v.slot) for v in self.vote_log.weighted_votes() if v.weight > 0)
 
     def pairwise_matrices(self, axis: str = "overall") -> dict:
         """{'models', 'win_rate' (row beat column; ties half; None where never met), 'battles'}."""
@@ -158,7 +156,7 @@ class RatingQueries:
 
     def rating_history(self, axis: str = "overall", points: int = 100) -> list[dict]:
         """Ratings of every model after each of ~`points` evenly spaced prefixes of the vote log."""
-        rated = [(row, v) for row in self.weighted_votes() if (v := row.as_vote(axis)) is not None]
+        rated = [(row, v) for row in self.vote_log.weighted_votes() if (v := row.as_vote(axis)) is not None]
         if not rated:
             return []
         step = max(1, math.ceil(len(rated) / points))

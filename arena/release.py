@@ -39,7 +39,8 @@ from pathlib import Path
 
 from . import covariates, live_store, raters, storage, style_bt, vote_flags
 from .ratings import TrueSkillParams
-from .storage import AXES, EXPORT_FIELDS, LATER_VOTE_FIELDS, VoteRow
+from .storage import AXES, EXPORT_FIELDS, VoteRow
+from .storage_sync import LATER_VOTE_FIELDS
 from .votes_io import format_votes, jsonl_lines
 
 FORMAT = "empathy-arena-release"

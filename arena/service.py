@@ -31,80 +31,112 @@ vocal dimension: speaker, paralinguistic, environment), replayable exactly from
 the vote log in id order (`replay_ratings`), with an order-free Bradley-Terry fit
 beside them (`bradley_terry`).
 
-The class is assembled from its three jobs: battles and votes (arena/battles.py), rating queries
-(arena/rating_queries.py) and the vote log's import/export (arena/vote_log.py); the names they define are
-importable from here as before. The writer thread for battles and votes is arena/writer.py.
+The service is composed of parts that receive their state when it makes them (no part reaches into another's):
+the candidate index (arena/candidates.py), battles and votes (arena/battles.py), the vote log (arena/vote_log.py:
+recording, import/export, the flags' weights) and rating queries (arena/rating_queries.py). ArenaService makes
+each once, holds them (`svc.index`, `svc.battles`, `svc.vote_log`, `svc.ratings`) and exposes their public
+methods under the names it always had; the names they define are importable from here as before. The writer
+thread for battles and votes is arena/writer.py.
 """
 from __future__ import annotations
 
-import logging
 import random
-import threading
 import time
-from pathlib import Path
 from typing import Callable, Iterable
 
-from eval_backend.audio.io import BadAudio
 from eval_backend.benchmark.model import Benchmark
 from eval_backend import showcase
+from eval_backend.signing import Signer
 from eval_backend.store import Store
 
-from . import battle_clips, covariates, distinct, storage
-from .battle_audio import HeardAudio, HeardClip, named_clip
+from . import battle_clips, covariates, vote_flags
 from .abuse import BattleGate
-from .battles import (MAX_REASON_CHARS, Battles, BattleView, IdentityScreen, NoBattleAvailable, Revealed,
-                      SkipRefused, VoteRefused, VoteResult, _Candidate, NotYet)
+from .battle_audio import HeardAudio, HeardClip, named_clip
+from .battles import MAX_REASON_CHARS, Battles, BattleView, crisis_notice
+from .candidates import CandidateIndex, _Candidate
 from .config import ArenaSettings
-from . import vote_flags
 from .gold import GoldBattles
+from .identity_screen import IdentityScreen
 from .pow import PowGate, purge_spent
-from .ratings import Rating
 from .rating_queries import RatingQueries, _num, board_order
-from .storage import VoteRow
+from .ratings import Rating
 from .vote_log import VoteLog
+from .vote_types import NoBattleAvailable, NotYet, Revealed, SkipRefused, VoteRefused, VoteResult
 
-log = logging.getLogger(__name__)
-SYNC_MEASURE = 8           # clips measured while a voter waits, when nothing else is servable (_servable_index)
 __all__ = ["MAX_REASON_CHARS", "ArenaService", "BattleView", "IdentityScreen", "NoBattleAvailable", "Revealed",
-           "SkipRefused", "VoteRefused", "NotYet", "VoteResult", "board_order", "_Candidate", "_num"]
+           "SkipRefused", "VoteRefused", "NotYet", "VoteResult", "board_order", "crisis_notice", "_Candidate", "_num"]
 
 
-class ArenaService(Battles, VoteLog, RatingQueries):
+class ArenaService:
+    # Sessions are issued by the server and signed (eval_backend/signing.py), so a client cannot pick one:
+    # the HTTP API refuses a session that does not verify, the Gradio tab keeps its own in server-side state.
+    SESSION_PURPOSE = "arena-session"
+
     def __init__(self, store: Store, settings: ArenaSettings | None = None,
                  benchmarks: Iterable[Benchmark] | None = None,
                  clock: Callable[[], float] = time.time, rng: random.Random | None = None):
         """`benchmarks`: the benchmarks whose spoken requests may be served; by default
         `settings.benchmark_specs` are loaded (lazily, on the first battle) from the store's data dir."""
         self.store = store
-        self.settings = (settings or ArenaSettings()).with_salt(store.root)
+        self.settings = s = (settings or ArenaSettings()).with_salt(store.root)
         self.clock = clock
         self.rng = rng or random.SystemRandom()
-        self._benchmarks = list(benchmarks) if benchmarks is not None else None
-        self.benchmark_errors: dict[str, str] = {}
-        self._lock = threading.Lock()
-        self._index: list[_Candidate] | None = None
-        self._index_key: tuple | None = None
-        self._measures = covariates.ClipMeasures()          # the style covariates of each heard clip
+        self._signer: Signer | None = None
+        measures = covariates.ClipMeasures()          # the style covariates of each heard clip
         # what voters hear: normalised clips (arena/battle_audio.py), each measured for the covariates as it is made
-        self.heard = HeardAudio(store.root, also_measure=self._measures.audio)
-        self._user_audio: dict[tuple[str, str], str] = {}   # (benchmark hash, request id) -> user clip
-        self._pairs: set[tuple[str, str]] = set()      # model pairs sharing a servable request
-        self._votes_lock = threading.RLock()
-        self._votes_seen: list[VoteRow] = []
-        self._edges: set[tuple[str, str]] = set()     # pairs compared at least once (matchmaking's graph)
-        self._bt_cache: dict[str, tuple] = {}
-        s = self.settings
+        self.heard = HeardAudio(store.root, also_measure=measures.audio)
         self.gate = BattleGate(s.ip_battles_per_minute, s.session_open_battles, s.ip_vote_attempts_per_minute,
                                s.battle_ttl_s, clock)
-        self._signer = None
         self.fetches = battle_clips.FetchLog(store, clock)
         # integrity (issue 23): gold battles, proof of work, and the flags' weights the public fit applies
         self.gold = GoldBattles(store, s.gold_share, s.gold_constructions, Rating(s.trueskill.mu, s.trueskill.sigma),
-                                self.heard.clip, self._measures.get, clock)
+                                self.heard.clip, measures.get, clock)
         self.pow = PowGate(lambda: self.signer, s, clock)
-        self._weights_cache: tuple | None = None
+        # the parts, each given the state it uses
+        self.index = CandidateIndex(store, s, self.heard, benchmarks)
+        self.vote_log = VoteLog(store, clock, s.trueskill)
+        self.ratings = RatingQueries(store, s, clock, self.vote_log)
+        self.battles = Battles(store, s, clock, self.rng, self.index, self.vote_log, self.heard, measures,
+                               self.gate, self.gold, self.pow, self.fetches)
         # blinding (eval_backend/showcase.py): models whose arena-pool replies battles may play
-        self.arena_models = showcase.ArenaModels(store, lambda: [b.hash for b in self._load_benchmarks()])
+        self.arena_models = showcase.ArenaModels(store, lambda: [b.hash for b in self.index.benchmarks()])
+        # the public API, each method answered by the part that owns it
+        self.benchmark_errors = self.index.benchmark_errors
+        self.set_benchmarks = self.index.set_benchmarks
+        self.reply_cleared = self.index.reply_cleared
+        self.can_serve = self.index.can_serve
+        self.left_out_pairs = self.index.left_out_pairs
+        b = self.battles
+        self.ip_hash, self.admit_battle, self.admit_skip, self.admit_vote = (b.ip_hash, b.admit_battle,
+                                                                             b.admit_skip, b.admit_vote)
+        self.serve_battle, self.battle_clip, self.clip_fetched = b.serve_battle, b.battle_clip, b.clip_fetched
+        self.skip_battle, self.submit_vote = b.skip_battle, b.submit_vote
+        self.pause_model, self.unpause_model, self.paused = b.pause_model, b.unpause_model, b.paused
+        v = self.vote_log
+        self.import_votes, self.append_votes, self.votes = v.import_votes, v.append_votes, v.votes
+        self.vote_weights, self.weighted_votes, self.public_votes = v.vote_weights, v.weighted_votes, v.public_votes
+        self.reason_screening, self.export_votes, self.vote_log_hash = (v.reason_screening, v.export_votes,
+                                                                        v.vote_log_hash)
+        r = self.ratings
+        self.replay_ratings, self.stored_ratings, self.pair_counts = r.replay_ratings, r.stored_ratings, r.pair_counts
+        self.bradley_terry, self.board, self.ratings_table = r.bradley_terry, r.board, r.ratings_table
+        self.replayed_table, self.style_effects, self.attribute_grid = (r.replayed_table, r.style_effects,
+                                                                        r.attribute_grid)
+        self.position_bias, self.slot_bias, self.pairwise_matrices = (r.position_bias, r.slot_bias,
+                                                                      r.pairwise_matrices)
+        self.rating_history, self.integrity_health = r.rating_history, r.integrity_health
+
+    @property
+    def signer(self) -> Signer:
+        if self._signer is None:
+            self._signer = Signer.for_data_dir(self.store.root)
+        return self._signer
+
+    def new_session(self) -> str:
+        return self.signer.new_token(self.SESSION_PURPOSE)
+
+    def session_valid(self, session) -> bool:
+        return self.signer.unsign(self.SESSION_PURPOSE, session) is not None
 
     def integrity_upkeep(self) -> vote_flags.SweepReport:
         """The periodic integrity job (app_context.py's health loop, every 5 minutes; `python -m arena sweep`):
@@ -117,52 +149,6 @@ class ArenaService(Battles, VoteLog, RatingQueries):
         return report
 
     # ------------------------------------------------------------------ what the voter hears (issue 22)
-    def _distinct_pairs(self, index: list[_Candidate]) -> set[tuple[str, str]]:
-        """The model pairs worth a battle on some request (arena/distinct.py), marking each candidate's left-out
-        pairs; the clips whose delivery must be measured first are queued for the background (urgent), then every
-        clip of the index (so serving finds them made)."""
-        def path(r) -> str:
-            return str(self.store.abspath(r.audio_path))
-
-        def delivery(r):
-            clip = self.heard.known(path(r), measured=True)
-            return clip.delivery if clip else None
-        pairs, pending = distinct.screen(index, lambda r: distinct.words_key(r.transcript or r.text),
-                                         lambda r: self.heard.sha(path(r)), delivery)
-        self.heard.prepare_later([path(r) for r in pending], urgent=True)
-        self.heard.prepare_later([c.user_audio for c in index] + [path(r) for c in index for r in c.replies.values()])
-        return pairs
-
-    def _servable_index(self, paused: set[str]) -> tuple[list[_Candidate], set[tuple[str, str]]]:
-        """The candidate index. When no unpaused pair is servable yet but some same-word pairs wait for their
-        delivery to be measured, up to SYNC_MEASURE of their clips are measured now: the voter waits a few seconds
-        rather than seeing no battle (a model the worker just handed off is servable at once)."""
-        index, pairs = self._candidates()
-        if any(a not in paused and b not in paused for a, b in pairs):
-            return index, pairs
-        waiting = [str(self.store.abspath(c.replies[m].audio_path)) for c in index
-                   for pair, why in c.left_out.items() if why == distinct.NOT_MEASURED and not set(pair) & paused
-                   for m in pair]
-        waiting = list(dict.fromkeys(waiting))[:SYNC_MEASURE]
-        if not waiting:
-            return index, pairs
-        for path in waiting:
-            try:
-                self.heard.clip(path, measure=True)
-            except (BadAudio, OSError) as exc:
-                log.warning("battle clip %s cannot be measured: %s", Path(path).name, exc)
-        self.heard.bump()
-        return self._candidates()
-
-    def _heard_path(self, source) -> Path | None:
-        """The file a voter gets for a battle clip: the source's heard version (made now if the background has not
-        made it yet); None when the source cannot be decoded."""
-        try:
-            return self.heard.clip(source).path
-        except (BadAudio, OSError) as exc:
-            log.warning("battle clip %s cannot be normalised: %s", Path(source).name, exc)
-            return None
-
     def heard_clip(self, battle_id: str, clip: str, measure: bool = True) -> HeardClip | None:
         """One battle clip (user | A | B) as the voter hears it: its normalised file and measured features
         (HeardClip.covariates()), for benchmark and live battles alike; None for an unknown or expired battle."""
@@ -172,20 +158,6 @@ class ArenaService(Battles, VoteLog, RatingQueries):
         if path.parent.parent == self.heard.folder:
             return self.heard.for_heard_file(path, measure)
         return named_clip(path.parent, clip, measure=measure)      # a live battle's folder (live_store.py)
-
-    def left_out_pairs(self) -> dict:
-        """The health view: request pairs servable and left out of matchmaking, by reason (arena/distinct.py);
-        pairs of paused models are not counted."""
-        paused = storage.paused_models(self.store)
-        index, _ = self._candidates()
-        live = [c for c in index if sum(m not in paused for m in c.replies) >= 2]
-        if paused:
-            live = [_Candidate(**{**c.__dict__, "replies": {m: r for m, r in c.replies.items() if m not in paused},
-                                  "left_out": {p: w for p, w in c.left_out.items() if not set(p) & paused},
-                                  "same_words": {p for p in c.same_words if not set(p) & paused}})
-                    for c in live]
-        return distinct.left_out_counts(live)
-
 
     def reply_blinded(self, reply) -> bool:
         """Must this reply stay nameless? True when a battle can play it: a reply to an arena-pool request by a

@@ -11,20 +11,19 @@
 - refused_votes: every refused submission with its reason (integrity health).
 - paused_models: never served while paused.
 
-Every SQL text that names an arena table is in this module (tests/test_seams.py checks it); the service,
-the health report, the board and the Hub sync call the functions below.
+Every SQL text that names an arena table is in this module (tests/test_seams.py checks it), except the Hub logs'
+(arena/storage_sync.py, a co-owner: what of these tables is backed up and how it is restored); the service, the
+health report and the board call the functions below.
 """
 from __future__ import annotations
 
-import hashlib
-import json
 import time
 from dataclasses import dataclass
 
 from eval_backend.store import Store, register_migration
-from eval_backend.sync_logs import RestoreContext, SyncLog, register_sync_log
 
 from . import live_store  # noqa: F401  (registers arena_live's migration with the arena's own)
+from . import storage_sync  # noqa: F401  (registers the arena's Hub logs, arena/storage_sync.py)
 from .covariates import COLUMNS as COVARIATE_COLUMNS
 from .ratings import BOTH_BAD, TIE, Rating, Vote
 
@@ -152,7 +151,7 @@ register_migration("arena_0006_skipped", "ALTER TABLE arena_battles ADD COLUMN s
 
 # Style covariates (arena/covariates.py): a battle's a_*/b_* measures of the clips its voter hears, copied into its
 # vote, so the vote log alone refits the style board. `weight`: how much a vote counts in every rating (0 = not at
-# all); an import may set it, integrity flags multiply it at rating time (RatingQueries.vote_weights).
+# all); an import may set it, integrity flags multiply it at rating time (VoteLog.vote_weights).
 register_migration("arena_0007_style_covariates", tuple(
     f"ALTER TABLE {table} ADD COLUMN {column} REAL" for table in ("arena_battles", "arena_votes")
     for column in COVARIATE_COLUMNS) + (
@@ -406,12 +405,6 @@ def has_votes_table(store: Store) -> bool:
     return store.has_table("arena_votes")
 
 
-def count_votes(store: Store) -> int:
-    if not has_votes_table(store):
-        return 0
-    return store.query("SELECT COUNT(*) FROM arena_votes")[0][0]
-
-
 def vote_log_version(store: Store) -> tuple:
     """(count, last id) of the vote log: changes whenever a vote is added."""
     return tuple(store.query("SELECT COUNT(*), MAX(id) FROM arena_votes")[0])
@@ -437,115 +430,3 @@ def bucket_counts(store: Store, since: float, until: float, bucket_s: float) -> 
     accepted = {r[0]: r[1] for r in grouped("arena_votes", "created_at", where="AND source = 'live'")}
     refused = {(r[0], r[1]): r[2] for r in grouped("arena_refused_votes", "created_at", extra=", reason")}
     return served, accepted, refused
-
-
-# ---------------------------------------------------------------- the Hub logs (eval_backend/hub_sync)
-# Private fields stay home: no session ids, IP hashes or user names.
-VOTE_FIELDS = ("id", "battle_id", "model_a", "model_b", "winner", "slot", "said", "sounded", "reason", "first_heard",
-               "attribute", "dimension", "benchmark_hash", "request_id", "created_at", "source", "battle_source",
-               *COVARIATE_COLUMNS, "weight")
-BATTLE_FIELDS = ("id", "benchmark_hash", "request_id", "task", "item_id", "variant", "attribute", "dimension",
-                 "model_a", "model_b", "first_heard", "min_listen_s", "served_at", "expires_at", "source",
-                 *COVARIATE_COLUMNS)
-# Fields added later: a record without them reads as None (weight 1.0); vote_key leaves them out while empty.
-LATER_VOTE_FIELDS = (*COVARIATE_COLUMNS, "weight")
-# Logged before live battles existed, a record has no battle_source / source: its battle was a benchmark one.
-SOURCE_DEFAULT = "benchmark"
-REFUSED_FIELDS = ("id", "battle_id", "reason", "message", "created_at")
-
-
-def battle_seq(store) -> str:
-    """Battles' insertion order: SQLite's rowid, or the identity column arena_0004 adds on PostgreSQL."""
-    return "rowid" if store.dialect == "sqlite" else "seq"
-
-
-def _with_battle_seq(store, text: str) -> str:
-    return text.replace("{battle_seq}", battle_seq(store))
-
-
-def vote_key(rec: dict) -> str:
-    """A vote's identity across writers: its battle (live votes), else its content (imports)."""
-    if rec.get("battle_id"):
-        return "b:" + rec["battle_id"]
-    body = {k: rec.get(k) for k in VOTE_FIELDS if k not in ("id", "battle_id", "battle_source", "weight")
-            and (k not in LATER_VOTE_FIELDS or rec.get(k) is not None)}
-    return "c:" + hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
-
-
-def _restore_votes(ctx: RestoreContext, records: list[dict]) -> int:
-    """With an empty vote table the votes keep their ids (the canonical order, so the vote-log hash is the same
-    as before the restart); otherwise the missing ones are appended after the local ones (a late restore after
-    serving local data). Ratings are recorded as for live votes, by the arena's `append_votes`."""
-    if ctx.append_votes is None:
-        raise RuntimeError("the vote log needs the arena's append_votes to be restored")
-    local = [dict(r) for r in ctx.conn.execute(f"SELECT {', '.join(VOTE_FIELDS)} FROM arena_votes")]
-    have = {vote_key(r) for r in local}
-    # a vote logged by several writers (a late merge re-logs it under a new id): the latest id wins,
-    # which is the order of the writer that merged last
-    best: dict[str, dict] = {}
-    for rec in records:
-        k = vote_key(rec)
-        if k not in have and (k not in best or rec["id"] > best[k]["id"]):
-            best[k] = rec
-    fresh = sorted(best.values(), key=lambda r: (r["id"], r["created_at"], vote_key(r)))
-    keep_ids = not local and len({r["id"] for r in fresh}) == len(fresh)
-    rows = [{**{k: rec.get(k) for k in VOTE_FIELDS if keep_ids or k != "id"},
-             "battle_source": rec.get("battle_source") or SOURCE_DEFAULT,
-             "weight": 1.0 if rec.get("weight") is None else rec["weight"],
-             "session_id": None, "user": None, "ip_hash": None} for rec in fresh]
-    n = ctx.append_votes(rows, ctx.conn)
-    if keep_ids and fresh:
-        ctx.mark(max(r["id"] for r in fresh))
-    return n
-
-
-def _restore_battles(ctx: RestoreContext, records: list[dict]) -> int:
-    conn = ctx.conn
-    empty = conn.execute("SELECT COUNT(*) FROM arena_battles").fetchone()[0] == 0
-    n = 0
-    for rec in records:
-        cur = conn.execute(
-            f"INSERT INTO arena_battles ({', '.join(BATTLE_FIELDS)}, session_id, ip_hash, voted) "
-            f"VALUES ({', '.join('?' * len(BATTLE_FIELDS))}, '', '', "
-            "CASE WHEN EXISTS (SELECT 1 FROM arena_votes WHERE battle_id = ?) THEN 1 ELSE 0 END) "
-            "ON CONFLICT (id) DO NOTHING",
-            (*[rec.get(k) or SOURCE_DEFAULT if k == "source" else rec.get(k) for k in BATTLE_FIELDS], rec["id"]))
-        n += cur.rowcount
-    if empty and n:
-        ctx.mark(conn.execute(f"SELECT MAX({battle_seq(ctx.store)}) FROM arena_battles").fetchone()[0])
-    return n
-
-
-def _restore_refused(ctx: RestoreContext, records: list[dict]) -> int:
-    conn = ctx.conn
-    have = {tuple(r) for r in conn.execute(
-        "SELECT battle_id, reason, message, created_at FROM arena_refused_votes")}
-    empty = not have
-    n = 0
-    for rec in sorted(records, key=lambda r: r["id"]):
-        key = (rec.get("battle_id"), rec["reason"], rec["message"], rec["created_at"])
-        if key in have:
-            continue
-        have.add(key)
-        conn.execute("INSERT INTO arena_refused_votes (battle_id, session_id, ip_hash, reason, message, "
-                     "created_at) VALUES (?, NULL, NULL, ?, ?, ?)", key)
-        n += 1
-    if empty and n:
-        ctx.mark(conn.execute("SELECT MAX(id) FROM arena_refused_votes").fetchone()[0])
-    return n
-
-
-register_sync_log(SyncLog(
-    "votes", "arena_votes",
-    f"SELECT id AS seq, {', '.join(VOTE_FIELDS)} FROM arena_votes WHERE id > ? AND id <= ? ORDER BY id LIMIT ?",
-    "SELECT MAX(id) FROM arena_votes", _restore_votes, order=10, count=count_votes))
-register_sync_log(SyncLog(
-    "battles", "arena_battles",
-    f"SELECT {{battle_seq}} AS seq, {', '.join(BATTLE_FIELDS)} FROM arena_battles WHERE {{battle_seq}} > ? "
-    "AND {battle_seq} <= ? ORDER BY {battle_seq} LIMIT ?",
-    "SELECT MAX({battle_seq}) FROM arena_battles", _restore_battles, order=20, dialect=_with_battle_seq))
-register_sync_log(SyncLog(
-    "refused", "arena_refused_votes",
-    f"SELECT id AS seq, {', '.join(REFUSED_FIELDS)} FROM arena_refused_votes WHERE id > ? AND id <= ? "
-    "ORDER BY id LIMIT ?",
-    "SELECT MAX(id) FROM arena_refused_votes", _restore_refused, order=30))

@@ -1,22 +1,55 @@
-"""The vote log: import, restore-append, read and export it (ArenaService's third job).
+"""The vote log: record, import, restore-append, read (with the integrity flags' weights) and export it (a part
+of ArenaService, arena/service.py).
 
-`VoteLog` is a part of ArenaService (arena/service.py); it records votes through Battles._record, so imported
-and restored votes update the ratings exactly as live ones do.
+`VoteLog(store, clock, trueskill)` records every vote through `record`, the one path that writes a vote and its
+rating update: live votes (arena/battles.py), imported and restored ones alike.
 """
 from __future__ import annotations
 
 import dataclasses
 import hashlib
+import threading
 from pathlib import Path
-from typing import Iterable
+from typing import Callable, Iterable
 
-from . import storage, votes_io
-from .ratings import BOTH_BAD
+from eval_backend.moderation.texts import public_reasons, screening_summary
+from eval_backend.store import Store
+
+from . import raters, storage, vote_flags, votes_io
+from .ratings import BOTH_BAD, TIE, Rating, TrueSkillParams, apply_vote
 from .storage import VoteRow
 
 
 class VoteLog:
-    """Import, restore-append, read and export the vote log (uses store, clock, _votes_lock, _votes_seen, _edges)."""
+    """Record, import, restore-append, read and export the vote log."""
+
+    def __init__(self, store: Store, clock: Callable[[], float], trueskill: TrueSkillParams):
+        self.store = store
+        self.clock = clock
+        self.trueskill = trueskill
+        self._lock = threading.RLock()
+        self._seen: list[VoteRow] = []
+        self._edges: set[tuple[str, str]] = set()     # pairs compared at least once (matchmaking's graph)
+        self._weights_cache: tuple | None = None
+
+    def record(self, conn, row: dict) -> tuple[int, dict[str, Rating]]:
+        """Insert one vote and update every axis it bears on, inside the caller's transaction; returns the vote's
+        id and the two models' new overall ratings."""
+        vote_id = storage.insert_vote(conn, row)
+        a, b = row["model_a"], row["model_b"]
+        fresh = Rating(self.trueskill.mu, self.trueskill.sigma)
+        overall: dict[str, Rating] = {}
+        for axis, outcome in storage.axes_for(row["slot"], row["said"], row["sounded"], row["dimension"]):
+            ra = storage.read_rating(conn, axis, a, fresh)
+            rb = storage.read_rating(conn, axis, b, fresh)
+            na, nb = apply_vote(ra, rb, outcome, self.trueskill)
+            res_a = {"A": "win", "B": "loss", TIE: "tie", BOTH_BAD: "both_bad"}[outcome]
+            res_b = {"A": "loss", "B": "win", TIE: "tie", BOTH_BAD: "both_bad"}[outcome]
+            storage.write_rating(conn, axis, a, na, res_a, vote_id, row["created_at"])
+            storage.write_rating(conn, axis, b, nb, res_b, vote_id, row["created_at"])
+            if axis == "overall":
+                overall = {a: na, b: nb}
+        return vote_id, overall
 
     # ------------------------------------------------------------------ import / export
     def import_votes(self, path: str | Path) -> int:
@@ -29,7 +62,7 @@ class VoteLog:
         rows = votes_io.parse(str(path), content, default_time=self.clock())
         with self.store.transaction() as conn:
             for r in rows:
-                self._record(conn, {**r, "battle_id": None, "session_id": None, "user": None, "ip_hash": None,
+                self.record(conn, {**r, "battle_id": None, "session_id": None, "user": None, "ip_hash": None,
                                     "source": "import"})
         return len(rows)
 
@@ -41,7 +74,7 @@ class VoteLog:
                 return self.append_votes(rows, conn)
         n = 0
         for row in rows:
-            self._record(conn, row)
+            self.record(conn, row)
             n += 1
         storage.sync_vote_ids(self.store, conn)
         return n
@@ -49,23 +82,42 @@ class VoteLog:
     def votes(self) -> list[VoteRow]:
         """The vote log in id order. The log is append-only and ids are assigned under the write lock,
         so only rows after the last one seen need reading."""
-        with self._votes_lock:
-            self._refresh_votes()
-            return list(self._votes_seen)
+        with self._lock:
+            self._refresh()
+            return list(self._seen)
 
-    def _refresh_votes(self) -> None:
+    def edges(self) -> list[tuple[str, str]]:
+        """The model pairs compared at least once (matchmaking's graph), up to the last vote."""
+        with self._lock:
+            self._refresh()
+            return list(self._edges)
+
+    def _refresh(self) -> None:
         """Read the votes added since the last call; keep the comparison graph (matchmaking) up to date."""
-        with self._votes_lock:
-            after = self._votes_seen[-1].id if self._votes_seen else 0
+        with self._lock:
+            after = self._seen[-1].id if self._seen else 0
             new = storage.load_votes(self.store, after_id=after)
-            self._votes_seen.extend(new)
+            self._seen.extend(new)
             self._edges.update((v.model_a, v.model_b) for v in new if v.slot != BOTH_BAD)
+
+    def vote_weights(self) -> dict[int, float]:
+        """{vote id: factor in [0, 1)} of the votes the integrity flags in force hold down (arena/vote_flags.py:
+        gold checks, agreement with the consensus, sweeps; absent: 1): the one place every rater, the export and
+        the release take them from (through `weighted_votes`). Read again only when the flags change."""
+        key = vote_flags.version(self.store)
+        if self._weights_cache is None or self._weights_cache[0] != key:
+            self._weights_cache = (key, vote_flags.weights(self.store))
+        return self._weights_cache[1]
+
+    def weighted_votes(self) -> list[VoteRow]:
+        """The vote log with each vote's weight in the ratings (its stored weight x `vote_weights()`): what every
+        rater, the export and the release read."""
+        return raters.weighted(self.votes(), self.vote_weights())
 
     def public_votes(self, screen_pending: bool = True) -> list[VoteRow]:
         """The vote log as published: every vote with its weight, but a reason only once the safety screen cleared
         it (flagged, not screened or not yet screened reasons are left out; eval_backend/moderation/texts.py). The
         vote still counts. `screen_pending`: screen the reasons not screened yet first (export and release do)."""
-        from eval_backend.moderation.texts import public_reasons
         votes = self.weighted_votes()      # each vote with the weight it has in the ratings
         shown = public_reasons(self.store, (v.reason for v in votes if v.reason), screen_pending)
         return [v if v.reason is None or v.reason in shown else dataclasses.replace(v, reason=None) for v in votes]
@@ -73,7 +125,6 @@ class VoteLog:
     def reason_screening(self) -> dict:
         """How the log's reasons were screened (screen names and versions, published / withheld counts): a
         release states it in its manifest."""
-        from eval_backend.moderation.texts import screening_summary
         return screening_summary(self.store, (v.reason for v in self.votes() if v.reason))
 
     def export_votes(self, fmt: str = "jsonl", path: str | Path | None = None) -> str:

@@ -84,7 +84,7 @@ def gold_serve(runs: int) -> dict:
             n = 40 * runs
             if share:                          # clips for every timed battle, built before (as the app's pool is)
                 svc.gold.POOL = n + 1
-                svc.gold.fill(svc._candidates()[0], set())
+                svc.gold.fill(svc.index.candidates()[0], set())
                 svc.gold.POOL = 0              # and no refill thread during the timing
             times = []
             for _ in range(n):

@@ -3,9 +3,16 @@ from __future__ import annotations
 
 import gradio as gr
 
+from arena.config import ArenaSettings, listen_from_env
+from eval_backend.safety import crisis_notice_markdown
+from eval_backend.scoring.judge_env import describe
+from eval_backend.scoring.judges import JudgeCache, judge_settings
+
 from eval_backend.baselines.engine import contestants_sentence
 from eval_backend.inert import md
 from eval_backend.tab_contract import PageLoad, TabHandles
+
+from .results_table import load_result_docs
 
 ABOUT = """
 ## The default contestants
@@ -118,7 +125,6 @@ def about_text(floor: int | None = None, settings=None) -> str:
     (`settings`: the arena's ArenaSettings; default: the defaults and the environment's listening rule)."""
     import math
 
-    from arena.config import ArenaSettings, listen_from_env
     settings = settings or ArenaSettings(**listen_from_env())
     floor = settings.provisional_votes if floor is None else floor
     s = settings.min_listen_s
@@ -134,7 +140,6 @@ JUDGE_COLUMNS = ["model", "benchmark", "text judge", "audio judge", "judge failu
 
 def judge_rows(store) -> list[list]:
     """Which judge scored which rows: per model, its newest results document's judge and judge failures."""
-    from .results_table import load_result_docs
     docs = load_result_docs(store.root / "results")
     newest: dict[tuple, dict] = {}
     for d in docs:
@@ -158,8 +163,6 @@ def judge_rows(store) -> list[list]:
 
 def judge_status(ctx) -> str:
     """The Space's judges and today's budget use (a visible note when the budget stops calls)."""
-    from eval_backend.scoring.judge_env import describe
-    from eval_backend.scoring.judges import JudgeCache, judge_settings
     error = getattr(ctx, "judge_error", None)
     if error:
         return f"⚠️ The judge settings were rejected at start-up, so nothing is judged: {error}"
@@ -185,7 +188,6 @@ def judge_status(ctx) -> str:
 def help_notice() -> str:
     """The crisis notice with its help resources (eval_backend.safety; the operator may replace the list with
     EMPATHY_ARENA_HELP_RESOURCES). Always on this tab; a broken list is named, never a blank section."""
-    from eval_backend.safety import crisis_notice_markdown
     try:
         return crisis_notice_markdown()
     except ValueError as exc:

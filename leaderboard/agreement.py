@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Iterable, Mapping, Sequence
 
 from eval_backend.numbers import is_number, wilson
+from eval_backend.scoring.judges import judge_pair, judge_settings, make_judges
 
 
 @dataclass(frozen=True)
@@ -115,7 +116,6 @@ def judge_human_pairs(votes: Iterable, verdict: Callable[[str, str, str], object
 
 def judge_agreement(store, benchmark, votes: list, settings: dict | None, limit: int | None = 200) -> Stat:
     """The pairwise judge–human agreement rate on the arena's battles (thin: builds the judges, asks)."""
-    from eval_backend.scoring.judges import judge_pair, judge_settings, make_judges
     if benchmark is None:
         return Stat(None, 0, "not computed: no benchmark loaded")
     text, audio = judge_settings(settings)

@@ -8,7 +8,13 @@ import json
 import sys
 
 from arena import storage
+from eval_backend import config
+from eval_backend.benchmark.loaders import load_benchmark
+from eval_backend.scoring.settings import build_settings
 from eval_backend.scoring.human_agreement import Row, agreement_rows, read_result_docs, scores_from_docs
+from eval_backend.store import Store
+
+from .agreement import judge_agreement
 
 
 def compute(store, docs: list[dict] | None = None) -> list[Row]:
@@ -21,7 +27,6 @@ def compute(store, docs: list[dict] | None = None) -> list[Row]:
 
 # ---------------------------------------------------------------- CLI
 def add_arguments(p) -> None:
-    from eval_backend import config
     p.add_argument("--data-dir", help=f"data dir (default ${config.DATA_DIR_ENV} or ./data)")
     p.add_argument("--json", action="store_true", help="print the rows as JSON")
     p.add_argument("--judge-config", help="also ask this judge (YAML as for score) on the arena's battles; operator only")
@@ -31,10 +36,7 @@ def add_arguments(p) -> None:
 
 def _judge_row(store, args) -> Row | str:
     """The pairwise judge-human agreement on overall votes as a row, or why it is not computed."""
-    from eval_backend.benchmark.loaders import load_benchmark
-    from eval_backend.scoring.settings import build_settings
 
-    from .agreement import judge_agreement
     if args.judge_limit is not None and args.judge_limit < 1:
         return "not computed: --judge-limit must be at least 1"
     try:
@@ -50,7 +52,6 @@ def _judge_row(store, args) -> Row | str:
 
 
 def main(args) -> int:
-    from eval_backend.store import Store
     store = Store(args.data_dir)
     rows = compute(store)
     if getattr(args, "judge_config", None):

@@ -16,6 +16,9 @@ import gradio as gr
 import pandas as pd
 import plotly.graph_objects as go
 
+from eval_backend import config
+from eval_backend.scoring.human_agreement import agreement_rows, scores_from_docs
+
 from eval_backend.inert import csv_cell, md, plot_text
 from eval_backend.numbers import is_number
 from eval_backend.scoring.boards import boards_text, tabled_boards
@@ -181,7 +184,6 @@ NO_AGREEMENT = "not computed: no decisive vote on a scored reply yet"
 
 def metric_agreement_frame(ctx, docs: dict[str, dict]) -> pd.DataFrame:
     """The metric-human agreement rows for the models on the board (stored scores only, no judge)."""
-    from eval_backend.scoring.human_agreement import agreement_rows, scores_from_docs
     arena = getattr(ctx, "arena", None)
     try:
         votes = arena.votes() if arena is not None else []
@@ -204,7 +206,6 @@ def model_infos(ctx) -> dict[str, rt.ModelInfo]:
     """Model facts from the submissions queue (newest finished job per model) and the baseline list."""
     infos: dict[str, rt.ModelInfo] = {}
     try:
-        from eval_backend import config
         for spec in config.load_models().values():
             if spec.baseline:
                 infos[spec.name] = rt.ModelInfo("baseline", spec.audio_output, True, "Empathy Arena (baseline)")

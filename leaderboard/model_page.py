@@ -15,6 +15,7 @@ from eval_backend.scoring.labels import metric_label
 from eval_backend.tasks import SPOKEN_TASKS
 
 from .browse import request_label
+from .results_table import BOARD_SOURCE, board_cell, ci_text
 
 N_SAMPLES = 3
 OTHER_KEYS = ("dimension", "type", "kind")     # shown together in one table, one row per (key, label)
@@ -87,7 +88,6 @@ def headline_markdown(doc: dict) -> str:
     lines = [f"### {mi(man['model'])}",
              f"Benchmark **{mi(b.get('name'))} v{mi(b.get('version'))}** (hash {mi(str(b.get('hash'))[:12])}), "
              f"scorer {mi(man.get('scorer_version'))}, scored {mi(man.get('timestamp'))}."]
-    from .results_table import BOARD_SOURCE, board_cell, ci_text
     for name, e in doc.get("boards", {}).items():
         shown = board_cell(name, e) if name in BOARD_SOURCE else e.get("value")
         if isinstance(shown, (int, float)) and e.get("value") is not None:

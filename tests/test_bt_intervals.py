@@ -130,7 +130,7 @@ def test_board_is_sorted_by_bradley_terry_rank_not_trueskill(tmp_path):
     with svc.store.transaction() as conn:
         for k, (a, b, w) in enumerate(log):
             slot = "A" if w == a else "B" if w == b else w
-            svc._record(conn, {"battle_id": None, "model_a": a, "model_b": b, "winner": w, "slot": slot,
+            svc.vote_log.record(conn, {"battle_id": None, "model_a": a, "model_b": b, "winner": w, "slot": slot,
                                "said": None, "sounded": None, "reason": None, "session_id": None, "user": None,
                                "ip_hash": None, "first_heard": "A", "attribute": None, "dimension": None,
                                "benchmark_hash": "bh", "request_id": f"r{k}", "created_at": 1e9 + k,

@@ -45,7 +45,7 @@ def test_board_cli_and_release_read_one_row(tmp_path):
     svc = ArenaService(Store(tmp_path / "d"), clock=lambda: 1.8e9)
     with svc.store.transaction() as conn:
         for v in votes:
-            svc._record(conn, {**{k: getattr(v, k) for k in ("model_a", "model_b", "winner", "slot", "said",
+            svc.vote_log.record(conn, {**{k: getattr(v, k) for k in ("model_a", "model_b", "winner", "slot", "said",
                                                               "sounded", "reason", "first_heard", "attribute",
                                                               "dimension", "benchmark_hash", "request_id",
                                                               "created_at", "source", "a_duration_s",

@@ -11,7 +11,7 @@ import pytest
 from arena import release
 from arena.__main__ import main
 from arena.service import ArenaService
-from arena import storage
+from arena import storage_sync
 from arena.storage import AXES
 from eval_backend.store import Store
 
@@ -31,7 +31,7 @@ def seed_votes(data: Path, n: int = 240, seed: int = 7) -> ArenaService:
             winner = {"A": a, "B": b}.get(slot, slot)
             dim = rng.choice((None, "speaker", "paralinguistic", "environment"))
             length = {m: 2.0 + 1.5 * i for i, m in enumerate(MODELS)}     # each model its own reply length
-            svc._record(conn, {
+            svc.vote_log.record(conn, {
                 "a_duration_s": length[a] * rng.uniform(0.7, 1.3), "b_duration_s": length[b] * rng.uniform(0.7, 1.3),
                 "a_words": rng.randint(5, 40), "b_words": rng.randint(5, 40),
                 "battle_id": f"battle-{k}", "model_a": a, "model_b": b, "winner": winner, "slot": slot,
@@ -162,7 +162,7 @@ def test_a_version_3_release_still_rebuilds_and_says_it_has_no_style_tables(tmp_
     out = tmp_path / "rel"
     release.write_release(svc, out, rounds=30)
     manifest = json.loads((out / "manifest.json").read_text())
-    old = [{k: v for k, v in json.loads(line).items() if k not in storage.LATER_VOTE_FIELDS}
+    old = [{k: v for k, v in json.loads(line).items() if k not in storage_sync.LATER_VOTE_FIELDS}
            for line in (out / "votes.jsonl").read_text().split("\n") if line]
     text = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in old)
     (out / "votes.jsonl").write_text(text)

@@ -253,7 +253,7 @@ def test_flags_come_back_with_the_votes_after_a_wiped_disk(tmp_path, fresh_datab
 
 
 def test_the_flags_weights_reach_every_published_rating(svc, tmp_path):
-    """One hook (RatingQueries.vote_weights) carries the flags into every rating: a bot's cadence-flagged votes
+    """One hook (VoteLog.vote_weights) carries the flags into every rating: a bot's cadence-flagged votes
     (weight 0) and a voter down-weighted by a failed gold check (0.5) change the plain and style-controlled boards,
     the replayed TrueSkill, the CLI table and the release exactly as the raters over those weights say; without
     the hook the boards would be the unweighted ones (asserted different)."""
@@ -276,7 +276,7 @@ def test_the_flags_weights_reach_every_published_rating(svc, tmp_path):
     expected = {**{i: 0.5 for i in ids["fan"]}, **{i: 0.0 for i in ids["bot"]}}
     assert svc.vote_weights() == expected
     keys = ("bt", "style_bt")
-    reference = raters.build_rows(raters.weighted(svc.votes(), expected), svc._context("overall", 20), keys).rows
+    reference = raters.build_rows(raters.weighted(svc.votes(), expected), svc.ratings.context("overall", 20), keys).rows
     cli_fields = raters.with_scores(raters.CLI_FIELDS, keys)
     assert [r.as_json(cli_fields) for r in reference] != unweighted                   # the weights matter here
     assert svc.replayed_table(rounds=20, style=True) == [r.as_json(cli_fields) for r in reference]

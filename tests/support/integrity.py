@@ -50,7 +50,7 @@ def serve(svc, session: str, ip: str, **kw):
     """serve_battle with the gold pool full (check clips are built ahead, arena/gold.py; the app refills the pool in
     the background, here it is filled first so that a share of 1 means every battle is a gold one)."""
     if svc.gold.share:
-        svc.gold.fill(svc._candidates()[0], svc.paused())
+        svc.gold.fill(svc.index.candidates()[0], svc.paused())
     return svc.serve_battle(session, ip, **kw)
 
 
