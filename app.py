@@ -8,12 +8,12 @@ EMPATHY_ARENA_FIRST_SLICE (12: spoken requests every baseline answers first, so 
 EMPATHY_ARENA_WORKER (1: run an evaluation worker in-process), its judges (EMPATHY_ARENA_JUDGE_* and
 EMPATHY_ARENA_AUDIO_JUDGE_*, see eval_backend/scoring/judge_env.py), Hub sync (README),
 GRADIO_SERVER_NAME / GRADIO_SERVER_PORT (127.0.0.1:7860; Spaces sets 0.0.0.0),
-EMPATHY_ARENA_TRUSTED_PROXIES (reverse proxies whose X-Forwarded-For is believed: eval_backend/client_address.py),
-EMPATHY_ARENA_LIVE_* (live battles: arena/live.py), EMPATHY_ARENA_GOLD_SHARE and EMPATHY_ARENA_POW* (gold battles and
+EMPATHY_ARENA_TRUSTED_PROXIES (reverse proxies whose X-Forwarded-For is believed: space_shell/client_address.py),
+EMPATHY_ARENA_LIVE_* (live battles: arena/services/live.py), EMPATHY_ARENA_GOLD_SHARE and EMPATHY_ARENA_POW* (gold battles and
 proof of work for anonymous voters: arena/README.md, "Votes that count").
 
 The services are assembled once in app_context.py (AppContext); the page's tabs are the TABS list below, each a
-`build_<name>_tab(ctx) -> TabHandles` (eval_backend/tab_contract.py).
+`build_<name>_tab(ctx) -> TabHandles` (space_shell/tab_contract.py).
 """
 from __future__ import annotations
 
@@ -39,14 +39,14 @@ import gradio as gr  # noqa: E402
 from fastapi import FastAPI  # noqa: E402
 
 from app_context import AppContext  # noqa: E402
-from arena.http_api import mount_http_api  # noqa: E402
-from arena.layout_css import LAYOUT_CSS  # noqa: E402
-from arena.live_api import mount_live_api  # noqa: E402
-from arena.live_ui import build_arena_live_tab  # noqa: E402
-from arena.media import mount_media  # noqa: E402
-from eval_backend.body_limit import BodyLimit  # noqa: E402
-from eval_backend.gradio_guard import mount_gradio  # noqa: E402
-from eval_backend.tab_contract import TabHandles  # noqa: E402
+from arena.web.http_api import mount_http_api  # noqa: E402
+from arena.ui.layout_css import LAYOUT_CSS  # noqa: E402
+from arena.web.live_api import mount_live_api  # noqa: E402
+from arena.ui.live_ui import build_arena_live_tab  # noqa: E402
+from arena.web.media import mount_media  # noqa: E402
+from space_shell.body_limit import BodyLimit  # noqa: E402
+from space_shell.gradio_guard import mount_gradio  # noqa: E402
+from space_shell.tab_contract import TabHandles  # noqa: E402
 from leaderboard import browse  # noqa: E402
 from leaderboard.about_tab import build_about_tab  # noqa: E402
 from leaderboard.arena_leaderboard_tab import build_arena_leaderboard_tab  # noqa: E402
@@ -69,12 +69,12 @@ SpaceContext = AppContext.from_env      # the name tests and scripts of earlier 
 class Tab:
     label: str
     id: str                                            # the page's ?tab= / elem id; stable, links use it
-    build: Callable[[AppContext], TabHandles]          # eval_backend/tab_contract.py
+    build: Callable[[AppContext], TabHandles]          # space_shell/tab_contract.py
     operator_only: bool = False                        # built hidden; the tab's load hook shows it to the operator
 
 
 # Every tab of the page, in order. Adding a tab = a module `<package>/<name>_tab.py` with
-# `build_<name>_tab(ctx) -> TabHandles` (eval_backend/tab_contract.py) and one entry here.
+# `build_<name>_tab(ctx) -> TabHandles` (space_shell/tab_contract.py) and one entry here.
 TABS: tuple[Tab, ...] = (
     Tab("Arena", "arena", build_arena_live_tab),          # the arena tab and its "Use my voice" section
     Tab("Arena leaderboard", "arena-board", build_arena_leaderboard_tab),
@@ -90,7 +90,7 @@ TABS: tuple[Tab, ...] = (
 def build_blocks(ctx: AppContext, tabs: tuple[Tab, ...] = TABS) -> gr.Blocks:
     with gr.Blocks(title="Empathy Arena") as demo:
         gr.Markdown("# Empathy Arena\nDo speech models hear *how* something is said, and answer with empathy?")
-        # the public status line (arena/opening_banner.py): rendered at build and on each page load, then every 2 s
+        # the public status line (arena/ui/opening_banner.py): rendered at build and on each page load, then every 2 s
         # until the bootstrap is done; the operator's detail is on the Integrity health tab
         status = gr.Markdown(ctx.status_line(), elem_id="page-status")
         timer = gr.Timer(2.0, active=not ctx.bootstrap.ready.is_set())
@@ -189,9 +189,9 @@ A11Y_JS = """() => {
 def build_app(ctx: AppContext) -> BodyLimit:
     """The JSON API (/api/arena/...) and the media routes beside the Gradio UI mounted at /.
 
-    Gradio serves no file of the data dir: audio goes through arena/media.py's token routes, the data dir is in
+    Gradio serves no file of the data dir: audio goes through arena/web/media.py's token routes, the data dir is in
     Gradio's blocked_paths, and an event's input may name only a file this browser uploaded
-    (eval_backend/gradio_guard.py, eval_backend/uploads.py), so neither its file routes nor a component's input
+    (space_shell/gradio_guard.py, eval_backend/uploads.py), so neither its file routes nor a component's input
     or output can reach the database, the salt, the signing key, submissions or results (reading the database
     file here would also drop SQLite's locks and could lose acknowledged votes)."""
     app = FastAPI(title="Empathy Arena")
@@ -201,9 +201,9 @@ def build_app(ctx: AppContext) -> BodyLimit:
     mount_media(app, ctx.arena, ctx.media, lambda: ctx.benchmark, browse.clip_file)
     ctx.identity.mount(app)             # /operator sign-in and the guest cookie (leaderboard/identity.py)
     # Gradio mounted with its input check on and its routes bounded (uploads, sessions, file references), the
-    # request-body caps in front of everything (eval_backend/gradio_guard.py, eval_backend/body_limit.py)
+    # request-body caps in front of everything (space_shell/gradio_guard.py, space_shell/body_limit.py)
     return mount_gradio(app, build_blocks(ctx), data_dir=ctx.data_dir, zip_bytes=ctx.submissions.max_upload_bytes,
-                        footer_links=["gradio", "settings"], css=LAYOUT_CSS)   # arena/layout_css.py
+                        footer_links=["gradio", "settings"], css=LAYOUT_CSS)   # arena/ui/layout_css.py
 
 
 def _terminate(*_) -> None:
@@ -231,7 +231,7 @@ def main() -> None:
     port = int(os.environ.get("GRADIO_SERVER_PORT", "7860"))
     log.info("store: %s; serving on http://%s:%d", ctx.store.describe(), host, port)
     # proxy_headers=False: uvicorn would otherwise believe X-Forwarded-For from 127.0.0.1 (its default
-    # forwarded_allow_ips); client addresses are resolved in one place, eval_backend/client_address.py.
+    # forwarded_allow_ips); client addresses are resolved in one place, space_shell/client_address.py.
     uvicorn.run(build_app(ctx), host=host, port=port, log_level="warning", proxy_headers=False,
                 timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_S)
 

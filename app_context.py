@@ -13,7 +13,7 @@ Data flow inside one app process (docs/architecture.md has the picture):
 - One `SubmissionService` (Submit tab, Benchmark leaderboard, tests) and one `Identity` built from its settings.
 - One `HealthMonitor`: the background check loop and the Integrity health tab call the same monitor, so an alert
   is logged once, not once per caller.
-Tabs read these fields through the contract in eval_backend/tab_contract.py; none builds a service of its own.
+Tabs read these fields through the contract in space_shell/tab_contract.py; none builds a service of its own.
 """
 from __future__ import annotations
 
@@ -25,20 +25,20 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from arena.config import settings_from_env as arena_settings_from_env
-from arena.handoff import arena_handoff
-from arena.health import HealthConfig, HealthMonitor
-from arena.live import LiveService, LiveSettings, contestants_from_models
-from arena.live_submitted import SubmittedContestants
-from arena.media import MediaTokens
-from arena.opening_banner import header_line
-from arena.service import ArenaService
+from arena.services.handoff import arena_handoff
+from arena.services.health import HealthConfig, HealthMonitor
+from arena.services.live import LiveService, LiveSettings, contestants_from_models
+from arena.services.live_submitted import SubmittedContestants
+from arena.web.media import MediaTokens
+from arena.ui.opening_banner import header_line
+from arena.services.service import ArenaService
 from eval_backend import config
 from eval_backend.benchmark.cache import BenchmarkCache
-from eval_backend.bootstrap import Bootstrap
-from eval_backend.hub_sync import HubSync
+from space_shell.bootstrap import Bootstrap
+from space_shell.hub_sync import HubSync
 from eval_backend.inert import md
 from eval_backend.scoring.judge_env import space_judge_config
-from eval_backend.signing import Signer
+from space_shell.signing import Signer
 from eval_backend.store import Store
 from eval_backend.submissions import SubmissionService, SubmissionSettings
 from eval_backend.submissions import settings_from_env as submission_settings_from_env
@@ -66,7 +66,7 @@ class AppContext:
     media: MediaTokens                               # audio URLs for Browse and the model pages
     judge_error: str | None = None                   # the judge settings were rejected at start-up
     worker: WorkerHandle | None = None               # set by start_worker()
-    live: LiveService | None = None                  # "Use my voice" battles (arena/live.py)
+    live: LiveService | None = None                  # "Use my voice" battles (arena/services/live.py)
 
     @classmethod
     def from_env(cls, data_dir=None) -> "AppContext":
@@ -98,9 +98,9 @@ class AppContext:
         if judge_config:
             settings = settings.with_(judge_config=judge_config)
         service, identity = _submission_parts(store, settings, benchmarks)
-        # Live battles (arena/live.py): the models file's audio models answer the voter's own recording; the
+        # Live battles (arena/services/live.py): the models file's audio models answer the voter's own recording; the
         # baselines at the bootstrap's port, which the bootstrap starts first, so live mode does not wait for it.
-        # Submitted models that opted in join them once evaluated (arena/live_submitted.py, same settings: the
+        # Submitted models that opted in join them once evaluated (arena/services/live_submitted.py, same settings: the
         # submission allowlist, caps and call timeout).
         try:
             contestants = contestants_from_models(baseline_url=f"http://127.0.0.1:{bootstrap.baseline_port}/v1")
@@ -166,7 +166,7 @@ class AppContext:
 
     def start_health_checks(self, every_s: float = HEALTH_EVERY_S) -> threading.Thread:
         """Alerts must reach the log even when no page is open (the health tab calls the same monitor). The
-        integrity sweep runs first (arena/vote_flags.py: flags, spent challenges, expired gold clips), so the check
+        integrity sweep runs first (arena/services/vote_flags.py: flags, spent challenges, expired gold clips), so the check
         sees its flags."""
         def loop():
             while True:

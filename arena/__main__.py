@@ -12,7 +12,7 @@
     health [--json] [--hours N]          accepted vs refused votes over the last day (--hours: per-hour series), of
                                          the accepted ones counted / down-weighted / excluded and why, gold checks,
                                          and the battle pairs left out of matchmaking, by reason
-    sweep [--json]                       run the integrity sweep once (arena/vote_flags.py; the app runs it every 5 min)
+    sweep [--json]                       run the integrity sweep once (arena/services/vote_flags.py; the app runs it every 5 min)
     flags [--json]                       the flagged votes per kind and subject, and the operator's decisions
     reverse-flag KIND SUBJECT --operator NAME [--note N] / restore-flag ...
                                          the operator reverses a flag (its votes count again) or restores it
@@ -27,7 +27,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from .storage import AXES
+from arena.tables.storage import AXES
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -69,9 +69,9 @@ def build_parser() -> argparse.ArgumentParser:
         q.set_defaults(run="cmd_pause")
     h = sub.add_parser("health", parents=[common], help="integrity health: share of submissions counted")
     h.add_argument("--json", action="store_true")
-    h.add_argument("--hours", type=int, default=0, help="per-hour series over the last N hours (arena.health)")
+    h.add_argument("--hours", type=int, default=0, help="per-hour series over the last N hours (arena.services.health)")
     h.set_defaults(run="cmd_health")
-    sw = sub.add_parser("sweep", parents=[common], help="run the integrity sweep once (flags, arena/sweeps.py)")
+    sw = sub.add_parser("sweep", parents=[common], help="run the integrity sweep once (flags, arena/core/sweeps.py)")
     sw.add_argument("--json", action="store_true")
     sw.set_defaults(run="cmd_sweep")
     fl = sub.add_parser("flags", parents=[common], help="flagged votes per kind and subject, and decisions")
@@ -99,7 +99,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    from . import cli_commands   # why: start-up time (--help and a bad argument answer before scipy/numpy load)
+    from . import cli_commands  # why: start-up time (--help and a bad argument answer before scipy/numpy load)
     return int(getattr(cli_commands, args.run)(args) or 0)
 
 

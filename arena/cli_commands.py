@@ -7,17 +7,17 @@ import math
 import sys
 import time
 
+# live_submitted before any store opens: its table is one of the migrations (pause/unpause)
+from arena.core.covariates import effect_sentence
+from arena.core.votes_io import VoteImportError, count_votes
+from arena.services.health import HealthConfig, health_report, live_models_line, pairs_line
+from arena.services.live_submitted import SubmittedContestants, unpause_live
+from arena.services.release import ReleaseError, rebuild, table_json, write_release
+from arena.services.service import ArenaService
+from arena.services.vote_flags import decide, groups
 from eval_backend.store import Store
 from eval_backend.submissions import settings_from_env
 
-# live_submitted before any store opens: its table is one of the migrations (pause/unpause)
-from .covariates import effect_sentence
-from .health import HealthConfig, health_report, live_models_line, pairs_line
-from .live_submitted import SubmittedContestants, unpause_live
-from .release import ReleaseError, rebuild, table_json, write_release
-from .service import ArenaService
-from .vote_flags import decide, groups
-from .votes_io import VoteImportError, count_votes
 
 def _service(args):
 
@@ -123,13 +123,13 @@ def cmd_health(args) -> int:
 
 
 def _live_models(svc) -> list[dict]:
-    """Submitted models that battle live: their calls, failures and pause (arena/live_submitted.py)."""
+    """Submitted models that battle live: their calls, failures and pause (arena/services/live_submitted.py)."""
 
     return SubmittedContestants(svc.store, settings_from_env()).health()
 
 
 def _battle_pairs(svc) -> dict:
-    """The pairs left out of matchmaking (arena/distinct.py), once the clips that decide them are measured (the
+    """The pairs left out of matchmaking (arena/core/distinct.py), once the clips that decide them are measured (the
     first run measures them: a few minutes for a whole benchmark; later runs read the cache)."""
     pairs = svc.left_out_pairs()
     if pairs["left_out"]["not_measured"]:

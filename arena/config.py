@@ -12,11 +12,10 @@ import secrets
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from arena.core.gold_clips import DEFAULT_CONSTRUCTIONS
+from arena.core.listening import ListenRule
+from arena.core.ratings import TrueSkillParams
 from eval_backend.moderation.settings import screen_replies_enabled
-
-from .gold_clips import DEFAULT_CONSTRUCTIONS
-from .listening import ListenRule
-from .ratings import TrueSkillParams
 
 SALT_ENV = "EMPATHY_ARENA_SALT"
 SALT_FILE = "arena_salt"
@@ -37,7 +36,7 @@ DEFAULT_IDENTITY_PATTERNS: tuple[str, ...] = (
 class ArenaSettings:
     trueskill: TrueSkillParams = field(default_factory=TrueSkillParams)
     # integrity
-    # the listening rule (arena/listening.py), one for the page and the server: a vote counts once each clip's
+    # the listening rule (arena/core/listening.py), one for the page and the server: a vote counts once each clip's
     # first min_listen_s seconds (all of a shorter clip; inf: every clip in full) were played, at no more than
     # max_playback_rate x speed since the clip's audio was fetched; 0 turns the rule off
     min_listen_s: float = 3.0
@@ -49,17 +48,17 @@ class ArenaSettings:
     ip_votes_per_minute: int = 30
     ip_votes_per_day: int = 2000
     user_votes_per_day: int = 500           # per HF account, across sessions and addresses
-    # abuse bounds, checked in memory before the writer thread (arena/abuse.py)
+    # abuse bounds, checked in memory before the writer thread (arena/core/abuse.py)
     ip_battles_per_minute: int = 60         # battles issued per client address (IPv6: per /64); bursts to this
     session_open_battles: int = 20          # served, unvoted, unexpired battles one session may hold
     ip_vote_attempts_per_minute: int = 60   # vote requests per client address, accepted or not
     counted_share_alert: float = 0.5        # integrity health: alert when fewer votes than this are accepted
-    # gold battles (arena/gold.py): this share of battles pairs a real reply with a known-bad clip made from it;
-    # their votes never enter the ratings and measure the voter (arena/sweeps.py). Off for a bare ArenaService
+    # gold battles (arena/services/gold.py): this share of battles pairs a real reply with a known-bad clip made from it;
+    # their votes never enter the ratings and measure the voter (arena/core/sweeps.py). Off for a bare ArenaService
     # (tests of other parts count every battle); the app sets it from EMPATHY_ARENA_GOLD_SHARE (default 0.05).
     gold_share: float = 0.0
     gold_constructions: tuple[str, ...] = DEFAULT_CONSTRUCTIONS
-    # proof of work for anonymous voters (arena/pow.py): a solved ALTCHA challenge before the first vote and then
+    # proof of work for anonymous voters (arena/services/pow.py): a solved ALTCHA challenge before the first vote and then
     # every pow_every_votes votes; 0 = off (a bare ArenaService; the app sets it from EMPATHY_ARENA_POW_EVERY, 50)
     pow_every_votes: int = 0
     pow_cost: int = 1000                    # PBKDF2-SHA256 iterations per attempt

@@ -1,4 +1,4 @@
-"""What one battle clip costs to make as heard (issue 22, arena/battle_audio.py): decode, resample to 24 kHz,
+"""What one battle clip costs to make as heard (issue 22, arena/services/battle_audio.py): decode, resample to 24 kHz,
 loudness-normalise with the peak limiter, encode; and, apart, measuring its delivery (pitch, rate).
 
     python benchmarks/bench_battle_audio.py [--clips 40] [--data-dir D]
@@ -21,7 +21,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from arena.battle_audio import RATE, decode, make_heard, measure_delivery  # noqa: E402
+from arena.services.battle_audio import RATE, decode, make_heard, measure_delivery  # noqa: E402
 
 SENTENCES = ("I am so sorry to hear that. That sounds really hard.",
              "Thanks for telling me. Work plans can shift a lot, so it helps to know where things stand, and I am "

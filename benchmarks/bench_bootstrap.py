@@ -2,7 +2,7 @@
 
     python benchmarks/bench_bootstrap.py [--runs 1] [--models-file models.yaml] [--keep DIR]
 
-Each run: an empty data dir, `eval_backend.bootstrap.Bootstrap` as `python app.py` starts it (demo build, the
+Each run: an empty data dir, `space_shell.bootstrap.Bootstrap` as `python app.py` starts it (demo build, the
 baseline server, the first slice and its screening, every baseline on the whole benchmark, scoring with every
 registered metric and no judge, screening of every playable reply), until `ready`. Reported per run: wall seconds
 per stage (from the status line's changes), and CPU seconds of this process and of the baseline server (user +
@@ -30,7 +30,7 @@ from eval_backend.cpu_threads import passive_openmp  # noqa: E402
 
 passive_openmp()
 
-from eval_backend.bootstrap import Bootstrap  # noqa: E402
+from space_shell.bootstrap import Bootstrap  # noqa: E402
 
 
 def proc_cpu_s(pid: int) -> float:

@@ -44,7 +44,7 @@ def asr_report(folder: Path) -> int:
 
     sys.path.insert(0, str(ROOT))
     from eval_backend.audio.io import read_wav
-    from eval_backend.baselines.asr import Transcriber
+    from eval_backend.audio.asr import Transcriber
     from eval_backend.benchmark.dataset import load_project_folder
     from eval_backend.scoring.normalise import normalise_text
 

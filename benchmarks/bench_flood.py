@@ -96,7 +96,7 @@ async def honest_voters(url: str, voters: int, duration_s: float, pause: tuple[f
                     if time.monotonic() >= stop_at:
                         return
                     body = {"battle_id": view["battle_id"], "session": session, "overall": rng.choice("AB")}
-                    if view.get("pow"):       # a proof of work is due (arena/pow.py): solved before the timed part
+                    if view.get("pow"):       # a proof of work is due (arena/services/pow.py): solved before the timed part
                         body["altcha"] = await asyncio.get_running_loop().run_in_executor(
                             None, solve_pow, view["pow"]["challenge"])
                     t0 = time.perf_counter()
@@ -223,7 +223,7 @@ def cpu_s(pid: int) -> float:
 
 def flooder_battles(data_dir, since: float) -> int:
     from arena.config import settings_from_env
-    from arena.service import ArenaService
+    from arena.services.service import ArenaService
     from eval_backend.store import Store
 
     store = Store(data_dir)

@@ -18,8 +18,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from arena.service import ArenaService  # noqa: E402
-from eval_backend.hub_sync import HubSync, HubSyncConfig  # noqa: E402
+from arena.services.service import ArenaService  # noqa: E402
+from space_shell.hub_sync import HubSync, HubSyncConfig  # noqa: E402
 from eval_backend.store import Store  # noqa: E402
 from tests.support.hub_standin import StandInHub  # noqa: E402
 

@@ -2,7 +2,7 @@
 
     python benchmarks/bench_integrity.py [--runs 5] [--solves 10] [--votes 20000 100000] [--browser]
 
-- challenge: the server making one ALTCHA challenge (arena/pow.py: one PBKDF2 derivation of `pow_cost` iterations,
+- challenge: the server making one ALTCHA challenge (arena/services/pow.py: one PBKDF2 derivation of `pow_cost` iterations,
   deterministic mode), per challenge;
 - verify: checking one solution (`PowGate.check`: base64, a depth-capped JSON parse, two HMACs), per solution;
 - solve: a script solving one challenge at the default cost with the `altcha` package (one core), per challenge;
@@ -31,10 +31,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from arena import sweeps, vote_flags  # noqa: E402
+from arena.core import sweeps  # noqa: E402
+from arena.services import vote_flags
 from arena.config import ArenaSettings  # noqa: E402
-from arena.pow import PowGate  # noqa: E402
-from eval_backend.signing import Signer  # noqa: E402
+from arena.services.pow import PowGate  # noqa: E402
+from space_shell.signing import Signer  # noqa: E402
 from eval_backend.store import Store  # noqa: E402
 from tests.support.arena_fixtures import solve_pow  # noqa: E402
 
@@ -70,7 +71,7 @@ def pow_costs(runs: int, solves: int) -> dict:
 
 def gold_serve(runs: int) -> dict:
     """Median ms of serve_battle, ordinary vs gold (the gold pool filled beforehand, untimed)."""
-    from arena.service import ArenaService
+    from arena.services.service import ArenaService
     from tests.support.arena_fixtures import seed
     out = {}
     with tempfile.TemporaryDirectory(prefix="bench_gold_") as tmp:
@@ -131,7 +132,7 @@ def browser_solve(runs: int) -> dict:
     """Seconds from the widget on the page to its solution, in chromium (the app's defaults)."""
     from playwright.sync_api import sync_playwright
 
-    from arena.pow_ui import PAYLOAD_JS
+    from arena.ui.pow_ui import PAYLOAD_JS
     from tests.support.arena_fixtures import AppProcess, seed
     from tests.test_pow_browser import CHROMIUM_ARGS
     out = []

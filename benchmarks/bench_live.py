@@ -48,7 +48,7 @@ import httpx  # noqa: E402
 import numpy as np  # noqa: E402
 import soundfile as sf  # noqa: E402
 
-from arena.live import LiveSettings  # noqa: E402
+from arena.services.live import LiveSettings  # noqa: E402
 from tests.support.live_fixtures import LiveApp, spec, utterance  # noqa: E402
 from tests.support.baselines import BaselineServer  # noqa: E402
 

@@ -2,12 +2,12 @@
 
     python benchmarks/bench_ratings.py [--votes 1000000] [--models 50] [--rounds 1000] [--runs 3] [--live 200]
 
-1. TrueSkill replay of N votes among M models (closed form, arena.ratings.replay),
+1. TrueSkill replay of N votes among M models (closed form, arena.core.ratings.replay),
    against the `trueskill` package timed on a sample and extrapolated.
 2. Bradley-Terry: aggregate N battles into pair counts, then fit + `rounds` bootstrap rounds.
 3. (--live K) K serve_battle + submit_vote round trips on a real Store in a temp dir
    (seeded with espeak-ng clips by tests.support.arena_fixtures), fsync'd commits included; and, timed apart, the
-   first-fetch record of each of the battle's three clips (the audio route's write, arena/battle_clips.py).
+   first-fetch record of each of the battle's three clips (the audio route's write, arena/tables/battle_clips.py).
 Prints the median of --runs runs.
 """
 from __future__ import annotations
@@ -25,8 +25,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from arena import bradley_terry as bt  # noqa: E402
-from arena.ratings import Vote, replay  # noqa: E402
+from arena.core import bradley_terry as bt  # noqa: E402
+from arena.core.ratings import Vote, replay  # noqa: E402
 
 
 def simulated_votes(n: int, m: int, seed: int = 0) -> list[Vote]:
@@ -87,7 +87,7 @@ def package_rate(votes: list[Vote]) -> float:
 def live_round_trips(k: int) -> tuple[float, float]:
     """Median seconds per serve_battle + submit_vote on a real store, and per clip-fetch record."""
     from arena.config import ArenaSettings
-    from arena.service import ArenaService
+    from arena.services.service import ArenaService
     from eval_backend.store import Store
     from tests.support.arena_fixtures import seed
 

@@ -20,8 +20,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from arena import release  # noqa: E402
-from arena.service import ArenaService  # noqa: E402
+from arena.services import release  # noqa: E402
+from arena.services.service import ArenaService  # noqa: E402
 from eval_backend.store import Store  # noqa: E402
 
 

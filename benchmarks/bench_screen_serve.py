@@ -25,7 +25,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from arena.config import ArenaSettings  # noqa: E402
-from arena.service import ArenaService  # noqa: E402
+from arena.services.service import ArenaService  # noqa: E402
 from eval_backend.moderation import ledger  # noqa: E402
 from eval_backend.moderation.replies import screen_replies, subject_of  # noqa: E402
 from eval_backend.store import Store  # noqa: E402

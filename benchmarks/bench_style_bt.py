@@ -28,8 +28,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from arena import bradley_terry as bt  # noqa: E402
-from arena import style_bt  # noqa: E402
+from arena.core import bradley_terry as bt  # noqa: E402
+from arena.core import style_bt  # noqa: E402
 
 COVARIATES = ("duration", "loudness", "speech_rate", "words", "latency")
 EFFECTS = np.array([0.35, 0.0, -0.15, 0.1, 0.0])          # log-odds per standard deviation of each difference

@@ -5,7 +5,7 @@
 The real public log that showed the problem had 303 votes among 8 models, one of which had a single vote.
 `synthetic_log` draws such a log: 7 established models with known strengths, 302 votes spread over their
 pairs (about 10% ties, 5% both-bad), plus one vote in which a newcomer beats one of them. The "before" fit
-is the former `arena.bradley_terry.bootstrap` (every model fitted and ranked, scale centred on the mean of
+is the former `arena.core.bradley_terry.bootstrap` (every model fitted and ranked, scale centred on the mean of
 all models, percentile bounds as they fall); "after" is the current one with the vote floor. The report
 prints, per model: the score, its 95% interval and interval rank, whether the score lies inside its
 interval, and how far the bounds move when the newcomer's single vote is removed from the log. Then the
@@ -22,7 +22,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from arena import bradley_terry as bt  # noqa: E402
+from arena.core import bradley_terry as bt  # noqa: E402
 
 ESTABLISHED = {"cascade-cue": 0.35, "warm-omni": 0.2, "calm-voice": 0.1, "plain-tts": 0.0,
                "fast-talk": -0.1, "cascade-blind": -0.25, "flat-bot": -0.4}

@@ -20,7 +20,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from eval_backend.audio.features import extract  # noqa: E402
-from eval_backend.baselines.asr import Transcriber  # noqa: E402
+from eval_backend.audio.asr import Transcriber  # noqa: E402
 from eval_backend.baselines.real_voices import hear_recording, missing, recordings, tally  # noqa: E402
 from eval_backend.cpu_threads import passive_openmp  # noqa: E402
 

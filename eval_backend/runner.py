@@ -37,10 +37,10 @@ from .benchmark.model import Benchmark
 from .clients.failures import CallFailure
 from .clients.limits import ReplyLimits
 from .clients.openai_chat import call, input_audio_b64, new_session
+from .clients.predictions import load_predictions
 from .config import ModelSpec
 from .store import Reply, Store
 from .tasks import PROMPT_VERSION, TASKS, Request, select_requests
-from .clients.predictions import load_predictions
 
 log = logging.getLogger(__name__)
 
@@ -271,7 +271,7 @@ def main(args: argparse.Namespace) -> int:
     tasks = [t.strip() for t in args.tasks.split(",") if t.strip()] if args.tasks else None
     store = Store(data)
     try:
-        from .benchmark.loaders import load_benchmark   # why: the loaders (~0.5 s) off start-up
+        from .benchmark.loaders import load_benchmark  # why: the loaders (~0.5 s) off start-up
         benchmark = load_benchmark(args.benchmark, data)
         if args.predictions:
             summary = import_predictions(args.model, benchmark, store, args.predictions, args.audio_dir,

@@ -7,7 +7,7 @@ benchmark versions, and the same for every model):
 
 - the **showcase set** (`SHOWCASE_SHARE`, 1 in 5): never served in a battle; Browse, the model pages and releases
   show these replies with their model's name;
-- the **arena pool** (the rest): the only requests battles use (arena/battles.py's index, the start-up bootstrap's
+- the **arena pool** (the rest): the only requests battles use (arena/services/battles.py's index, the start-up bootstrap's
   first slice); a reply to one of them is shown with its model's name only once the model is no longer in the
   arena, i.e. has no reply the arena can serve (`ArenaModels`).
 

@@ -56,7 +56,7 @@ class Migration:
             if self.postgres is not None:
                 sql = self.postgres
             else:
-                from .store_pg import translate_ddl   # why: psycopg (~2 s), only for a PostgreSQL store
+                from .store_pg import translate_ddl  # why: psycopg (~2 s), only for a PostgreSQL store
                 sql = translate_ddl(self.sqlite) if isinstance(self.sqlite, str) else tuple(
                     map(translate_ddl, self.sqlite))
         else:
@@ -152,7 +152,7 @@ class Store:
         self.database_url = config.database_url(database_url)
         self.dialect = "postgresql" if self.database_url else "sqlite"
         if self.dialect == "postgresql":
-            from . import store_pg   # why: psycopg (~2 s), only for a PostgreSQL store
+            from . import store_pg  # why: psycopg (~2 s), only for a PostgreSQL store
             self._pg = store_pg
             self.IntegrityError, self.DatabaseError = store_pg.IntegrityError, store_pg.DatabaseError
         else:

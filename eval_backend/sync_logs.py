@@ -1,7 +1,7 @@
 """The append-only logs the Hub sync pushes, each registered by the module that owns its table.
 
 Like a migration (`store.register_migration`), a log is declared next to its table: the arena registers its
-votes, battles and refused votes (arena/storage.py), the queue its submission events
+votes, battles and refused votes (arena/tables/storage.py), the queue its submission events
 (eval_backend/submissions/queue.py). eval_backend/hub_sync reads this registry, so it holds no SQL of other
 modules' tables and never imports them (eval_backend does not import arena).
 

@@ -3,7 +3,7 @@
 Gradio hands an event handler whatever path the request names (a `FileData` is `{"path": ..., "meta": ...}`, and
 the path is the sender's choice). So the app keeps its own record of uploads:
 
-- `/gradio_api/upload` is the only way a file enters (eval_backend/gradio_guard.py watches it): each stored path
+- `/gradio_api/upload` is the only way a file enters (space_shell/gradio_guard.py watches it): each stored path
   is recorded with its *owner*, a random id this server keeps in the browser's `ea_uploads` cookie (HttpOnly;
   minted on the first upload). Gradio's upload request carries no session hash, the cookie is what ties an upload
   to the page that sent it; the page's later `queue/join` carries the same cookie.

@@ -15,8 +15,8 @@ import signal
 import sys
 
 from . import config
-from .submissions.handoff import HandOff
 from .store import Store
+from .submissions.handoff import HandOff
 from .submissions.settings import settings_from_env
 from .submissions.worker import Worker
 

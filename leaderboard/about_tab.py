@@ -4,13 +4,12 @@ from __future__ import annotations
 import gradio as gr
 
 from arena.config import ArenaSettings, listen_from_env
+from eval_backend.baselines.engine import contestants_sentence
+from eval_backend.inert import md
 from eval_backend.safety import crisis_notice_markdown
 from eval_backend.scoring.judge_env import describe
 from eval_backend.scoring.judges import JudgeCache, judge_settings
-
-from eval_backend.baselines.engine import contestants_sentence
-from eval_backend.inert import md
-from eval_backend.tab_contract import PageLoad, TabHandles
+from space_shell.tab_contract import PageLoad, TabHandles
 
 from .results_table import load_result_docs
 

@@ -1,17 +1,17 @@
 """`python -m leaderboard agreement`: metric-human agreement on the arena's votes (and, with --judge-config,
 the pairwise judge's agreement). The computation is eval_backend/scoring/human_agreement.py; this CLI reads the
-arena's votes (arena/storage.py) and sits above both, so eval_backend does not import the arena.
+arena's votes (arena/tables/storage.py) and sits above both, so eval_backend does not import the arena.
 """
 from __future__ import annotations
 
 import json
 import sys
 
-from arena import storage
+from arena.tables import storage
 from eval_backend import config
 from eval_backend.benchmark.loaders import load_benchmark
-from eval_backend.scoring.settings import build_settings
 from eval_backend.scoring.human_agreement import Row, agreement_rows, read_result_docs, scores_from_docs
+from eval_backend.scoring.settings import build_settings
 from eval_backend.store import Store
 
 from .agreement import judge_agreement

@@ -19,18 +19,18 @@ from pathlib import Path
 import gradio as gr
 import pandas as pd
 
-from arena import raters
-from arena import storage as arena_storage
+from arena.core import raters
+from arena.tables import storage as arena_storage
+from space_shell.tab_contract import PageLoad, TabHandles
 
 from . import arena_style_views as style_views
 from . import plots
-from eval_backend.tab_contract import PageLoad, TabHandles
 
 AXES = [("Overall", "overall"), ("What was said", "said"), ("How it sounded", "sounded"),
         ("User's voice: speaker", "speaker"), ("User's voice: paralinguistic", "paralinguistic"),
         ("User's voice: environment", "environment")]
 # The headline: Bradley-Terry with its interval and interval rank (the board's one order, see
-# arena.service.board_order). TrueSkill is the live rating behind matchmaking; "all columns" shows it.
+# arena.services.service.board_order). TrueSkill is the live rating behind matchmaking; "all columns" shows it.
 COLUMNS = ["rank", "model", "BT score", "BT 95% interval", "votes", "win rate", "status"]
 TRUESKILL_COLUMNS = ["mu", "sigma", "conservative (μ−3σ)"]
 ALL_COLUMNS = COLUMNS[:-1] + TRUESKILL_COLUMNS + COLUMNS[-1:]
@@ -186,7 +186,7 @@ def build_arena_leaderboard_tab(ctx) -> TabHandles:
 
     def compute(key: str):
         axis_name, kind, attr = key.split("|")
-        # the table over the chosen battles (arena/by_source.py, a vocal state); the plots and lines below cover all
+        # the table over the chosen battles (arena/services/by_source.py, a vocal state); the plots and lines below cover all
         board = service.board(axis_name, None, kind or None, attr or None, ("bt", "style_bt"), stored=True)
         rows = [r.as_json(raters.with_scores(raters.BOARD_FIELDS, ("bt", "style_bt"))) for r in board.rows]
         fitted = [r for r in rows if not r["provisional"] and not _nan(r.get("bt")) and not _nan(r.get("bt_low"))]

@@ -2,7 +2,7 @@
 one, each style covariate's effect in words, the vocal-state picker and the models x vocal states heat map
 ("who hears what").
 
-Pure functions from the service's rating rows (arena/raters.py: RatingRow, Score) to what the page shows; the
+Pure functions from the service's rating rows (arena/core/raters.py: RatingRow, Score) to what the page shows; the
 tab (leaderboard/arena_leaderboard_tab.py) places the components and wires them. Vocal-state names may come from
 imported vote files: they reach the page as Dropdown labels (text, never HTML), through `plots.plot_text` in the
 figure and `inert.md_inline` in Markdown.
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from arena import covariates, raters
+from arena.core import covariates, raters
 from eval_backend.benchmark.model import ATTRIBUTES, NEUTRAL
 from eval_backend.inert import md_inline
 
@@ -47,7 +47,7 @@ def with_style_columns(table: pd.DataFrame, rows: list[raters.RatingRow], provis
 
 
 def effects_markdown(details: dict | None) -> str:
-    """The style fit's covariate effects in sentences (arena/covariates.py: effect_sentence)."""
+    """The style fit's covariate effects in sentences (arena/core/covariates.py: effect_sentence)."""
     if not details or not details.get("battles"):
         return ("**All else equal:** not estimated yet — no battle has the measures of its replies "
                 "(length, loudness, pace, words) to fit them on.")

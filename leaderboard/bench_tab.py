@@ -17,18 +17,17 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from eval_backend import config
-from eval_backend.scoring.human_agreement import agreement_rows, scores_from_docs
-
 from eval_backend.inert import csv_cell, md, plot_text
 from eval_backend.numbers import is_number
 from eval_backend.scoring.boards import boards_text, tabled_boards
+from eval_backend.scoring.human_agreement import agreement_rows, scores_from_docs
 from eval_backend.scoring.labels import metric_label
-from eval_backend.tab_contract import PageLoad, TabHandles
+from space_shell.tab_contract import PageLoad, TabHandles
 
 from . import agreement, plots
 from . import results_table as rt
-from .numeric_rows import numeric_view
 from .model_page import build_model_page
+from .numeric_rows import numeric_view
 
 KIND_LABELS = [("Baselines", "baseline"), ("Submitted endpoints", "endpoint"), ("Submitted predictions", "predictions"),
                ("Reported by the EchoMind paper", "reported")]

@@ -7,9 +7,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from eval_backend.benchmark.model import Benchmark
-from eval_backend.inert import md, md_inline as mi
-from eval_backend.store import Reply, Store
+from eval_backend.inert import md
+from eval_backend.inert import md_inline as mi
 from eval_backend.showcase import in_showcase
+from eval_backend.store import Reply, Store
 from eval_backend.tasks import SPOKEN_TASKS, build_requests, describe_request
 
 COLLECTIONS = {

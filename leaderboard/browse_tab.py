@@ -1,21 +1,22 @@
 """Gradio wiring for the Browse tab: items, their audio, each model's replies.
 
-Audio plays from arena/media.py's token routes (a signed benchmark-clip or reply key), never from a file path
+Audio plays from arena/web/media.py's token routes (a signed benchmark-clip or reply key), never from a file path
 handed to Gradio."""
 from __future__ import annotations
 
 import gradio as gr
 
-from . import browse
-from arena.media import audio_html
+from arena.web.media import audio_html
 from eval_backend.moderation.replies import playable
-from eval_backend.tab_contract import PageLoad, TabHandles
+from space_shell.tab_contract import PageLoad, TabHandles
+
+from . import browse
 
 NO_BENCHMARK = "_The benchmark is still being prepared (see the status line above)._"
 
 
 def build_browse_tab(ctx) -> TabHandles:
-    """ctx: an object with `.benchmark` (or None while preparing), `.store`, `.media` (arena.media.MediaTokens) and
+    """ctx: an object with `.benchmark` (or None while preparing), `.store`, `.media` (arena.web.media.MediaTokens) and
     `.arena` (its `reply_cleared`: a reply that can be played is shown only once screened clean)."""
     with gr.Row():
         collection = gr.Radio([(v, k) for k, v in browse.COLLECTIONS.items()], value="scripts",

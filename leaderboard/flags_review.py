@@ -1,5 +1,5 @@
 """The operator's review of flagged votes, on the Integrity health tab: every (kind, subject) the integrity checks
-flagged (arena/vote_flags.py: gold checks, agreement, cadence, one-model bias, rings), how many votes, why, and
+flagged (arena/services/vote_flags.py: gold checks, agreement, cadence, one-model bias, rings), how many votes, why, and
 the operator's Reverse (the votes count again, for this subject and kind, through later sweeps too) or Restore.
 
 Operator only, like the Moderation tab (leaderboard/identity.py): hidden from everyone else, its load hook fills
@@ -11,9 +11,9 @@ from __future__ import annotations
 import gradio as gr
 import pandas as pd
 
-from arena import vote_flags
+from arena.services import vote_flags
 from eval_backend.inert import md_inline
-from eval_backend.tab_contract import PageLoad
+from space_shell.tab_contract import PageLoad
 
 COLUMNS = ["#", "kind", "subject", "votes", "weight", "why (one example)", "state"]
 ACTIONS = {"reverse": "Reversed", "restore": "Restored"}

@@ -8,14 +8,14 @@ import time
 import gradio as gr
 import pandas as pd
 
-from arena import storage as arena_storage
-from arena.health import health_figure, live_models_line, pairs_line
+from arena.services.health import health_figure, live_models_line, pairs_line
+from arena.tables import storage as arena_storage
 from eval_backend.inert import md
-from eval_backend.tab_contract import PageLoad, TabHandles
+from space_shell.tab_contract import PageLoad, TabHandles
 
+from . import plots
 from .flags_review import build_flags_review
 from .operator_status import build_operator_status
-from . import plots
 
 COLUMNS = ["hour (UTC)", "served", "counted", "down-weighted", "excluded", "refused", "why (refused · excluded)",
            "gold checks passed / failed", "counted share"]
@@ -51,14 +51,14 @@ def gold_text(checks: dict) -> str:
 
 
 def live_health(ctx) -> list[dict]:
-    """Submitted models that battle live, with their calls, failures and pause (arena/live_submitted.py)."""
+    """Submitted models that battle live, with their calls, failures and pause (arena/services/live_submitted.py)."""
     submitted = getattr(ctx.live, "submitted", None) if getattr(ctx, "live", None) is not None else None
     return submitted.health() if submitted is not None else []
 
 
 def aspects_line(day: dict, ever: dict) -> str:
     """How many votes carry the two aspects ("what was said", "how it sounded"), which feed the aspect boards:
-    the last 24 h and all votes (arena.storage.aspect_counts); no share where there is no vote."""
+    the last 24 h and all votes (arena.tables.storage.aspect_counts); no share where there is no vote."""
     def part(c: dict) -> str:
         if not c["votes"]:
             return "no votes"

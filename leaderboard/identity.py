@@ -30,9 +30,9 @@ from urllib.parse import parse_qs, urlsplit
 
 from starlette.requests import Request
 
-from eval_backend.signing import Signer
-from eval_backend.uploads import request_cookies  # noqa: F401  (one reader of a request's cookies; importable from here)
 from eval_backend.submissions import Submitter
+from eval_backend.uploads import request_cookies  # noqa: F401  (one reader of a request's cookies; importable from here)
+from space_shell.signing import Signer
 
 log = logging.getLogger(__name__)
 

@@ -1,7 +1,7 @@
 """A model's page on the benchmark leaderboard: breakdowns per attribute / variant / dimension, sample
 replies with their audio, and the result's manifest. `breakdown_frame` and `sample_replies` are plain
 functions; `build_model_page` wires them into Gradio inside the Benchmark leaderboard tab. Sample audio plays
-from a signed per-reply URL (arena/media.py), never a file path."""
+from a signed per-reply URL (arena/web/media.py), never a file path."""
 from __future__ import annotations
 
 import math
@@ -9,8 +9,9 @@ import math
 import gradio as gr
 import pandas as pd
 
-from arena.media import audio_html
-from eval_backend.inert import md, md_inline as mi
+from arena.web.media import audio_html
+from eval_backend.inert import md
+from eval_backend.inert import md_inline as mi
 from eval_backend.scoring.labels import metric_label
 from eval_backend.tasks import SPOKEN_TASKS
 
@@ -64,7 +65,7 @@ def other_breakdowns(doc: dict) -> pd.DataFrame:
 def sample_replies(store, model: str, benchmark_hash: str, n: int = N_SAMPLES, media=None,
                    shown=lambda reply: True, blinded=lambda reply: False) -> list[dict]:
     """Up to n ok spoken replies with audio on disk (stable order), else text replies. "audio": the reply's
-    media URL (`media`: arena.media.MediaTokens), or None without audio (or without `media`). `shown(reply)`:
+    media URL (`media`: arena.web.media.MediaTokens), or None without audio (or without `media`). `shown(reply)`:
     may a reply with audio be shown (the arena's `reply_cleared`: screened clean, issue 14); others are left out.
     `blinded(reply)`: a battle can play it (the arena's `reply_blinded`): left out, text and audio."""
     rows = [r for t in SPOKEN_TASKS for r in store.replies(model=model, benchmark_hash=benchmark_hash, task=t, status="ok")

@@ -4,7 +4,7 @@ Operator only (leaderboard/identity.py, as the Submit tab's operator actions): t
 everyone else (app.py: `operator_only`), its page-load hook fills nothing for a non-operator, and every action
 checks the operator again on the server. Held items come from the screening records (eval_backend/moderation/
 ledger.py over eval_backend.safety.records): kind, strongest category and score, the screen, the text that was
-screened (inert), and for a reply its audio through an operator-only expiring token route (arena/media.py), never
+screened (inert), and for a reply its audio through an operator-only expiring token route (arena/web/media.py), never
 a file path. Each action is logged with the operator's name by `records.act`; a released reply is playable in
 the arena at the next battle (the battle index follows the decisions' version).
 """
@@ -15,11 +15,11 @@ import time
 import gradio as gr
 import pandas as pd
 
-from arena.media import audio_html
+from arena.web.media import audio_html
 from eval_backend.inert import md, md_inline
 from eval_backend.moderation import ledger
 from eval_backend.moderation.replies import KIND as REPLY
-from eval_backend.tab_contract import PageLoad, TabHandles
+from space_shell.tab_contract import PageLoad, TabHandles
 
 COLUMNS = ["#", "kind", "category", "score", "screen", "operator action", "text"]
 TEXT_CUT = 160

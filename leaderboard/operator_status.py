@@ -1,11 +1,11 @@
 """The operator's service status on the Integrity health tab: the bootstrap's stages and errors and the Hub sync
 state (e.g. "HF_HUB_OFFLINE=1: serving local data only…"). Shown only to the operator (leaderboard/identity.py);
-the public sees the plain line of arena/opening_banner.py instead. Everything here is also in the log."""
+the public sees the plain line of arena/ui/opening_banner.py instead. Everything here is also in the log."""
 from __future__ import annotations
 
 import gradio as gr
 
-from eval_backend.tab_contract import PageLoad
+from space_shell.tab_contract import PageLoad
 
 
 def build_operator_status(ctx) -> PageLoad:

@@ -16,12 +16,12 @@ import math
 
 import gradio as gr
 
-from arena import storage as arena_storage
+from arena.tables import storage as arena_storage
 
 from . import results_table as rt
-from .numeric_rows import numeric_view
 from .arena_leaderboard_tab import BoardCache
 from .bench_tab import current_docs, model_infos
+from .numeric_rows import numeric_view
 
 PUBLIC_ENDPOINTS = ("arena_board", "benchmark_board")
 BATTLES = ("all", "benchmark", "live")

@@ -22,14 +22,15 @@ import gradio as gr
 import pandas as pd
 
 from eval_backend import uploads
-from eval_backend.inert import md, md_inline as mi
+from eval_backend.inert import md
+from eval_backend.inert import md_inline as mi
 from eval_backend.submissions import LICENCES, JobError, SubmissionForm, SubmissionService
-from eval_backend.tab_contract import PageLoad, TabHandles
 from eval_backend.submissions import secrets as secretstore
 from eval_backend.submissions.queue import Job
 from eval_backend.submissions.service import HIDDEN
 from eval_backend.submissions.validation import FIELD_LIMITS, LIVE_CALLS_MAX, NAME_MAX, NAME_MIN
 from leaderboard.identity import Identity, on_spaces  # noqa: F401  (on_spaces: the tests' Spaces probe)
+from space_shell.tab_contract import PageLoad, TabHandles
 
 FIELDS = ("name", "organisation", "link", "licence", "open_weights", "kind", "base_url", "model_id",
           "audio_output", "voice", "api_key", "predictions", "live", "live_calls_per_day")
@@ -230,7 +231,7 @@ def build_submit_tab(ctx) -> TabHandles:
                 if not keys_ok:
                     gr.Markdown(f"**{KEY_OFF_LABEL}.** {KEY_OFF_INFO}", elem_id="submit-key-note")
                 err("api_key")
-        with gr.Row():                        # live battles (issue 22, arena/live_submitted.py): opt-in, a budget
+        with gr.Row():                        # live battles (issue 22, arena/services/live_submitted.py): opt-in, a budget
             with gr.Column():
                 live = gr.Checkbox(label=LIVE_LABEL, value=False, info=LIVE_INFO, elem_id="submit-live")
                 err("live")

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Re-fetches the ALTCHA widget the arena serves (arena/static/altcha/altcha.min.js, arena/pow.py) from the npm
+# Re-fetches the ALTCHA widget the arena serves (arena/static/altcha/altcha.min.js, arena/services/pow.py) from the npm
 # registry: the exact version and tarball integrity pinned in scripts/altcha_widget/package-lock.json (`npm ci`
 # checks the sha512), then copies the built widget and its licence beside it and records what was copied in
 # SOURCE.json. To move to a new version: change package.json's pin, run `npm install --ignore-scripts` in

@@ -1,13 +1,13 @@
-"""The pure parts of the edge: client-address resolution (eval_backend/client_address.py) and the in-memory
-limits (arena/abuse.py), with a controlled clock. The same code against a real nginx: tests/test_edge.py."""
+"""The pure parts of the edge: client-address resolution (space_shell/client_address.py) and the in-memory
+limits (arena/core/abuse.py), with a controlled clock. The same code against a real nginx: tests/test_edge.py."""
 from __future__ import annotations
 
 import threading
 
 import pytest
 
-from arena.abuse import BattleGate, Refused, TokenBuckets, address_key
-from eval_backend.client_address import ProxyTrust, from_request, parse_ip, parse_networks
+from arena.core.abuse import BattleGate, Refused, TokenBuckets, address_key
+from space_shell.client_address import ProxyTrust, from_request, parse_ip, parse_networks
 
 
 class Clock:
@@ -179,7 +179,7 @@ def test_battle_and_vote_rates_per_address():
 
 def test_a_battle_that_cannot_be_served_gives_its_slot_back(tmp_path):
     from arena.config import ArenaSettings
-    from arena.service import ArenaService, NoBattleAvailable
+    from arena.services.service import ArenaService, NoBattleAvailable
     from eval_backend.store import Store
 
     svc = ArenaService(Store(tmp_path), ArenaSettings(session_open_battles=1), benchmarks=[])

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from arena.pow import WIDGET_DIR, WIDGET_FILE
+from arena.services.pow import WIDGET_DIR, WIDGET_FILE
 
 ROOT = Path(__file__).resolve().parent.parent
 PINS = ROOT / "scripts" / "altcha_widget"

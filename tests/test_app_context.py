@@ -14,10 +14,10 @@ import time
 
 import pytest
 
-from arena.handoff import arena_handoff
+from arena.services.handoff import arena_handoff
 from eval_backend.submissions import SubmissionForm, Submitter
 from eval_backend.submissions.worker import Worker
-from eval_backend.tab_contract import TabHandles
+from space_shell.tab_contract import TabHandles
 from tests.support.fault_server import FaultServer
 from test_health import add_battles, add_refusals, add_votes
 from test_queue_worker import METRICS, bench_folder
@@ -57,14 +57,14 @@ def test_one_alert_is_logged_once_by_the_loop_and_the_health_tab(tmp_path, quiet
                     if any(ev == "load" for _, ev in f.targets) and f.fn is not None
                     and f.fn.__module__ == "leaderboard.health_tab"]
     assert len(health_loads) == 1
-    with caplog.at_level(logging.WARNING, logger="arena.health"):
+    with caplog.at_level(logging.WARNING, logger="arena.services.health"):
         ctx.start_health_checks(every_s=3600.0)      # the app's loop: its first check runs at once
         wait_for(lambda: ctx.health.status.startswith("ALERT"), 30, "the loop's first check")
         for _ in range(2):                           # two visitors open the health tab
             status, _, _, _, pairs = health_loads[0].fn()
             assert status.startswith("**ALERT")
             assert pairs.startswith("Battle pairs: 0 of 0 request pairs servable")   # nothing served yet (issue 22)
-    alerts = [r for r in caplog.records if r.name == "arena.health" and r.levelno == logging.WARNING]
+    alerts = [r for r in caplog.records if r.name == "arena.services.health" and r.levelno == logging.WARNING]
     assert len(alerts) == 1, [r.getMessage() for r in alerts]
     assert "17%" in alerts[0].getMessage()
 
@@ -72,7 +72,7 @@ def test_one_alert_is_logged_once_by_the_loop_and_the_health_tab(tmp_path, quiet
 def test_building_the_page_makes_no_second_service(tmp_path, quiet_env, monkeypatch):
     import app
     from app_context import AppContext
-    from arena.health import HealthMonitor
+    from arena.services.health import HealthMonitor
     from eval_backend.submissions import SubmissionService
     from leaderboard.identity import Identity
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import trueskill
 
-from arena.service import board_order
+from arena.services.service import board_order
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -91,7 +91,7 @@ def test_pause_and_health(tmp_path):
     data = tmp_path / "data"
     assert run("pause", "m1", "--reason", "outage", "--data-dir", str(data)).returncode == 0
     from eval_backend.store import Store
-    from arena.storage import paused_models
+    from arena.tables.storage import paused_models
     assert paused_models(Store(data)) == {"m1"}
     assert run("unpause", "m1", "--data-dir", str(data)).returncode == 0
     assert paused_models(Store(data)) == set()

@@ -7,11 +7,11 @@ import inspect
 import random
 import textwrap
 
-from arena.battles import Battles
-from arena.candidates import CandidateIndex
-from arena.rating_queries import RatingQueries
-from arena.service import ArenaService
-from arena.vote_log import VoteLog
+from arena.services.battles import Battles
+from arena.services.candidates import CandidateIndex
+from arena.services.rating_queries import RatingQueries
+from arena.services.service import ArenaService
+from arena.services.vote_log import VoteLog
 from eval_backend.store import Store
 
 PARTS = (CandidateIndex, Battles, VoteLog, RatingQueries)

@@ -79,8 +79,8 @@ def test_5000_votes_then_sigkill_loses_nothing(tmp_path):
 
         # ---- replayed ratings equal the stored ones on every axis
         from arena.config import settings_from_env
-        from arena.service import ArenaService
-        from arena.storage import AXES
+        from arena.services.service import ArenaService
+        from arena.tables.storage import AXES
 
         svc = ArenaService(Store(tmp_path), settings_from_env(tmp_path, **NO_LIMITS))
         for axis in AXES:

@@ -204,7 +204,7 @@ def test_skip_route_closes_the_battle_and_a_later_vote_is_refused(app):
 def test_revealed_player_names_are_inert_text():
     from types import SimpleNamespace
 
-    from arena.arena_tab import revealed_clip_html
+    from arena.ui.arena_tab import revealed_clip_html
 
     side = SimpleNamespace(model='evil<img src="http://x/y.gif">"', votes=1,
                            rating=SimpleNamespace(mu=25.0, sigma=8.0))

@@ -8,12 +8,12 @@ import threading
 import pytest
 import soundfile as sf
 
-from arena import matchmaking
+from arena.core import matchmaking
 from arena.config import ArenaSettings
-from arena.ratings import Rating
-from arena.service import ArenaService, NoBattleAvailable, NotYet, SkipRefused, VoteRefused
-from arena.storage import AXES
-from arena.votes_io import VoteImportError
+from arena.core.ratings import Rating
+from arena.services.service import ArenaService, NoBattleAvailable, NotYet, SkipRefused, VoteRefused
+from arena.tables.storage import AXES
+from arena.core.votes_io import VoteImportError
 from eval_backend.store import Reply, Store
 from tests.support.arena_fixtures import seed
 from tests.support.integrity import fetch_all, heard, vote_after_listening  # noqa: F401  (the listening helpers)
@@ -370,7 +370,7 @@ def test_matchmaking_prefers_new_models_and_bridges_and_skips_paused():
 
 def test_identity_screen_and_salt(tmp_path, monkeypatch):
     from arena.config import DEFAULT_IDENTITY_PATTERNS, SALT_ENV, load_salt
-    from arena.service import IdentityScreen
+    from arena.services.service import IdentityScreen
     screen = IdentityScreen(DEFAULT_IDENTITY_PATTERNS, ["Qwen2.5-Omni-7B", "warm-model"])
     for text in ("I am Claude.", "As an OpenAI model", "GPT-4o here", "built by Google", "warm model says hi",
                  "qwen2.5 omni 7b is my name", "I'm an AI assistant called Nova"):

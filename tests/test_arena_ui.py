@@ -268,7 +268,7 @@ def test_page_and_server_apply_the_same_rule_to_the_same_numbers(app, page):
     including the boundary (played exactly need - tolerance, at the page's 1 ms rounding)."""
     import random
 
-    from arena.listening import ListenRule, remaining
+    from arena.core.listening import ListenRule, remaining
 
     _fresh_battle(page, app)
     rng = random.Random(11)

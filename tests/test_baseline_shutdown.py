@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from eval_backend import bootstrap as bootstrap_mod
+from space_shell import bootstrap as bootstrap_mod
 from eval_backend.benchmark.dataset import save_benchmark
 from tests.support.fault_server import free_port, make_benchmark
 

@@ -1,4 +1,4 @@
-"""What a voter hears in a battle (issue 22, arena/battle_audio.py): one format, one loudness, no metadata.
+"""What a voter hears in a battle (issue 22, arena/services/battle_audio.py): one format, one loudness, no metadata.
 
 Real parts: espeak-ng speech, soundfile writing wav, flac and float wav with metadata chunks, the arena's media
 route on FastAPI's test client, pyloudnorm measuring what the route sends.
@@ -16,9 +16,9 @@ import soundfile as sf
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
-from arena import battle_audio as ba
-from arena.media import mount_media
-from arena.service import ArenaService
+from arena.services import battle_audio as ba
+from arena.web.media import mount_media
+from arena.services.service import ArenaService
 from eval_backend.store import Reply, Store
 from tests.support.arena_fixtures import build_benchmark, espeak_wav, spoken_request_ids
 

@@ -203,8 +203,8 @@ def test_an_attacker_guesses_battles_no_better_than_chance(space):
 
 def test_a_release_holds_no_reply_a_battle_can_play(space, tmp_path):
     from arena.config import ArenaSettings
-    from arena.release import write_release
-    from arena.service import ArenaService
+    from arena.services.release import write_release
+    from arena.services.service import ArenaService
 
     store = Store(space["data"])
     svc = ArenaService(store, ArenaSettings())

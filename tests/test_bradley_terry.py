@@ -4,7 +4,7 @@ import math
 import numpy as np
 import pytest
 
-from arena import bradley_terry as bt
+from arena.core import bradley_terry as bt
 
 
 def _simulate(true: np.ndarray, n: int, seed: int, tie_share: float = 0.0):

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from arena import bradley_terry as bt
+from arena.core import bradley_terry as bt
 
 ROOT = Path(__file__).resolve().parent.parent
 _spec = importlib.util.spec_from_file_location("bt_intervals_report", ROOT / "benchmarks" / "bt_intervals_report.py")
@@ -121,7 +121,7 @@ def test_a_provisional_newcomer_moves_no_established_model(votes, k, floor):
 def test_board_is_sorted_by_bradley_terry_rank_not_trueskill(tmp_path):
     """The service's table and the displayed board follow the BT interval rank (then score); TrueSkill rides
     along in the rows and under 'all columns' only. An axis without votes says so."""
-    from arena.service import ArenaService, board_order
+    from arena.services.service import ArenaService, board_order
     from eval_backend.store import Store
     from leaderboard.arena_leaderboard_tab import ALL_COLUMNS, COLUMNS, NO_VOTES, board_rows
 

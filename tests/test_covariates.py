@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 import soundfile as sf
 
-from arena import covariates
+from arena.core import covariates
 from arena.config import ArenaSettings
-from arena.service import ArenaService
+from arena.services.service import ArenaService
 from eval_backend.store import Store
 from tests.support.arena_fixtures import espeak_wav, seed
 

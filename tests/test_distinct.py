@@ -1,4 +1,4 @@
-"""No battle between identical replies (issue 22, arena/distinct.py): the rule, the index, live mode, the health view.
+"""No battle between identical replies (issue 22, arena/core/distinct.py): the rule, the index, live mode, the health view.
 
 Real parts: espeak-ng replies stored through the store, the arena service and its background measurement, the demo
 run through both baselines (the `demo_run` fixture) for the 200-battle sample, loopback OpenAI-compatible servers for
@@ -17,9 +17,9 @@ import httpx
 import numpy as np
 import soundfile as sf
 
-from arena import distinct
-from arena.battle_audio import Delivery
-from arena.service import ArenaService
+from arena.core import distinct
+from arena.services.battle_audio import Delivery
+from arena.services.service import ArenaService
 from eval_backend.showcase import in_arena_pool
 from eval_backend.store import Reply, Store
 from tests.support.arena_fixtures import build_benchmark, espeak_wav, spoken_request_ids

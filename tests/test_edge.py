@@ -15,8 +15,8 @@ import httpx
 import pytest
 
 from arena.config import settings_from_env
-from arena.service import ArenaService
-from eval_backend.signing import Signer
+from arena.services.service import ArenaService
+from space_shell.signing import Signer
 from eval_backend.store import Store
 from tests.support import nginx_proxy as ng
 from tests.support.arena_fixtures import AppProcess, seed

@@ -15,9 +15,9 @@ import hashlib
 import pytest
 
 from arena.config import settings_from_env
-from arena.service import ArenaService
+from arena.services.service import ArenaService
 from eval_backend import config
-from eval_backend.bootstrap import Bootstrap, first_slice
+from space_shell.bootstrap import Bootstrap, first_slice
 from eval_backend.showcase import in_arena_pool
 from eval_backend.runner import run_model
 from eval_backend.store import Store

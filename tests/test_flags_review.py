@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from arena import vote_flags
+from arena.services import vote_flags
 from arena.__main__ import main as arena_cli
 from tests.support.page_fns import page_handlers, request
 
@@ -70,7 +70,7 @@ def test_only_the_operator_sees_and_reverses_flags(page):
 
 
 def test_the_command_line_lists_and_decides(tmp_path, capsys):
-    from arena.service import ArenaService
+    from arena.services.service import ArenaService
     from eval_backend.store import Store
 
     data = tmp_path / "data"

@@ -13,9 +13,13 @@ import numpy as np
 import pytest
 import soundfile as sf
 
-from arena import battle_audio, gold, gold_clips, sweeps, vote_flags
-from arena.gold import is_gold
-from arena.sweeps import GoldRecord
+from arena.services import battle_audio
+from arena.services import gold
+from arena.core import gold_clips
+from arena.core import sweeps
+from arena.services import vote_flags
+from arena.services.gold import is_gold
+from arena.core.sweeps import GoldRecord
 from tests.support.arena_fixtures import seed
 from tests.support.integrity import battle_row, good_slot, maker, serve, vote_after_listening
 

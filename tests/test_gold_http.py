@@ -8,7 +8,7 @@ import json
 import httpx
 import pytest
 
-from arena import gold
+from arena.services import gold
 from eval_backend.store import Store
 from tests.support.arena_fixtures import AppProcess, seed
 from tests.test_gold import data_chunk

@@ -3,8 +3,8 @@ import logging
 
 import pytest
 
-from arena import health
-from arena.service import ArenaService, VoteRefused
+from arena.services import health
+from arena.services.service import ArenaService, VoteRefused
 from eval_backend.store import Store
 
 H = 3600.0
@@ -87,7 +87,7 @@ def test_alert_when_battles_are_served_but_no_vote_arrives(tmp_path):
 def test_monitor_logs_once_then_clears(svc, caplog):
     now = [T0 + 3 * H - 1]
     mon = health.HealthMonitor(svc.store, health.HealthConfig(), repeat_s=H, clock=lambda: now[0])
-    with caplog.at_level(logging.INFO, logger="arena.health"):
+    with caplog.at_level(logging.INFO, logger="arena.services.health"):
         mon.check()
         now[0] += 60
         mon.check()                       # still alerting, within repeat_s: not logged again

@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 import soundfile as sf
 
-from arena.service import ArenaService, VoteRefused
-from arena.storage import AXES
-from eval_backend.hub_sync import HubSync, HubSyncConfig, logs
+from arena.services.service import ArenaService, VoteRefused
+from arena.tables.storage import AXES
+from space_shell.hub_sync import HubSync, HubSyncConfig, logs
 from eval_backend.store import Reply, Store
 from tests.support.hub_standin import StandInHub
 
@@ -39,7 +39,7 @@ class Node:
     def vote(self, k: int, prefix: str = "b"):
         a, b = ("warm", "flat") if k % 3 else ("kind", "warm")
         slot = ("A", "B", "tie", "both_bad")[k % 4]
-        kind = "live" if k % 7 == 3 else "benchmark"      # some battles are live ones (arena/live.py)
+        kind = "live" if k % 7 == 3 else "benchmark"      # some battles are live ones (arena/services/live.py)
         with self.store.transaction() as conn:
             conn.execute("INSERT INTO arena_battles (id, session_id, ip_hash, benchmark_hash, request_id, task, "
                          "item_id, variant, model_a, model_b, min_listen_s, served_at, expires_at, voted, source, "
@@ -192,7 +192,7 @@ def test_unreachable_hub_serves_local_data_then_merges(nodes, hub, caplog):
     a.sync.stop()
     hub.down = True
     b = nodes("b")
-    with caplog.at_level(logging.WARNING, logger="eval_backend.hub_sync"):
+    with caplog.at_level(logging.WARNING, logger="space_shell.hub_sync"):
         t0 = time.perf_counter()
         status = b.sync.start()
     assert time.perf_counter() - t0 < 5

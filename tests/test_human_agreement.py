@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from arena.storage import VoteRow
+from arena.tables.storage import VoteRow
 from eval_backend.scoring.human_agreement import agreement_rows, scores_from_docs
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -17,7 +17,7 @@ from fastapi import FastAPI
 from fastapi.responses import HTMLResponse, JSONResponse
 from starlette.requests import Request
 
-from eval_backend.signing import Signer
+from space_shell.signing import Signer
 from eval_backend.store import Store
 from eval_backend.submissions import SubmissionService, SubmissionSettings, Submitter
 from eval_backend.submissions.service import HIDDEN

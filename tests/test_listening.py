@@ -1,4 +1,4 @@
-"""The listening rule (arena/listening.py), pure: honest listening in any schedule is never impossible and counts
+"""The listening rule (arena/core/listening.py), pure: honest listening in any schedule is never impossible and counts
 exactly when it covers each clip; claims no player can make are impossible; bad reports are refused clearly."""
 import math
 
@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from arena.listening import (IMPOSSIBLE, NOT_YET, OK, ListenReport, ListenRule, decide, parse_report,
+from arena.core.listening import (IMPOSSIBLE, NOT_YET, OK, ListenReport, ListenRule, decide, parse_report,
                              remaining)
 
 CLIPS = ("user", "A", "B")

@@ -15,8 +15,8 @@ import httpx
 import numpy as np
 import pytest
 
-from arena.covariates import COLUMNS, measure_clip
-from arena.live import LiveSettings
+from arena.core.covariates import COLUMNS, measure_clip
+from arena.services.live import LiveSettings
 from tests.support.fault_server import FaultServer
 from tests.support.live_fixtures import LiveApp, baseline_specs, post_live, spec, utterance, wav
 from tests.support.baselines import BaselineServer
@@ -59,7 +59,7 @@ class Screen:
 
 def vote_after_listening(client, body: dict, overall: str = "A") -> httpx.Response:
     """Fetch the three clips, wait as long as a listener at 1x would, and report that listening (the listening
-    rule, arena/listening.py, applies to live battles as to benchmark ones)."""
+    rule, arena/core/listening.py, applies to live battles as to benchmark ones)."""
     for clip in ("user", "A", "B"):
         assert client.get(body["audio"][clip]).status_code == 200
     time.sleep(sum(body["min_listen_s"].values()) + 0.1)
@@ -324,7 +324,7 @@ def test_live_mode_is_up_before_the_benchmark_bootstrap_ends(tmp_path, monkeypat
     import threading
 
     import app as space
-    from eval_backend import bootstrap as boot
+    from space_shell import bootstrap as boot
     from tests.support.fault_server import free_port
 
     monkeypatch.setenv("EMPATHY_ARENA_BASELINE_PORT", str(free_port()))
@@ -358,9 +358,9 @@ def test_live_mode_is_up_before_the_benchmark_bootstrap_ends(tmp_path, monkeypat
 
 
 def test_a_public_release_holds_only_the_live_clips_consented_for_it(tmp_path):
-    """arena/release.py: the votes carry battle_source; live clips and words enter the release only with the
+    """arena/services/release.py: the votes carry battle_source; live clips and words enter the release only with the
     voter's consent_release (and not once deleted), without battle ids, users or times."""
-    from arena.release import load_release, rebuild, write_release
+    from arena.services.release import load_release, rebuild, write_release
     with FaultServer() as a, FaultServer(tone_hz=330.0) as b:     # two voices: the replies differ (issue 22)
         specs = [spec("alpha-voice", a.base_url), spec("beta-voice", b.base_url)]
         with LiveApp(tmp_path / "data", specs, screen=None, transcribe=lambda s, sr: "my words",
@@ -375,7 +375,7 @@ def test_a_public_release_holds_only_the_live_clips_consented_for_it(tmp_path):
             released, dropped = bodies[("true", "true")]
             assert vote_after_listening(c, released).status_code == 200
             wait_until(lambda: app.store.query("SELECT COUNT(*) FROM arena_live WHERE transcript IS NULL")[0][0] == 0)
-            from arena import live_store
+            from arena.tables import live_store
             with app.store.transaction() as conn:      # the second consented battle's retention is due
                 conn.execute("UPDATE arena_live SET delete_after=0 WHERE battle_id=?", (dropped["battle_id"],))
             assert app.live.sweep() == [dropped["battle_id"]]

@@ -86,6 +86,6 @@ def test_use_my_voice_end_to_end(app, page):
     page.wait_for_function("() => document.querySelector('#live-heard')?.innerText.toLowerCase().includes('job')")
     vote = store.query("SELECT winner, source, battle_source FROM arena_votes")[0]
     assert (vote["source"], vote["battle_source"], vote["winner"]) == ("live", "live", row["model_a"])
-    from arena.service import ArenaService
+    from arena.services.service import ArenaService
     live_table = {r["model"]: r for r in ArenaService(store).replayed_table(rounds=10, source="live")}
     assert live_table[row["model_a"]]["mu"] > live_table[row["model_b"]]["mu"]

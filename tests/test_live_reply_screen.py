@@ -12,7 +12,7 @@ import random
 import httpx
 import numpy as np
 
-from arena.live import LiveSettings, default_transcribe
+from arena.services.live import LiveSettings, default_transcribe
 from eval_backend.moderation import ledger
 from eval_backend.moderation.replies import screen_reply_audio
 from eval_backend.safety import screen_text

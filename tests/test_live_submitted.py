@@ -1,4 +1,4 @@
-"""Submitted models battle live (issue 22, arena/live_submitted.py): opt-in, evaluated and screened first, a daily
+"""Submitted models battle live (issue 22, arena/services/live_submitted.py): opt-in, evaluated and screened first, a daily
 budget, the SSRF guard, a void battle on a failed or slow call, a pause after repeated failures.
 
 Real parts: the submission service and queue (the opt-in and the encrypted key as the Submit tab stores them),
@@ -17,8 +17,8 @@ import httpx
 import numpy as np
 import pytest
 
-from arena.live import LiveSettings
-from arena.live_submitted import PAUSE_AFTER, SubmittedContestants
+from arena.services.live import LiveSettings
+from arena.services.live_submitted import PAUSE_AFTER, SubmittedContestants
 from eval_backend.store import Store
 from eval_backend.submissions import SubmissionForm, SubmissionService, Submitter
 from eval_backend.submissions.queue import JobError, Queue

@@ -18,8 +18,8 @@ import httpx
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from arena.media import MediaTokens
-from eval_backend.signing import Signer
+from arena.web.media import MediaTokens
+from space_shell.signing import Signer
 from tests.support.arena_fixtures import seed
 from tests.support.live_fixtures import utterance
 from tests.test_media import SpaceProcess, mounted_routes

@@ -32,9 +32,9 @@ from urllib.parse import quote
 import httpx
 import pytest
 
-from arena.media import MediaTokens
+from arena.web.media import MediaTokens
 from eval_backend.showcase import in_showcase
-from eval_backend.signing import Signer
+from space_shell.signing import Signer
 from eval_backend.store import Reply, Store
 from tests.support.arena_fixtures import free_port, seed
 from tests.support.browser import launch_chromium, new_page
@@ -261,7 +261,7 @@ def test_no_route_serves_a_private_file_however_it_is_spelled(space, routes):
 # ----------------------------------------------------------------------------------------------- 2. routes
 def test_battle_clips_come_from_the_database_and_any_replica_finds_them(space):
     from arena.config import ArenaSettings
-    from arena.service import ArenaService
+    from arena.services.service import ArenaService
 
     app, data = space["app"], space["data"]
     battle = httpx.post(app.url + "/api/arena/battle", json={}, timeout=30).json()

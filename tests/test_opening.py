@@ -1,6 +1,6 @@
 """The opening banner (issue 15): step k of n, an estimate from the measured rate, nothing of the operator's.
 
-Pure parts with a fake clock (eval_backend/opening.py), the banner and header text (arena/opening_banner.py) over a
+Pure parts with a fake clock (space_shell/opening.py), the banner and header text (arena/ui/opening_banner.py) over a
 real Opening and a stand-in arena, and the app context's public vs operator status lines.
 """
 from __future__ import annotations
@@ -10,9 +10,9 @@ import types
 
 import pytest
 
-from arena.opening_banner import OpeningState, banner_html, header_line
-from eval_backend.bootstrap import BootstrapStatus
-from eval_backend.opening import Opening, rough_duration, view
+from arena.ui.opening_banner import OpeningState, banner_html, header_line
+from space_shell.bootstrap import BootstrapStatus
+from space_shell.opening import Opening, rough_duration, view
 
 OPERATOR = ("HF_HUB_OFFLINE", "loopback port", "Traceback", "RuntimeError", "running baselines", "8765")
 
@@ -45,7 +45,7 @@ def test_no_estimate_before_anything_is_measured_then_one_from_the_rate():
     left = o.remaining_s()
     # the demo's own rate: 300 clips at 10/s = 30 s; the slice costed at the measured speed
     speed = 10 / (100 * 0.09)
-    from eval_backend.opening import REFERENCE_S
+    from space_shell.opening import REFERENCE_S
     assert left == pytest.approx(30 + 48 * REFERENCE_S["slice"] * speed, rel=1e-6)
     assert v.eta == rough_duration(left)
 

@@ -81,7 +81,7 @@ def test_the_readme_api_snippet_runs_against_a_started_space_and_nothing_else_is
     import httpx
     from gradio_client import Client
 
-    from arena.service import ArenaService
+    from arena.services.service import ArenaService
     from eval_backend.store import Store
     from tests.support.page_fixtures import MODELS
 
@@ -230,7 +230,7 @@ def test_the_two_aspects_are_in_view_answerable_before_or_right_after_the_vote_a
     finally:
         ctx.close()
 
-    from arena.storage import aspect_counts
+    from arena.tables.storage import aspect_counts
     from eval_backend.store import Store
     counts = aspect_counts(Store(space.data_dir))
     ctx, page = open_page(browser, space.url + "/?tab=health", DESKTOP)
@@ -289,7 +289,7 @@ def test_the_countdown_tells_the_truth_for_play_all_says_each_thing_once_and_goe
 
 def test_the_arena_board_never_says_no_votes_beside_votes_and_a_provisional_model_says_what_it_needs(
         space, browser):
-    from arena.service import ArenaService
+    from arena.services.service import ArenaService
     from eval_backend.store import Store
 
     service = ArenaService(Store(space.data_dir))

@@ -1,4 +1,4 @@
-"""Proof of work for anonymous voters (issue 23, arena/pow.py): ALTCHA challenges solved as a script would (the
+"""Proof of work for anonymous voters (issue 23, arena/services/pow.py): ALTCHA challenges solved as a script would (the
 `altcha` package), verified by the server, spent once, due again every N votes, skipped by signed-in users;
 every refusal is clear, logged and carries a fresh challenge.
 
@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from arena import pow as arena_pow
+from arena.services import pow as arena_pow
 from tests.support.arena_fixtures import seed
 from tests.support.integrity import fetch_all, maker, solve, vote_after_listening
 
@@ -34,7 +34,7 @@ def make(seeded, tmp_path, copy_database, module_database_url):
 
 
 def refusal(svc, clock, view, session, **kw) -> str:
-    from arena.service import VoteRefused
+    from arena.services.service import VoteRefused
     with pytest.raises(VoteRefused) as exc:
         vote_after_listening(svc, clock, view, session, "10.0.0.1", "A", **kw)
     assert exc.value.message == arena_pow.MESSAGES[exc.value.reason_code]
@@ -107,7 +107,7 @@ def test_a_foreign_servers_solution_is_invalid(make):
 
 def test_the_listening_report_still_decides_first(make):
     """An early vote is "not yet" (not logged), even when its proof is missing: listening is checked first."""
-    from arena.service import NotYet
+    from arena.services.service import NotYet
     svc, clock = make(min_listen_s=3.0)
     view = svc.serve_battle("s1", "10.0.0.1")
     fetch_all(svc, view)

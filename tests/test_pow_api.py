@@ -9,7 +9,7 @@ import json
 import httpx
 import pytest
 
-from arena import pow as arena_pow
+from arena.services import pow as arena_pow
 from eval_backend.store import Store
 from tests.support.arena_fixtures import AppProcess, seed
 from tests.support.integrity import solve

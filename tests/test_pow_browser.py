@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from arena.pow_ui import PAYLOAD_JS
+from arena.ui.pow_ui import PAYLOAD_JS
 from eval_backend.store import Store
 from tests.support.arena_fixtures import AppProcess, seed
 
@@ -18,7 +18,7 @@ CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic"
                  "--autoplay-policy=no-user-gesture-required"]
 MODELS = ("warm-model", "flat-model")
 MODULE_DATABASE_FIXTURES = ("app",)
-SOLVED = f"() => !!({PAYLOAD_JS})"        # what a vote would send now (arena/pow_ui.py) is a solution
+SOLVED = f"() => !!({PAYLOAD_JS})"        # what a vote would send now (arena/ui/pow_ui.py) is a solution
 
 
 @pytest.fixture(scope="module")

@@ -300,8 +300,8 @@ def test_predictions_job_imports_without_calling_anything(tmp_path):
 
 
 def test_a_finished_model_is_served_by_the_arena(tmp_path):
-    from arena.handoff import arena_handoff
-    from arena.service import ArenaService, NoBattleAvailable
+    from arena.services.handoff import arena_handoff
+    from arena.services.service import ArenaService, NoBattleAvailable
     folder = bench_folder(tmp_path, ["I lost my job.", "My cat ran away."], "arena")
     spec = str(folder)
     store = Store(tmp_path / "d")

@@ -1,4 +1,4 @@
-"""One way to add a rating method (arena/raters.py): a registry of raters, one typed row that the board, the CLI
+"""One way to add a rating method (arena/core/raters.py): a registry of raters, one typed row that the board, the CLI
 and the release all read, and vote weights that every rater applies."""
 import dataclasses
 import math
@@ -7,11 +7,12 @@ import random
 import numpy as np
 import pytest
 
-from arena import bradley_terry as bt
-from arena import raters, release
-from arena.ratings import DEFAULT_PARAMS, Rating, Vote, replay
-from arena.service import ArenaService
-from arena.storage import VoteRow
+from arena.core import bradley_terry as bt
+from arena.core import raters
+from arena.services import release
+from arena.core.ratings import DEFAULT_PARAMS, Rating, Vote, replay
+from arena.services.service import ArenaService
+from arena.tables.storage import VoteRow
 from eval_backend.store import Store
 
 MODELS = ("alpha", "beta", "gamma", "delta")

@@ -5,7 +5,7 @@ import random
 import pytest
 import trueskill
 
-from arena.ratings import (Rating, TrueSkillParams, Vote, apply_vote, quality_1vs1, rate_1vs1, replay)
+from arena.core.ratings import (Rating, TrueSkillParams, Vote, apply_vote, quality_1vs1, rate_1vs1, replay)
 
 
 def _pkg_apply(env, ra, rb, outcome):

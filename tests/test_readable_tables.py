@@ -151,7 +151,7 @@ def test_health_table_shows_shares_as_percentages():
 
 
 def test_health_chart_window_follows_the_data_and_counts_tick_in_whole_numbers():
-    from arena.health import health_figure
+    from arena.services.health import health_figure
 
     hour = 3600.0
     rows = [{"start": i * hour, "start_utc": f"h{i}", "served": 0, "accepted": 0, "refused": 0, "attempts": 0,
@@ -178,8 +178,8 @@ def test_plots_use_whole_number_ticks_for_counts_and_percent_for_shares():
 
 
 def test_vote_csv_has_iso_utc_times_and_reimports_exactly():
-    from arena.storage import VoteRow
-    from arena.votes_io import UNIX_COLUMN, format_votes, parse
+    from arena.tables.storage import VoteRow
+    from arena.core.votes_io import UNIX_COLUMN, format_votes, parse
 
     votes = [VoteRow(1, "a", "b", "a", "A", None, None, None, "A", None, None, "h", "r1", 1767261600.123456, "live"),
              VoteRow(2, "b", "a", "tie", "tie", None, None, None, None, None, None, "h", "r2", 1767265200.0, "live")]

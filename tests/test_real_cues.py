@@ -15,7 +15,7 @@ import sys
 import pytest
 
 from eval_backend.audio.features import extract
-from eval_backend.baselines.asr import Transcriber
+from eval_backend.audio.asr import Transcriber
 from eval_backend.baselines.cues import detect
 from eval_backend.baselines.real_voices import ROOTS, hear_recording, missing, recordings, tally
 from tests.support.baselines import ROOT

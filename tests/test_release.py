@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from arena import release
+from arena.services import release
 from arena.__main__ import main
-from arena.service import ArenaService
-from arena import storage_sync
-from arena.storage import AXES
+from arena.services.service import ArenaService
+from arena.tables import storage_sync
+from arena.tables.storage import AXES
 from eval_backend.store import Store
 
 ROOT = Path(__file__).resolve().parent.parent

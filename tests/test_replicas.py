@@ -65,8 +65,8 @@ def test_two_apps_and_two_workers_on_one_database_lose_no_vote_and_run_no_job_tw
         assert by_battle[battle_id]["id"] == ack["vote_id"]
 
     from arena.config import settings_from_env
-    from arena.service import ArenaService
-    from arena.storage import AXES
+    from arena.services.service import ArenaService
+    from arena.tables.storage import AXES
 
     svc = ArenaService(store, settings_from_env(data, **NO_LIMITS))
     for axis in AXES:

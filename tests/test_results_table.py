@@ -117,7 +117,7 @@ def test_judge_human_agreement_against_a_judge_over_http(tmp_path):
     orders by judges.judge_pair) against arena votes on the same battles."""
     import re as _re
 
-    from arena.storage import VoteRow
+    from arena.tables.storage import VoteRow
     from tests.support.judge_server import ScriptedJudge
     from tests.support.arena_fixtures import build_benchmark
 

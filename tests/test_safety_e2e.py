@@ -57,7 +57,7 @@ LINES = {
 
 def store_replies(data: Path, folder: Path, srv: SpeakingServer):
     """The runner stores each model's replies; the worker's hand-off screens them (as a job's end does)."""
-    from arena.handoff import arena_handoff
+    from arena.services.handoff import arena_handoff
     from eval_backend.benchmark.loaders import load_benchmark
     from eval_backend.runner import run_model
     from eval_backend.store import Store
@@ -141,7 +141,7 @@ def test_a_spoken_abusive_reply_is_held_never_played_and_queued_for_the_operator
     monkeypatch.setenv("EMPATHY_ARENA_BOOTSTRAP", "0")
     monkeypatch.setenv("EMPATHY_ARENA_LISTEN_S", "0")
     monkeypatch.setenv("EMPATHY_ARENA_OPERATOR_TOKEN", OPERATOR_TOKEN)
-    from arena.battle_audio import make_heard        # battles play each reply as heard (normalised: issue 22)
+    from arena.services.battle_audio import make_heard        # battles play each reply as heard (normalised: issue 22)
     audio_of = {m: {sha(make_heard(store.abspath(r.audio_path).read_bytes())[0]) for r in replies[m]} for m in LINES}
     assert not audio_of["rude-model"] & (audio_of["kind-model"] | audio_of["carer-model"])
     with RealApp(data) as app, httpx.Client(base_url=app.url, timeout=60) as client:

@@ -2,7 +2,7 @@
 runs in a circle, between files or between packages.
 
 Both checks read the project's sources with `ast` (every import counts, including those inside functions, and so
-does every import string: a string constant naming a project module such as "arena.handoff" or "pkg.mod:attr", and
+does every import string: a string constant naming a project module such as "arena.services.handoff" or "pkg.mod:attr", and
 any argument of importlib.import_module / __import__, issue 27); each is first shown to catch a planted fault, so a
 check that silently sees nothing fails.
 """
@@ -14,12 +14,12 @@ from collections import defaultdict
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-PACKAGES = ("arena", "eval_backend", "leaderboard")
+PACKAGES = ("arena", "eval_backend", "leaderboard", "space_shell")
 TOP_FILES = ("app.py", "app_context.py")
 
 # A table's owner is the file that creates it, plus the files named here that share its storage.
 CO_OWNERS = {"eval_backend/submissions/queue.py": {"eval_backend/submissions/secrets.py"},
-             "arena/storage.py": {"arena/storage_sync.py"}}
+             "arena/tables/storage.py": {"arena/tables/storage_sync.py"}}
 
 # Circles another branch of issue 16 removes (seams-core: the metric modules' circle, one Wilson helper).
 # Once that branch is merged they are gone and the tests below fail until these entries are deleted.
@@ -111,7 +111,7 @@ def test_the_sql_check_catches_a_stray_query(tmp_path):
 def test_every_table_has_an_owner():
     """The tables the store's migrations create are the ones the check knows (none escapes it)."""
     from eval_backend.store import MIGRATIONS
-    import arena.storage  # noqa: F401  (registers the arena's migrations)
+    import arena.tables.storage  # noqa: F401  (registers the arena's migrations)
     import eval_backend.submissions.queue  # noqa: F401
     created = {t for m in MIGRATIONS.values() for sql in ([m.sqlite] if isinstance(m.sqlite, str) else m.sqlite)
                for t in CREATE.findall(sql)}
@@ -249,7 +249,23 @@ def test_no_import_circle_between_packages():
 def upward_from_eval_backend(edges: dict[str, set[str]]) -> list[tuple[str, str]]:
     """eval_backend's edges to an upper module (by an import or an import string)."""
     return sorted((a, b) for a, bs in edges.items() if a.split(".")[0] == "eval_backend" for b in bs
-                  if b.split(".")[0] in ("arena", "leaderboard", "app", "app_context"))
+                  if b.split(".")[0] in ("arena", "leaderboard", "space_shell", "app", "app_context"))
+
+
+# The layers, lowest first: a module imports its own layer or lower ones only. eval_backend evaluates; space_shell
+# serves the web app; the arena's folders go from its pure core up to its Gradio tab; the leaderboard and the app
+# sit on top. (arena.config: the arena's settings, read by its tables and services.)
+LAYERS = ("eval_backend", "space_shell", "arena.core", "arena.config", "arena.tables", "arena.services", "arena.web",
+          "arena.ui", "arena", "leaderboard", "app_context", "app")
+
+
+def layer(module: str) -> int:
+    return max(i for i, name in enumerate(LAYERS) if module == name or module.startswith(name + "."))
+
+
+def test_every_import_goes_down_the_layers():
+    edges = import_graph(ROOT)
+    assert sorted((a, b) for a, bs in edges.items() for b in bs if layer(b) > layer(a)) == []
 
 
 def test_the_import_check_catches_a_circle_inside_a_function(tmp_path):
@@ -310,3 +326,33 @@ def long_files(root: Path) -> list[str]:
 
 def test_no_product_file_is_over_500_lines():
     assert long_files(ROOT) == []
+
+
+# ---------------------------------------------------------------- imports at the top
+MAX_DEFERRED_IMPORTS = 40
+
+
+def deferred_imports(root: Path) -> list[tuple[str, int, str]]:
+    """(file, line, text) of every import of a project module inside a function body."""
+    ours = set(PACKAGES) | {name[:-3] for name in TOP_FILES}
+    out = []
+    for module, path in sources(root).items():
+        text = path.read_text(encoding="utf-8")
+        lines = text.splitlines()
+        for fn in ast.walk(ast.parse(text)):
+            if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            for node in ast.walk(fn):
+                names = ([node.module or ""] if isinstance(node, ast.ImportFrom) and node.level == 0 else
+                         [a.name for a in node.names] if isinstance(node, ast.Import) else [])
+                if (isinstance(node, ast.ImportFrom) and node.level) or any(n.split(".")[0] in ours for n in names):
+                    out.append((path.relative_to(root).as_posix(), node.lineno, lines[node.lineno - 1]))
+    return sorted(set(out))
+
+
+def test_project_imports_sit_at_the_top_unless_they_say_why():
+    """Issue 27: at most 40 imports of project modules inside functions, each with a `# why` on its line (a heavy
+    optional dependency, start-up time, an import order that matters)."""
+    deferred = deferred_imports(ROOT)
+    assert len(deferred) <= MAX_DEFERRED_IMPORTS, len(deferred)
+    assert [d for d in deferred if "# why" not in d[2]] == []

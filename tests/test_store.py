@@ -27,7 +27,7 @@ def test_sqlite_runs_in_wal_mode(tmp_path):
 
 def test_migrations_run_once_even_when_replicas_start_together(tmp_path):
     """Four processes open the same (new) database at once: each migration is applied exactly once."""
-    code = "import sys; from eval_backend.store import Store; import arena.storage; Store(sys.argv[1])"
+    code = "import sys; from eval_backend.store import Store; import arena.tables.storage; Store(sys.argv[1])"
     procs = [subprocess.Popen([sys.executable, "-c", code, str(tmp_path)], cwd=ROOT, stderr=subprocess.PIPE)
              for _ in range(4)]
     for p in procs:

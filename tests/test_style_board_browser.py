@@ -2,7 +2,7 @@
 the style-controlled rank beside the plain one, the covariates' effects in words, the vocal-state picker that
 re-ranks the table, and the models x vocal states heat map with its provisional cells greyed and labelled.
 
-The vote log is imported (arena/votes_io.py, tests/support/vote_logs.py): 'ear' hears sadness and misses whispers,
+The vote log is imported (arena/core/votes_io.py, tests/support/vote_logs.py): 'ear' hears sadness and misses whispers,
 the other two differ only in length, and length sways votes; one vocal state ('breathless') has too few votes."""
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import csv
 
 import pytest
 
-from arena.service import ArenaService
+from arena.services.service import ArenaService
 from eval_backend.store import Store
 from tests.support.arena_fixtures import AppProcess, seed
 from tests.support.browser import new_page
@@ -95,7 +95,7 @@ def test_style_rank_effects_vocal_states_and_the_heat_map(app, page):
 def test_style_columns_effects_and_heat_map_from_rows():
     import pandas as pd
 
-    from arena import raters
+    from arena.core import raters
     from leaderboard import arena_style_views as views
 
     rows = [raters.RatingRow("a", 25, 1, votes=80, scores={"bt": raters.Score(1010, 990, 1030, 1, False, 80),

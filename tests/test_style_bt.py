@@ -1,4 +1,4 @@
-"""Style control (arena/style_bt.py): on a log where reply length really sways votes, the plain Bradley-Terry fit
+"""Style control (arena/core/style_bt.py): on a log where reply length really sways votes, the plain Bradley-Terry fit
 rewards the long-winded model, the style fit recovers the true strengths and finds the length effect with the
 right sign; its score is the exact maximum-likelihood fit; its intervals match an exact battle-level bootstrap;
 vote weights count as they should."""
@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 from scipy.optimize import minimize
 
-from arena import bradley_terry as bt
-from arena import style_bt
+from arena.core import bradley_terry as bt
+from arena.core import style_bt
 
 MODELS = ["terse-strong", "kind", "warm", "plain", "flat", "windbag"]
 TRUE = np.array([0.9, 0.5, 0.2, -0.1, -0.4, -1.1])      # log-strengths; the windbag is the weakest

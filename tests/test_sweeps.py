@@ -12,8 +12,12 @@ import json
 
 import pytest
 
-from arena import health, raters, release, sweeps, vote_flags
-from arena.sweeps import GoldRecord, Rules, VoteFacts
+from arena.services import health
+from arena.core import raters
+from arena.services import release
+from arena.core import sweeps
+from arena.services import vote_flags
+from arena.core.sweeps import GoldRecord, Rules, VoteFacts
 from leaderboard.health_tab import health_frame
 from tests.support.arena_fixtures import seed
 from tests.support.integrity import battle_row, good_slot, serve, service_on_copy, vote_after_listening
@@ -213,9 +217,9 @@ def test_rules_defaults_are_the_documented_sources():
 def test_flags_come_back_with_the_votes_after_a_wiped_disk(tmp_path, fresh_database_url):
     """On Spaces the disk is wiped on restart and the Hub restores the votes, without their sessions: the sweep can
     no longer judge them, so their flags come back from the Hub's flag log, and later sweeps keep them."""
-    from eval_backend.hub_sync import HubSync
+    from space_shell.hub_sync import HubSync
     from eval_backend.store import Store
-    from arena.service import ArenaService
+    from arena.services.service import ArenaService
     from tests.support.hub_standin import StandInHub
     from tests.test_hub_sync import config
 

@@ -5,11 +5,11 @@ import json
 import pytest
 from hypothesis import HealthCheck, assume, given, settings, strategies as st
 
-from arena import votes_io
-from arena.covariates import COLUMNS
-from arena.service import ArenaService
-from arena.storage import EXPORT_FIELDS
-from arena.votes_io import VoteImportError
+from arena.core import votes_io
+from arena.core.covariates import COLUMNS
+from arena.services.service import ArenaService
+from arena.tables.storage import EXPORT_FIELDS
+from arena.core.votes_io import VoteImportError
 from eval_backend.store import Store
 
 # any character a UTF-8 file can hold except NUL (refused, below): line and paragraph separators included

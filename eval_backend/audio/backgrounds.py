@@ -12,7 +12,6 @@ from scipy.ndimage import uniform_filter1d
 
 from .synth import _filt, _norm, _place, _smooth_random, _t, _tone, active_power, espeak, speed
 
-
 # ------------------------------------------------------------------ backgrounds
 _BABBLE_LINES = (
     "did you see the game last night", "we should get some lunch soon", "the train was late again today",

@@ -181,7 +181,7 @@ def _speech_activity(x: np.ndarray, sr: int) -> tuple[np.ndarray, float, np.ndar
 
 def speaking_rate(samples: np.ndarray, sr: int) -> tuple[float, float]:
     """(syllable nuclei per second of speech, seconds of speech): `extract`'s speaking_rate and speech_s without
-    its pitch and spectral analysis (a fifth of the time), for callers that need only these (arena/covariates.py).
+    its pitch and spectral analysis (a fifth of the time), for callers that need only these (arena/core/covariates.py).
     Expects what `extract` checked: a finite, non-empty mono array and a positive rate."""
     x, sr = _analysis_rate(np.asarray(samples, dtype=np.float64), sr)
     band_db, band_floor, active = _speech_activity(x, sr)

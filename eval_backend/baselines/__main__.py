@@ -8,9 +8,11 @@ import os
 import sys
 import threading
 import time
-from ..cpu_threads import passive_openmp
+
+from eval_backend.audio.asr import Transcriber
+
 from ..audio.features import extract
-from .asr import Transcriber
+from ..cpu_threads import passive_openmp
 from .cues import detect, hear
 
 
@@ -50,8 +52,8 @@ def main(argv: list[str] | None = None) -> int:
     passive_openmp()   # before Whisper loads (eval_backend/cpu_threads.py)
     import uvicorn
 
-    from .engine import Engine   # why: after passive_openmp(): OpenMP reads its settings when first loaded
-    from .server import Service, create_app   # why: after passive_openmp(): OpenMP reads its settings when first loaded
+    from .engine import Engine  # why: after passive_openmp(): OpenMP reads its settings when first loaded
+    from .server import Service, create_app  # why: after passive_openmp(): OpenMP reads its settings when first loaded
     engine = Engine()
     engine.warm_up()  # load Whisper and pay first-call costs before listening, so /health means ready
     uvicorn.run(create_app(Service(engine)), host=args.host, port=args.port, log_level=args.log_level)

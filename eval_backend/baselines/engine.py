@@ -16,12 +16,12 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
+from eval_backend.audio.asr import Transcriber, to_16k
+
+from ..audio.io import decode_wav_bytes
 from . import cues as cue_mod
 from . import replies, strategies
 from .speech import NEURAL, NEUTRAL, Style, synthesize
-from .asr import Transcriber
-from ..audio.io import decode_wav_bytes
-from .asr import to_16k
 
 
 @dataclass(frozen=True)
@@ -114,7 +114,7 @@ class Engine:
 
     def warm_up(self) -> None:
         """One pass through ASR, features and speech (first calls pay JIT/allocation costs)."""
-        from ..audio.features import extract   # why: parselmouth (~0.35 s) off the app's start-up
+        from ..audio.features import extract  # why: parselmouth (~0.35 s) off the app's start-up
         samples, sr = decode_wav_bytes(synthesize("Hello, this is a warm up.", NEUTRAL))
         if any(c.voice == NEURAL for c in CONTESTANTS.values()):
             synthesize("Hello.", replace(NEUTRAL, voice=NEURAL))    # loads the neural voice's ONNX model
@@ -126,7 +126,7 @@ class Engine:
         return self.transcriber.transcribe(clip.digest, clip.samples, clip.sr)
 
     def features(self, clip: Clip):
-        from ..audio.features import extract   # why: parselmouth (~0.35 s) off the app's start-up
+        from ..audio.features import extract  # why: parselmouth (~0.35 s) off the app's start-up
         return self._features.get_or(clip.digest, lambda: extract(clip.samples, clip.sr))
 
     def cues(self, clip: Clip) -> cue_mod.Cues:

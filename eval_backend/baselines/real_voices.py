@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+
 from ..audio.features import extract
 from .cues import hear
 

@@ -10,8 +10,8 @@ import math
 from dataclasses import dataclass
 
 from ..audio.io import encode_wav
-from .neural_voice import NeuralVoiceError, synthesize_neural
 from ..audio.synth import ESPEAK_SR, SynthError, espeak
+from .neural_voice import NeuralVoiceError, synthesize_neural
 
 NEURAL = "neural"
 ESPEAK_DEFAULT_WPM = 175

@@ -28,7 +28,7 @@ class BenchmarkCache:
         key = (spec or "").strip()
         with self._lock:
             if key not in self._loaded:
-                from .loaders import load_benchmark   # why: the loaders (~0.5 s) only when a load happens
+                from .loaders import load_benchmark  # why: the loaders (~0.5 s) only when a load happens
                 self._loaded[key] = load_benchmark(key, self.data_dir)
             return self._loaded[key]
 

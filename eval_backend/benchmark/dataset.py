@@ -27,7 +27,15 @@ from typing import Any
 from .. import safejson
 from ..audio.io import BadAudio, decode_wav_bytes, sha256_bytes
 from .model import (
-    MCQ, AudioRef, Benchmark, ContextCase, ContextGroup, Script, SelectionItem, ToneCase, ToneGroup,
+    MCQ,
+    AudioRef,
+    Benchmark,
+    ContextCase,
+    ContextGroup,
+    Script,
+    SelectionItem,
+    ToneCase,
+    ToneGroup,
     Variant,
 )
 

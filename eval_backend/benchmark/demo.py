@@ -13,9 +13,9 @@ from __future__ import annotations
 import dataclasses
 import json
 import re
-from collections import Counter
 import sys
 import time
+from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Callable
@@ -25,12 +25,22 @@ import numpy as np
 from ..audio.io import encode_wav, sha256_bytes
 from ..audio.recipes import Recipe, render
 from ..audio.synth import SR, SynthError, check_espeak, rng_for
+from ..config import data_dir
 from . import demo_content as C
 from .model import (
-    ATTRIBUTES, MCQ, OPTION_LETTERS, AudioRef, Benchmark, ContextCase, ContextGroup, Script, SelectionItem,
-    ToneCase, ToneGroup, Variant,
+    ATTRIBUTES,
+    MCQ,
+    OPTION_LETTERS,
+    AudioRef,
+    Benchmark,
+    ContextCase,
+    ContextGroup,
+    Script,
+    SelectionItem,
+    ToneCase,
+    ToneGroup,
+    Variant,
 )
-from ..config import data_dir
 
 DEMO_VERSION = "demo-1.0"
 NEUTRAL_RECIPE = Recipe()
@@ -443,7 +453,7 @@ def build_demo(out_dir: str | Path, seed: int = 0, save: bool = True, vary: bool
     bench = Benchmark("demo", f"{DEMO_VERSION}+seed{seed}" + ("+varied" if vary else ""), scripts, mcqs, ctx,
                       tones, selection, source=f"demo:seed={seed}" + (",varied" if vary else ""))
     if save:
-        from .dataset import save_benchmark   # why: pulls in `datasets`
+        from .dataset import save_benchmark  # why: pulls in `datasets`
         save_benchmark(bench, out)
     return bench
 

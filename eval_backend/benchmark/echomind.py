@@ -19,7 +19,7 @@ from typing import Any
 
 from .. import safejson
 from .dataset import MAX_JSON_BYTES, audio_ref_from_file, content_hash, flag_bad
-from .model import ATTRIBUTES, MCQ, AudioRef, NEUTRAL, OPTION_LETTERS, VARIANTS, Benchmark, Script, Variant
+from .model import ATTRIBUTES, MCQ, NEUTRAL, OPTION_LETTERS, VARIANTS, AudioRef, Benchmark, Script, Variant
 
 AUDIO_SUFFIXES = (".wav", ".flac", ".mp3", ".ogg")
 ANSWER_KEYS = ("answer", "label", "gt", "ground_truth", "correct_answer")

@@ -43,7 +43,8 @@ from ..benchmark.model import AudioRef
 from ..config import ModelSpec
 from ..tasks import Request
 from .failures import CallFailure, clip, parse_retry_after, redact, status_class
-from .limits import DEFAULT as DEFAULT_LIMITS, ReplyLimits
+from .limits import DEFAULT as DEFAULT_LIMITS
+from .limits import ReplyLimits
 
 DEFAULT_PCM_RATE = 24000   # Qwen-Omni / OpenAI stream 24 kHz 16-bit mono PCM
 

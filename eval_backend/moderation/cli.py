@@ -7,6 +7,7 @@ the clean ones. Resumable; prints what it did.
 from __future__ import annotations
 
 import json
+
 from ..benchmark.loaders import load_benchmark
 from ..store import Store
 from .replies import screen_replies

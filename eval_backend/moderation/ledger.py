@@ -13,7 +13,7 @@ VERSION_KEY = "moderation:version"
 
 
 def _records():
-    from ..safety import records   # why: the safety screens (~0.5 s) off the app's start-up
+    from ..safety import records  # why: the safety screens (~0.5 s) off the app's start-up
     return records
 
 

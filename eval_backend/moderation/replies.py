@@ -7,8 +7,8 @@ is. Whisper runs through the scorer's `asr_transcript` and its process-wide cach
 transcribed (consistency WER) is not decoded twice.
 
 Callers: the worker's hand-off (eval_backend/submissions/handoff.py, after scoring) and the start-up bootstrap
-(eval_backend/bootstrap.py, the baselines and anything stored before screening existed). Serving only reads the
-recorded decisions (arena/battles.py), so no screening runs between a vote and the next battle.
+(space_shell/bootstrap.py, the baselines and anything stored before screening existed). Serving only reads the
+recorded decisions (arena/services/battles.py), so no screening runs between a vote and the next battle.
 """
 from __future__ import annotations
 
@@ -21,9 +21,9 @@ from typing import Callable
 
 import numpy as np
 
+from ..audio.io import decode_wav_bytes
 from ..tasks import SPOKEN_TASKS
 from . import ledger
-from ..audio.io import decode_wav_bytes
 
 log = logging.getLogger(__name__)
 KIND = "reply"
@@ -58,13 +58,13 @@ def playable(store, reply) -> bool:
 
 def our_transcript(store, reply) -> str:
     """Whisper tiny.en of the reply's audio, through the scorer's cached transcriber (raises on bad audio)."""
-    from ..scoring.audio_clips import asr_transcript   # why: the scorer's audio code (parselmouth) off start-up
+    from ..scoring.audio_clips import asr_transcript  # why: the scorer's audio code (parselmouth) off start-up
     return asr_transcript(SimpleNamespace(store=store, cache={}), reply)
 
 
 def _safety():
     """The safety package (eval_backend/safety), loaded when a reply is first screened."""
-    from .. import safety   # why: the safety screens (~0.5 s to import) stay off the app's start-up
+    from .. import safety  # why: the safety screens (~0.5 s to import) stay off the app's start-up
     return safety
 
 
@@ -107,7 +107,7 @@ def screen_reply(store, reply, transcribe: Callable | None = None, screen: Calla
 
 def screen_reply_audio(audio: bytes, words: str | None, screen: Callable | None,
                        transcribe: Callable[[np.ndarray, int], str]):
-    """(text recorded, ScreenResult) for a reply that is not stored yet (a live reply: arena/live.py): our
+    """(text recorded, ScreenResult) for a reply that is not stored yet (a live reply: arena/services/live.py): our
     transcript of its wav bytes and the words the model says it spoke. Audio that cannot be decoded or transcribed
     gives "not screened": the caller replaces the reply, never plays it."""
     try:
@@ -121,7 +121,7 @@ def screen_reply_audio(audio: bytes, words: str | None, screen: Callable | None,
 def screen_heard_and_claimed(heard: str, claimed: str, screen: Callable | None = None):
     """(text recorded, ScreenResult) for a reply's words: our transcript of its audio (`heard`) and the words the
     model says it spoke (`claimed`), each screened when they differ; flagged or crisis if either is. Both empty:
-    "not screened" (held). Shared by benchmark replies (screen_reply) and live replies (arena/live.py)."""
+    "not screened" (held). Shared by benchmark replies (screen_reply) and live replies (arena/services/live.py)."""
     screen = screen or _safety().screen_text
     heard, claimed = (heard or "").strip(), (claimed or "").strip()
     texts = [heard] + ([claimed] if claimed and claimed.lower() != heard.lower() else [])

@@ -34,7 +34,7 @@ def screen_and_record(store, kind: str, text: str, screen: Callable | None = Non
     subject = text_subject(text)
     rec = ledger.latest(store, kind, subject)
     if rec is None or rec.result.status != "screened":     # a "not screened" decision is retried
-        from ..safety import screen_text   # why: the safety screens (~0.5 s) off the app's start-up
+        from ..safety import screen_text  # why: the safety screens (~0.5 s) off the app's start-up
         result = (screen or screen_text)(text)
         ledger.record(store, kind, subject, text, result)
         rec = ledger.latest(store, kind, subject)

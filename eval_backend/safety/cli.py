@@ -3,6 +3,7 @@ and tests. Exit status 0 either way (a flag is an answer, not an error); 2 for a
 from __future__ import annotations
 
 import json
+
 from . import screen_text
 
 

@@ -35,9 +35,9 @@ import threading
 
 import numpy as np
 
+from ..scoring.text_metrics import embed
 from . import bank, semantic_cache
 from .core import CRISIS_THRESHOLD, Finding
-from ..scoring.text_metrics import embed
 
 VERSION = f"semantic-5-{bank.VERSION}"
 CRISIS_CUT = 0.35          # probability from which a text reads as a crisis

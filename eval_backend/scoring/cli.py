@@ -11,10 +11,10 @@ import sys
 from pathlib import Path
 
 from .. import config
-from .settings import build_settings
 from ..benchmark.loaders import load_benchmark
 from ..store import Store
 from .run import score_model
+from .settings import build_settings
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:

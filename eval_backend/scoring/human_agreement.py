@@ -49,7 +49,7 @@ Scores = Mapping[tuple[str, str], Mapping[str, Mapping[str, "float | None"]]]
 def agreement_rows(votes: Iterable, scores: Scores, higher_is_better: Mapping[str, bool],
                    axes: Iterable[str] = AXES) -> list[Row]:
     """votes: objects with model_a, model_b, benchmark_hash, request_id and `outcome(axis)` -> A | B | tie | None
-    (arena.storage.VoteRow). Rows for every (metric, axis) with at least one decisive scored vote, sorted by
+    (arena.tables.storage.VoteRow). Rows for every (metric, axis) with at least one decisive scored vote, sorted by
     axis then agreement (highest first)."""
     axes = tuple(axes)
     counts: dict[tuple[str, str], list[int]] = defaultdict(lambda: [0, 0, 0])    # agree, n, ties

@@ -35,7 +35,7 @@ CONFIG_FILE = Path("judge") / "space_judges.yaml"
 def judge_doc_from_env(environ: Mapping[str, str] | None = None) -> dict | None:
     """{"judge": {...}, "audio_judge": {...}} from the variables; None when none is set. Raises ValueError with
     the variable's name for an incomplete or bad setting."""
-    from .judges.settings import parse_settings   # why: the judges package (~0.2 s) off the app's start-up
+    from .judges.settings import parse_settings  # why: the judges package (~0.2 s) off the app's start-up
     env = os.environ if environ is None else environ
     doc: dict = {}
     for role, prefix in ROLES.items():
@@ -74,7 +74,7 @@ def space_judge_config(data_dir: str | Path, environ: Mapping[str, str] | None =
         path = Path(given).expanduser()
         if not path.is_file():
             raise ValueError(f"{CONFIG_ENV}: {path} does not exist")
-        from .judges import judge_settings   # why: the judges package (~0.2 s) off the app's start-up
+        from .judges import judge_settings  # why: the judges package (~0.2 s) off the app's start-up
         judge_settings({"judge_config": str(path)})      # fails here on a bad file, not in the first job
         return str(path.resolve())
     if not doc:
@@ -91,7 +91,7 @@ def describe(judge_config: str | None) -> str:
     if not judge_config:
         return ("No judge is configured: judge metrics (C1-C4, VES, AEQ) show 'not computed: no judge "
                 "configured'.")
-    from .judges import judge_settings   # why: the judges package (~0.2 s) off the app's start-up
+    from .judges import judge_settings  # why: the judges package (~0.2 s) off the app's start-up
     try:
         text, audio = judge_settings({"judge_config": judge_config})
     except (OSError, ValueError) as exc:

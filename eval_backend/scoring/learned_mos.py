@@ -16,7 +16,7 @@ torchaudio: the wheel declares it, and no torchaudio exists for the project's to
 imports it at module top but uses it only in its command line (torchaudio.load, transforms.Resample); the model
 itself needs torch alone (and `xls_r_sqa`'s config and transformer modules, which import no torchaudio). So the
 package is installed with --no-deps (requirements.txt), we import it with a stand-in `torchaudio` module present
-only during that import, and we resample to 16 kHz ourselves (eval_backend.baselines.asr.to_16k, scipy).
+only during that import, and we resample to 16 kHz ourselves (eval_backend.audio.asr.to_16k, scipy).
 
 Cost: one model per process; clips are scored in batches of equal-length 7.68 s windows (the model's own
 segmenting), on CPU with the process's torch threads (docs/benchmarks.md, "Learned MOS").
@@ -32,11 +32,20 @@ from typing import Any
 
 import numpy as np
 
+from eval_backend.audio.asr import to_16k
+
 from ..audio.io import BadAudio
-from .audio_clips import (_MISSING, _clip, _per_clip, _result, _spoken, content_key, known_by_content,
-                          remember_by_content)
+from .audio_clips import (
+    _MISSING,
+    _clip,
+    _per_clip,
+    _result,
+    _spoken,
+    content_key,
+    known_by_content,
+    remember_by_content,
+)
 from .registry import MetricResult, ScoringContext, metric
-from ..baselines.asr import to_16k
 
 PACKAGE = "distillmos"
 if importlib.util.find_spec(PACKAGE) is None:      # an optional metric module: absent, its metric is left out

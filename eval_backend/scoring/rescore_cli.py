@@ -14,10 +14,10 @@ import sys
 from pathlib import Path
 
 from .. import config
-from .cli import score_one
-from .settings import build_settings
 from ..benchmark.loaders import load_benchmark
 from ..store import Store
+from .cli import score_one
+from .settings import build_settings
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:

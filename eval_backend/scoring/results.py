@@ -119,7 +119,7 @@ def _metric_manifests(metrics: list[Metric], settings: dict) -> dict[str, Any]:
 
 def _judge_manifest(settings: dict) -> Any:
     try:
-        from .judges import judge_manifest   # why: optional (as judge_metrics); its absence is recorded
+        from .judges import judge_manifest  # why: optional (as judge_metrics); its absence is recorded
     except ImportError:
         return "judges module not present"
     try:

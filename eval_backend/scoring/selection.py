@@ -13,9 +13,8 @@ from __future__ import annotations
 from ..benchmark.model import SelectionItem
 from ..tasks import make_id
 from .answer_parser import parse_choice
-from .bootstrap import SEED, units_ci
+from .bootstrap import SEED, mean_ci, units_ci
 from .registry import MetricResult, ScoringContext, metric, reply_text
-from .bootstrap import mean_ci
 
 
 def final_score(correct: float, bonus: float, items: float, groups: float) -> float:

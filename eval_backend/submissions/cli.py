@@ -20,10 +20,10 @@ import os
 import sys
 
 from .. import config
-from .settings import Submitter, settings_from_env
-from .validation import LICENCES, SubmissionForm
 from ..store import Store
 from .service import SubmissionService, SubmitOutcome
+from .settings import Submitter, settings_from_env
+from .validation import LICENCES, SubmissionForm
 
 OPERATOR_ENV = "EMPATHY_ARENA_OPERATOR"
 

@@ -2,7 +2,7 @@
 serve them. Screening happens here, when the replies are stored (issue 14), not when battles are served.
 
 eval_backend does not import the arena: whoever assembles a worker injects the arena's decision
-(arena/handoff.py `arena_handoff`): the app (app_context.py) and the standalone worker process
+(arena/services/handoff.py `arena_handoff`): the app (app_context.py) and the standalone worker process
 (`python -m leaderboard worker`, leaderboard/worker_cli.py). A worker assembled without one records "no arena
 is configured for this worker". The hand-off only writes the job's status note: the arena picks up new replies
 on its own (store.replies_version()).
@@ -15,10 +15,10 @@ from __future__ import annotations
 import logging
 from typing import Callable
 
-from ..showcase import in_arena_pool
-from ..tasks import SPOKEN_TASKS
 from ..moderation.replies import held_count, screen_replies
 from ..moderation.settings import screen_replies_enabled
+from ..showcase import in_arena_pool
+from ..tasks import SPOKEN_TASKS
 
 log = logging.getLogger(__name__)
 

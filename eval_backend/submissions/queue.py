@@ -94,7 +94,7 @@ CREATE TABLE IF NOT EXISTS submission_secrets (
 )
 """)
 
-# Live battles (issue 22, arena/live_submitted.py): the submitter's opt-in and daily budget. A FINISHED job that opted
+# Live battles (issue 22, arena/services/live_submitted.py): the submitter's opt-in and daily budget. A FINISHED job that opted
 # in keeps its encrypted API key (submission_secrets) while it battles live; withdrawing deletes it.
 register_migration("submissions_0002_live", (
     "ALTER TABLE submissions ADD COLUMN live_opt_in INTEGER NOT NULL DEFAULT 0",
@@ -149,7 +149,7 @@ class Job:
     results_path: str | None
     summary: dict | None
     arena: dict | None
-    live_opt_in: bool = False           # battles live once FINISHED and servable (arena/live_submitted.py)
+    live_opt_in: bool = False           # battles live once FINISHED and servable (arena/services/live_submitted.py)
     live_calls_per_day: int | None = None
 
     @classmethod

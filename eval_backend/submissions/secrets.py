@@ -8,7 +8,7 @@ because a key lying next to the ciphertext protects nothing when the data dir is
 
 The ciphertext lives in its own table `submission_secrets` (never joined into listings or
 exports) and is deleted in the same transaction that ends the job (FINISHED, FAILED, CANCELLED) — except a FINISHED
-job whose submitter opted in to live battles (issue 22, arena/live_submitted.py): its key stays until the model is
+job whose submitter opted in to live battles (issue 22, arena/services/live_submitted.py): its key stays until the model is
 withdrawn from live battles (queue.withdraw_live deletes it).
 The clear key exists only in the worker's memory while the job runs (`KeyedModelSpec`).
 """

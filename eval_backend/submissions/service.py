@@ -12,7 +12,7 @@
     svc.job(job_id), svc.events(job_id)         # one job and its history (claimed, lease expired, failed...)
     svc.model_info()                            # {model: organisation, licence, open_weights, results_path...}
     svc.cancel(job_id, Submitter), svc.retry(job_id, Submitter, api_key=None)   # JobError when not allowed
-    svc.withdraw_live(job_id, Submitter)        # out of live battles (form.live: opt in; arena/live_submitted.py)
+    svc.withdraw_live(job_id, Submitter)        # out of live battles (form.live: opt in; arena/services/live_submitted.py)
     svc.jobs_for(viewer), svc.job_for(job_id, viewer), svc.events_for(job_id, viewer)   # what `viewer` may see
 
 Who sees what (`viewer` is a Submitter, or None when signed out): a job's endpoint URL, model id, voice,
@@ -46,7 +46,11 @@ from urllib.parse import urlsplit
 
 from ..audio.io import BadAudio, decode_wav_bytes
 from ..benchmark.model import Benchmark
+from ..clients.failures import CallFailure, redact
+from ..clients.openai_chat import call, input_audio_b64
+from ..moderation.texts import check_name
 from ..store import Store
+from ..tasks import select_requests
 from . import secrets as secretstore
 from .messages import GENERAL, preflight_error, wrong_audio_sentence
 from .netguard import AddressPolicy, guarded_session
@@ -54,10 +58,6 @@ from .queue import Job, JobError, Queue
 from .settings import SubmissionSettings, Submitter
 from .uploads import UploadError, check_upload
 from .validation import SubmissionForm, normalise_base_url, validate_form
-from ..moderation.texts import check_name
-from ..tasks import select_requests
-from ..clients.failures import CallFailure, redact
-from ..clients.openai_chat import call, input_audio_b64
 
 log = logging.getLogger(__name__)
 
@@ -163,7 +163,7 @@ class SubmissionService:
         if self.load is not None:
             return self.load(spec)
         if spec not in self._benchmarks:
-            from ..benchmark.loaders import load_benchmark   # why: the loaders (~0.5 s) off start-up
+            from ..benchmark.loaders import load_benchmark  # why: the loaders (~0.5 s) off start-up
             self._benchmarks[spec] = load_benchmark(spec, self.store.root)
         return self._benchmarks[spec]
 

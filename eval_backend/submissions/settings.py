@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, fields, replace
+
 from ..clients.limits import ReplyLimits
 from ..config import load_models
 from .netguard import parse_ip

@@ -11,6 +11,7 @@ import re
 import unicodedata
 from dataclasses import dataclass
 from urllib.parse import urlsplit
+
 from .netguard import host_characters
 
 LICENCES = ("apache-2.0", "mit", "bsd-3-clause", "cc-by-4.0", "cc-by-nc-4.0", "llama", "gemma", "qwen",
@@ -22,7 +23,7 @@ NAME_MIN, NAME_MAX, MODEL_ID_MAX, VOICE_MAX = 3, 64, 200, 64
 ORG_MAX, URL_MAX, KEY_MAX = 100, 2048, 512
 # the limits the Submit tab shows as counters beside its boxes (one place per fact)
 FIELD_LIMITS = {"name": NAME_MAX, "organisation": ORG_MAX, "model_id": MODEL_ID_MAX, "voice": VOICE_MAX}
-LIVE_CALLS_MAX = 10_000          # live calls per day a submitter may allow (arena/live_submitted.py spends them)
+LIVE_CALLS_MAX = 10_000          # live calls per day a submitter may allow (arena/services/live_submitted.py spends them)
 RESERVED_NAMES = {"operator", "tie", "both_bad", "a", "b", "reported"}
 
 

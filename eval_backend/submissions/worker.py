@@ -28,6 +28,10 @@ from pathlib import Path
 
 from ..benchmark.model import Benchmark
 from ..clients.failures import clip, redact
+from ..clients.predictions import PredictionsError
+from ..runner import RetryPolicy, import_predictions, run_model
+from ..scoring.run import score_model
+from ..scoring.settings import build_settings
 from ..store import Store
 from ..tasks import Request, select_requests
 from . import secrets as secretstore
@@ -35,11 +39,6 @@ from .handoff import HandOff, hand_off
 from .netguard import AddressPolicy, guarded_session
 from .queue import Job, Queue, worker_name
 from .settings import SubmissionSettings
-from ..runner import RetryPolicy, run_model
-from ..clients.predictions import PredictionsError
-from ..runner import import_predictions
-from ..scoring.settings import build_settings
-from ..scoring.run import score_model
 
 log = logging.getLogger(__name__)
 
@@ -212,7 +211,7 @@ class Worker:
             key = None
 
     def _evaluate(self, job: Job, key: str | None, beat: _Heartbeat, excerpt: _Excerpt) -> dict:
-        from ..benchmark.loaders import load_benchmark   # why: the loaders (~0.5 s) off start-up
+        from ..benchmark.loaders import load_benchmark  # why: the loaders (~0.5 s) off start-up
         s = self.settings
         try:
             bench = (self.load(job.benchmark) if self.load is not None

@@ -28,10 +28,10 @@ def build(data_dir=None):
     from fastapi import FastAPI
 
     from arena.config import settings_from_env
-    from arena.http_api import mount_http_api
-    from arena.media import mount_media
-    from arena.service import ArenaService
-    from arena.live_ui import build_arena_live_tab
+    from arena.web.http_api import mount_http_api
+    from arena.web.media import mount_media
+    from arena.services.service import ArenaService
+    from arena.ui.live_ui import build_arena_live_tab
     from eval_backend.store import Store
     from leaderboard.arena_leaderboard_tab import build_arena_leaderboard_tab
 
@@ -40,7 +40,7 @@ def build(data_dir=None):
     service = ArenaService(store, settings_from_env(store.root, **overrides))
     live = None
     if os.environ.get(LIVE_ENV):          # live mode against these contestants (the baselines' base URL)
-        from arena.live import LiveService, LiveSettings, contestants_from_models
+        from arena.services.live import LiveService, LiveSettings, contestants_from_models
         live = LiveService(service, contestants_from_models(baseline_url=os.environ[LIVE_ENV]),
                            LiveSettings.from_env())
         live.start_sweeper()          # retention, as app.py's context starts it
@@ -57,10 +57,10 @@ def build(data_dir=None):
     mount_http_api(app, service)
     mount_media(app, service)          # the clips' route: Gradio itself serves no file of the data dir
     if live is not None:
-        from arena.live_api import mount_live_api
+        from arena.web.live_api import mount_live_api
         mount_live_api(app, live)
-    from arena.layout_css import LAYOUT_CSS
-    from eval_backend.gradio_guard import mount_gradio
+    from arena.ui.layout_css import LAYOUT_CSS
+    from space_shell.gradio_guard import mount_gradio
     from eval_backend.submissions.settings import SubmissionSettings
     return mount_gradio(app, demo, data_dir=store.root, zip_bytes=SubmissionSettings().max_upload_bytes,
                         footer_links=[], css=LAYOUT_CSS), service
@@ -77,7 +77,7 @@ def main() -> int:
 
     app, _ = build(args.data_dir)
     uvicorn.run(app, host="127.0.0.1", port=args.port, log_level="warning", access_log=False,
-                proxy_headers=False, timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_S)   # as app.main: addresses from eval_backend/client_address.py
+                proxy_headers=False, timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_S)   # as app.main: addresses from space_shell/client_address.py
     return 0
 
 

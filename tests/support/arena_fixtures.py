@@ -141,7 +141,7 @@ class AppProcess(ServerProcess):
 # ----------------------------------------------------------------------------------------- load driver
 NO_LIMITS = {"min_listen_s": 0.0, "session_votes_per_minute": 10**9, "session_votes_per_day": 10**9,
              "ip_votes_per_minute": 10**9, "ip_votes_per_day": 10**9,
-             # the in-memory abuse bounds too (arena/abuse.py): every load voter comes from 127.0.0.1
+             # the in-memory abuse bounds too (arena/core/abuse.py): every load voter comes from 127.0.0.1
              "ip_battles_per_minute": 10**9, "ip_vote_attempts_per_minute": 10**9, "session_open_battles": 10**9}
 
 
@@ -187,7 +187,7 @@ async def run_load(url: str, clients: int, votes: int, kill_after: int | None = 
     """`clients` concurrent voters (one session each, own connection) cast `votes` votes through the HTTP API.
 
     Each voter: battle -> vote -> next battle -> ... A vote counts as acknowledged only on a 200. A battle that asks
-    for a proof of work (arena/pow.py) gets one solved before its vote, outside the timed part.
+    for a proof of work (arena/services/pow.py) gets one solved before its vote, outside the timed part.
     With `kill_after`, `kill()` runs once that many votes were acknowledged; voters stop on the
     first transport error (the server is gone). `think_s` > 0: each voter pauses (uniform 0.5-1.5 x)
     before each vote, as a listener would; 0 = closed loop, as fast as the server answers. aiohttp rather than httpx: on this 2-core machine
@@ -225,7 +225,7 @@ async def run_load(url: str, clients: int, votes: int, kill_after: int | None = 
                     sounded = rng.choice([None, "A", "B", "tie"])
                     body = {"battle_id": view["battle_id"], "session": session, "overall": slot,
                             "said": said, "sounded": sounded}
-                    if view.get("pow"):       # a proof of work is due (arena/pow.py): solved as a script does,
+                    if view.get("pow"):       # a proof of work is due (arena/services/pow.py): solved as a script does,
                         body["altcha"] = await asyncio.get_running_loop().run_in_executor(   # not timed
                             None, solve_pow, view["pow"]["challenge"])
                     out.sent.add(view["battle_id"])

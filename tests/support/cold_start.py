@@ -16,7 +16,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from arena.pow_ui import PAYLOAD_JS
+from arena.ui.pow_ui import PAYLOAD_JS
 from tests.support.browser import launch_chromium, new_page
 from tests.support.processes import ROOT, free_port, wait_until_answers
 
@@ -151,7 +151,7 @@ def _drive_to_vote(page, out: ColdStart, t0: float, timeout_s: float, proc: subp
     page.evaluate("() => document.querySelectorAll('audio').forEach(a => { a.playbackRate = 2; a.play(); })")
     page.wait_for_function("() => !document.getElementById('arena-vote-a').disabled", timeout=120_000)
     out.votable_s = time.monotonic() - t0
-    # an anonymous voter's proof of work (arena/pow_ui.py, on by default in app.py): wait, as a person would, until
+    # an anonymous voter's proof of work (arena/ui/pow_ui.py, on by default in app.py): wait, as a person would, until
     # the check says it is done
     page.wait_for_function(f"() => !document.querySelector('#arena-pow altcha-widget') || !!({PAYLOAD_JS})",
                            timeout=120_000)

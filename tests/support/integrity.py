@@ -7,9 +7,9 @@ import random
 import shutil
 from pathlib import Path
 
-from arena import gold
+from arena.services import gold
 from arena.config import ArenaSettings
-from arena.service import ArenaService
+from arena.services.service import ArenaService
 from eval_backend.store import Store
 from tests.support.arena_fixtures import solve_pow as solve  # noqa: F401  (the tests' name for it)
 
@@ -47,7 +47,7 @@ def maker(seeded: Path, tmp_path: Path, database_url, now=None, **defaults):
 
 
 def serve(svc, session: str, ip: str, **kw):
-    """serve_battle with the gold pool full (check clips are built ahead, arena/gold.py; the app refills the pool in
+    """serve_battle with the gold pool full (check clips are built ahead, arena/services/gold.py; the app refills the pool in
     the background, here it is filled first so that a share of 1 means every battle is a gold one)."""
     if svc.gold.share:
         svc.gold.fill(svc.index.candidates()[0], svc.paused())

@@ -60,12 +60,12 @@ class LiveApp:
         from fastapi import FastAPI
 
         from arena.config import settings_from_env
-        from arena.http_api import mount_http_api
-        from arena.live import LiveService, LiveSettings
-        from arena.live_api import mount_live_api
-        from arena.media import mount_media
-        from arena.service import ArenaService
-        from eval_backend.body_limit import BodyLimit, app_caps
+        from arena.web.http_api import mount_http_api
+        from arena.services.live import LiveService, LiveSettings
+        from arena.web.live_api import mount_live_api
+        from arena.web.media import mount_media
+        from arena.services.service import ArenaService
+        from space_shell.body_limit import BodyLimit, app_caps
         from eval_backend.store import Store
 
         self.store = Store(data_dir)

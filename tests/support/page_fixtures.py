@@ -26,7 +26,7 @@ METRICS = ["l1.understanding_acc", "l2.*", "sel.*", "l3.judge.c1"]
 
 def seed_page(data: str | Path, votes: int = 6, models: tuple[str, ...] = MODELS) -> dict:
     from arena.config import settings_from_env
-    from arena.service import ArenaService
+    from arena.services.service import ArenaService
     from eval_backend.benchmark.loaders import load_benchmark
     from eval_backend.scoring.results import score, write_results
     from eval_backend.store import Reply, Store

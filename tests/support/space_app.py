@@ -42,7 +42,7 @@ def main() -> int:
 
     app, _, _ = build(args.data_dir, args.worker)
     uvicorn.run(app, host="127.0.0.1", port=args.port, log_level="warning", access_log=False,
-                proxy_headers=False, timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_S)   # as app.main: addresses from eval_backend/client_address.py
+                proxy_headers=False, timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_S)   # as app.main: addresses from space_shell/client_address.py
     return 0
 
 

@@ -21,7 +21,7 @@ PROVISIONAL_VOTES = 5
 
 def _service(store):
     from arena.config import settings_from_env
-    from arena.service import ArenaService
+    from arena.services.service import ArenaService
     return ArenaService(store, settings_from_env(store.root, provisional_votes=PROVISIONAL_VOTES))
 
 
@@ -38,7 +38,7 @@ def seed_tables(root, n_votes: int = 90) -> str:
     import time
     from pathlib import Path
 
-    import arena.service  # noqa: F401  (registers the arena tables before the store opens)
+    import arena.services.service  # noqa: F401  (registers the arena tables before the store opens)
     from eval_backend.store import Store
     from tests.support.results_fixtures import scored_results
 
@@ -71,9 +71,9 @@ def build(data_dir):
     import gradio as gr
 
     from app import TABS, Tab, build_blocks
-    from arena.health import HealthConfig, HealthMonitor
+    from arena.services.health import HealthConfig, HealthMonitor
     from eval_backend.store import Store
-    from eval_backend.tab_contract import TabHandles
+    from space_shell.tab_contract import TabHandles
 
     store = Store(data_dir)
     service = _service(store)

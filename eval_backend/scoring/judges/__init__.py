@@ -37,14 +37,18 @@ A judge config (`--judge-config judges.yaml`; every key but base_url and model o
 from __future__ import annotations
 
 from .cache import JudgeCache, input_hash, utc_day
-from .client import (NOT_CACHED, JudgeCallError, JudgeClient, Judges, Judgment, judges_for, make_judges,
-                     run_judge)
+from .client import NOT_CACHED, JudgeCallError, JudgeClient, Judges, Judgment, judges_for, make_judges, run_judge
 from .pairwise import PairVerdict, combine_orders, judge_pair
 from .parse import Parsed, ParseError, parse_answer, read_value
-from .rendering import (Block, Rendered, context_text, injection_flags, judged_texts, neutralise, new_nonce,
-                     render, wrap)
-from .settings import (BUDGET_REACHED, DEFAULT_CALLS_PER_DAY, JudgeSettings, judge_manifest, judge_settings,
-                       parse_settings)
+from .rendering import Block, Rendered, context_text, injection_flags, judged_texts, neutralise, new_nonce, render, wrap
+from .settings import (
+                     BUDGET_REACHED,
+                     DEFAULT_CALLS_PER_DAY,
+                     JudgeSettings,
+                     judge_manifest,
+                     judge_settings,
+                     parse_settings,
+)
 
 __all__ = [
     "JudgeCache", "input_hash", "utc_day",

@@ -20,7 +20,6 @@ from .parse import ParseError, parse_answer
 from .rendering import Block, injection_flags, judged_texts, render
 from .settings import BUDGET_REACHED, JudgeSettings, judge_settings
 
-
 NOT_CACHED = "not in the judge cache (cache-only rescore)"
 
 

@@ -1,0 +1,405 @@
+"""What a voter hears in a battle: every clip in one format, at one loudness, with no metadata (issue 22).
+
+Neither loudness nor file format may decide a vote or tell A from B (a louder reply wins more often; a 44.1 kHz
+flac beside a 24 kHz wav names a provider). So every battle clip (the user's utterance and both replies, benchmark
+and live battles alike) is served as its *heard* version:
+
+- one format: 16-bit PCM mono WAV at `RATE` Hz, written with Python's `wave` module (a `fmt ` and a `data` chunk,
+  nothing else: no LIST/INFO, id3, cue, PEAK or bext chunk, whatever the source carried);
+- loudness-normalised to `TARGET_LUFS` integrated loudness (ITU-R BS.1770-4 K-weighted, gated; `pyloudnorm`),
+  with a true-peak ceiling of `PEAK_DBTP` (peaks estimated on a 4x oversampled signal): a look-ahead peak limiter
+  (`limit`) holds the peaks under the ceiling, and the gain is set again after limiting, so peaky clips reach the
+  same loudness as smooth ones instead of being turned down whole. A silent clip stays silent (no gain).
+
+The stored originals stay as they are (scoring, Browse and releases read them). The heard version is made once per
+source content (sha256) and kept in `<data dir>/battle_audio/<hh>/<sha256>.wav`, with its measured facts beside it
+(`<sha256>.json`): its length (the listening rule's durations), its loudness and peak, the source's loudness, and
+(when asked, `measure=True`) its delivery: speech time, median pitch, speaking rate (eval_backend/audio/features.py).
+A live battle's clips are made in the battle's own folder instead (arena/tables/live_store.py), so retention deletes them.
+
+    heard = HeardAudio(data_dir)
+    clip = heard.clip(path, measure=True)     # HeardClip: path, seconds, lufs, peak_dbtp, source_lufs, delivery
+    clip.covariates()                         # the numbers a per-battle record wants (duration, LUFS, rate, ...)
+    heard.known(path)                         # the cached HeardClip or None: never does any work
+    heard.prepare_later(paths)                # a low-priority background thread makes and measures them
+
+Cost per clip: docs/benchmarks.md ("Battle audio"), `python benchmarks/bench_battle_audio.py`.
+"""
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import logging
+import math
+import os
+import threading
+import wave
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Callable, Iterable
+
+import numpy as np
+import pyloudnorm
+import soundfile as sf
+from scipy.ndimage import minimum_filter1d, uniform_filter1d
+from scipy.signal import resample_poly
+
+from eval_backend.audio.io import BadAudio
+
+log = logging.getLogger(__name__)
+
+RATE = 24000                # every heard clip's sample rate
+TARGET_LUFS = -16.0         # integrated loudness of every heard clip (EBU R128 / BS.1770-4, a common web target)
+PEAK_DBTP = -1.0            # true-peak ceiling
+HEARD_DIR = "battle_audio"  # under the data dir; served only by the battle clip route (arena/web/media.py)
+RECIPE = 1                  # bump when the recipe changes: the cache key includes it, so clips are made again
+SILENT_LUFS = -70.0         # BS.1770's absolute gate: below it there is nothing to normalise
+LOOKAHEAD_S = 0.005
+RELEASE_S = 0.05
+BATCH = 25                  # awaited clips measured in the background between two rebuilds of the battle index
+
+
+@dataclass(frozen=True)
+class Delivery:
+    """How a heard clip sounds, for telling near-identical replies apart (arena/core/distinct.py)."""
+    duration_s: float
+    speech_s: float
+    lufs: float | None
+    pitch_median_hz: float | None
+    speaking_rate: float                  # syllable nuclei per second of speech
+
+
+@dataclass(frozen=True)
+class HeardClip:
+    path: Path                            # the heard file
+    source_sha256: str                    # of the source file's bytes
+    seconds: float                        # the heard file's length (the listening rule reads it)
+    lufs: float | None                    # measured on the heard file (None: silent)
+    peak_dbtp: float | None               # true peak of the heard file
+    source_lufs: float | None             # the source's loudness before normalisation
+    source_rate: int
+    delivery: Delivery | None = None      # measured when asked (measure=True)
+
+    def covariates(self) -> dict:
+        """Per-battle covariates of this clip as the voter hears it (duration, loudness, peak, speaking rate,
+        pitch); None where not measured."""
+        d = self.delivery
+        return {"seconds": self.seconds, "lufs": self.lufs, "peak_dbtp": self.peak_dbtp,
+                "source_lufs": self.source_lufs, "speech_s": d.speech_s if d else None,
+                "speaking_rate": d.speaking_rate if d else None,
+                "pitch_median_hz": d.pitch_median_hz if d else None}
+
+
+# ---------------------------------------------------------------- pure core
+def _finite(x: float) -> float | None:
+    return float(x) if math.isfinite(x) else None
+
+
+def loudness(samples: np.ndarray, rate: int) -> float | None:
+    """Integrated loudness (LUFS, BS.1770-4); None for silence. Clips shorter than the standard 400 ms block
+    are measured with one block of their own length."""
+    if len(samples) < 2 or not np.any(samples):
+        return None
+    block = min(0.4, (len(samples) - 1) / rate)
+    value = pyloudnorm.Meter(rate, block_size=block).integrated_loudness(samples.astype(np.float64))
+    value = _finite(value)
+    return value if value is not None and value > SILENT_LUFS else None
+
+
+def true_peak_dbtp(samples: np.ndarray) -> float | None:
+    """Peak of the 4x oversampled signal (BS.1770-4 Annex 2's estimate), in dBTP; None for silence."""
+    if not len(samples):
+        return None
+    peak = float(np.max(np.abs(resample_poly(samples.astype(np.float64), 4, 1))))
+    return 20 * math.log10(peak) if peak > 0 else None
+
+
+def limit(samples: np.ndarray, rate: int, ceiling_dbtp: float = PEAK_DBTP) -> np.ndarray:
+    """A look-ahead peak limiter: each sample's gain is what keeps its oversampled neighbourhood under the
+    ceiling, held over the look-ahead window and released smoothly (never above what the peaks allow)."""
+    x = samples.astype(np.float64)
+    ceiling = 10 ** (ceiling_dbtp / 20)
+    over = np.abs(resample_poly(x, 4, 1))[: 4 * len(x)]
+    over = np.pad(over, (0, 4 * len(x) - len(over))).reshape(len(x), 4).max(axis=1)
+    need = np.minimum(1.0, ceiling / np.maximum(over, 1e-12))
+    if need.min() >= 1.0:
+        return x
+    hold = max(1, int(LOOKAHEAD_S * rate))
+    held = minimum_filter1d(need, size=2 * hold + 1)          # reach each peak's gain before it, keep it after
+    return x * np.minimum(uniform_filter1d(held, size=max(1, int(RELEASE_S * rate))), held)   # smooth edges
+
+
+def heard_frames(frames: int, sr: int, rate: int = RATE) -> int:
+    """How many samples a clip of `frames` at `sr` has once resampled to `rate` (resample_poly's output length),
+    so a clip's heard length is known from its header alone."""
+    if sr == rate:
+        return int(frames)
+    g = math.gcd(int(sr), int(rate))
+    return -(-int(frames) * (rate // g) // (int(sr) // g))
+
+
+def to_rate(samples: np.ndarray, sr: int, rate: int = RATE) -> np.ndarray:
+    if sr == rate:
+        return samples.astype(np.float64)
+    g = math.gcd(int(sr), int(rate))
+    return resample_poly(samples.astype(np.float64), rate // g, int(sr) // g)
+
+
+def normalise(samples: np.ndarray, sr: int) -> tuple[np.ndarray, dict]:
+    """Mono samples at any rate -> (heard samples at RATE, {lufs, peak_dbtp, source_lufs}). Pure."""
+    x = to_rate(np.asarray(samples, dtype=np.float64), sr)
+    source = loudness(x, RATE)
+    if source is not None:
+        now: float | None = source
+        for _ in range(3):          # gain, limit, measure: the limiter costs a little loudness, so set it again
+            if now is None or abs(now - TARGET_LUFS) < 0.05:
+                break
+            x = limit(x * 10 ** ((TARGET_LUFS - now) / 20), RATE)
+            now = loudness(x, RATE)
+        peak = true_peak_dbtp(x)
+        if peak is not None and peak > PEAK_DBTP:      # the limiter's estimate missed by a hair: trim it whole
+            x = x * 10 ** ((PEAK_DBTP - peak - 0.01) / 20)
+    x = np.clip(x, -1.0, 1.0)
+    return x, {"lufs": loudness(x, RATE), "peak_dbtp": true_peak_dbtp(x), "source_lufs": source}
+
+
+def plain_wav(samples: np.ndarray, rate: int = RATE) -> bytes:
+    """16-bit PCM mono WAV with only the `fmt ` and `data` chunks (no metadata of any kind)."""
+    pcm = np.round(np.clip(samples, -1.0, 1.0) * 32767).astype("<i2").tobytes()
+    buf = io.BytesIO()
+    with wave.open(buf, "wb") as w:
+        w.setnchannels(1)
+        w.setsampwidth(2)
+        w.setframerate(rate)
+        w.writeframes(pcm)
+    return buf.getvalue()
+
+
+def decode(data: bytes) -> tuple[np.ndarray, int]:
+    """Any format soundfile reads (wav, flac, ogg, mp3), as mono float; raises BadAudio."""
+    try:
+        samples, sr = sf.read(io.BytesIO(data), dtype="float32", always_2d=True)
+    except Exception as exc:    # soundfile raises several types for what it cannot read
+        raise BadAudio(f"cannot decode audio: {exc}") from None
+    if samples.size == 0 or sr <= 0:
+        raise BadAudio("audio has no samples")
+    mono = samples.mean(axis=1)
+    if not np.all(np.isfinite(mono)):
+        raise BadAudio("audio contains NaN or infinite samples")
+    return mono, int(sr)
+
+
+def measure_delivery(samples: np.ndarray, rate: int, lufs: float | None) -> Delivery:
+    from eval_backend.audio.features import extract  # why: parselmouth (Praat) loads only once a clip is measured
+    f = extract(samples.astype(np.float32), rate)
+    return Delivery(f.duration_s, f.speech_s, lufs, f.pitch_median_hz, f.speaking_rate)
+
+
+def make_heard(data: bytes, do_measure: bool = False) -> tuple[bytes, dict]:
+    """Source bytes -> (heard wav bytes, facts for the sidecar). Pure apart from the CPU it takes."""
+    samples, sr = decode(data)
+    heard, stats = normalise(samples, sr)
+    facts = {"recipe": RECIPE, "seconds": len(heard) / RATE, "source_rate": sr, **stats}
+    if do_measure:
+        facts["delivery"] = asdict(measure_delivery(heard, RATE, stats["lufs"]))
+    return plain_wav(heard), facts
+
+
+def clip_from_facts(path: Path, sha: str, facts: dict) -> HeardClip:
+    d = facts.get("delivery")
+    return HeardClip(path, sha, float(facts["seconds"]), facts.get("lufs"), facts.get("peak_dbtp"),
+                     facts.get("source_lufs"), int(facts.get("source_rate") or RATE), Delivery(**d) if d else None)
+
+
+# ---------------------------------------------------------------- the cache in the data dir
+def _write_atomic(path: Path, data: bytes, mkdir: bool = True) -> None:
+    if mkdir:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+    tmp.write_bytes(data)
+    tmp.replace(path)
+
+
+def _sidecar(wav_path: Path) -> Path:
+    return wav_path.with_suffix(".json")
+
+
+def remeasured(clip: HeardClip) -> HeardClip:
+    """A clip made without its delivery, measured now from its heard file (the sidecar is updated)."""
+    samples, rate = decode(clip.path.read_bytes())
+    facts = json.loads(_sidecar(clip.path).read_text())
+    facts["delivery"] = asdict(measure_delivery(samples, rate, clip.lufs))
+    _write_atomic(_sidecar(clip.path), json.dumps(facts).encode())
+    return clip_from_facts(clip.path, clip.source_sha256, facts)
+
+
+def named_clip(folder: Path, name: str, data: bytes | None = None, measure: bool = False) -> HeardClip:
+    """A live battle's clip (`folder/<name>.wav`) as heard: `folder/<name>.heard.wav` and its facts, made when
+    missing (from `data`, else the stored original). They live in the battle's folder, so retention deletes them."""
+    wav_path = Path(folder) / f"{name}.heard.wav"
+    try:
+        facts = json.loads(_sidecar(wav_path).read_text())
+        clip = clip_from_facts(wav_path, facts["source_sha256"], facts)
+        return remeasured(clip) if measure and clip.delivery is None else clip
+    except (OSError, ValueError, KeyError):
+        pass
+    data = data if data is not None else (Path(folder) / f"{name}.wav").read_bytes()
+    heard, facts = make_heard(data, measure)
+    return write_named(folder, name, hashlib.sha256(data).hexdigest(), heard, facts)
+
+
+def write_named(folder: Path, name: str, sha: str, heard: bytes, facts: dict) -> HeardClip:
+    """Write `folder/<name>.heard.wav` and its facts (a live battle's clip)."""
+    wav_path = Path(folder) / f"{name}.heard.wav"
+    facts = {**facts, "source_sha256": sha}
+    _write_atomic(wav_path, heard, mkdir=False)         # a folder deleted meanwhile (retention) is not made again
+    _write_atomic(_sidecar(wav_path), json.dumps(facts).encode(), mkdir=False)
+    return clip_from_facts(wav_path, sha, facts)
+
+
+class HeardAudio:
+    """The heard versions of benchmark battle clips, cached by content hash in the data dir (see the module doc)."""
+
+    def __init__(self, root: str | Path, also_measure: Callable[[Path], object] | None = None):
+        """`also_measure(heard path)`: run on the background thread after each clip it makes (the service's
+        style covariates, arena/core/covariates.py ClipMeasures.audio), so serving a battle measures nothing."""
+        self.root = Path(root)
+        self.also_measure = also_measure
+        self._also_done: set[str] = set()    # sources whose heard clip `also_measure` has seen (this process)
+        self.folder = self.root / HEARD_DIR
+        self._sha: dict[str, tuple[int, int, str]] = {}      # path -> (size, mtime_ns, sha256)
+        self._clips: dict[str, HeardClip] = {}               # sha256 -> clip (measured or not)
+        self._lock = threading.Lock()
+        self._queue: list[str] = []
+        self._worker: threading.Thread | None = None
+        self._failed: set[str] = set()       # sources that could not be decoded (never queued again)
+        self._urgent: set[str] = set()       # queued because the battle index waits for their delivery
+        self.version = 0            # grows when clips the index waits for were measured (the index reads it)
+
+    def sha(self, source: str | Path) -> str:
+        """sha256 of the file's bytes, remembered while its size and mtime stay."""
+        key = str(source)
+        st = os.stat(key)
+        got = self._sha.get(key)
+        if got and got[:2] == (st.st_size, st.st_mtime_ns):
+            return got[2]
+        digest = hashlib.sha256(Path(key).read_bytes()).hexdigest()
+        self._sha[key] = (st.st_size, st.st_mtime_ns, digest)
+        return digest
+
+    def _paths(self, sha: str) -> tuple[Path, Path]:
+        wav_path = self.folder / sha[:2] / f"{sha}.r{RECIPE}.wav"
+        return wav_path, _sidecar(wav_path)
+
+    def known(self, source: str | Path, measured: bool = False) -> HeardClip | None:
+        """The heard clip if it was made already (and measured, when asked); never makes anything."""
+        try:
+            sha = self.sha(source)
+        except OSError:
+            return None
+        clip = self._clips.get(sha)
+        if clip is None:
+            wav_path, json_path = self._paths(sha)
+            try:
+                facts = json.loads(json_path.read_text())
+            except (OSError, ValueError):
+                return None
+            if facts.get("recipe") != RECIPE or not wav_path.is_file():
+                return None
+            clip = self._clips[sha] = clip_from_facts(wav_path, sha, facts)
+        return clip if clip.delivery is not None or not measured else None
+
+    def clip(self, source: str | Path, measure: bool = False) -> HeardClip:
+        """The heard clip of `source`, made (and measured) now if it is not in the cache. Raises BadAudio/OSError."""
+        found = self.known(source, measure)
+        if found is not None:
+            return found
+        made = self.known(source)
+        if made is not None:                       # made before without its delivery: measure the heard file
+            return self._remember(made.source_sha256, remeasured(made))
+        data = Path(source).read_bytes()
+        sha = hashlib.sha256(data).hexdigest()
+        wav_path, json_path = self._paths(sha)
+        heard, facts = make_heard(data, measure)
+        _write_atomic(wav_path, heard)
+        _write_atomic(json_path, json.dumps(facts).encode())
+        return self._remember(sha, clip_from_facts(wav_path, sha, facts))
+
+    def _remember(self, sha: str, clip: HeardClip) -> HeardClip:
+        self._clips[sha] = clip
+        return clip
+
+    def for_heard_file(self, path: Path, measure: bool = False) -> HeardClip | None:
+        """The HeardClip of a file this cache made (the battle clip route's file), measured when asked."""
+        sha = Path(path).name.split(".")[0]
+        wav_path, json_path = self._paths(sha) if len(sha) == 64 else (None, None)
+        if wav_path is None or Path(path) != wav_path:
+            return None
+        clip = self._clips.get(sha)
+        if clip is None:
+            try:
+                clip = clip_from_facts(wav_path, sha, json.loads(json_path.read_text()))
+            except (OSError, ValueError):
+                return None
+        if measure and clip.delivery is None:
+            clip = remeasured(clip)
+        return self._remember(sha, clip)
+
+    # ------------------------------------------------------------ background preparation
+    def prepare_later(self, sources: Iterable[str | Path], urgent: bool = False) -> None:
+        """Make and measure these clips on a low-priority daemon thread (the battle index asks for the ones it
+        cannot judge yet, `urgent`: first in the queue; serving a battle then finds its clips made)."""
+        todo = [s for s in dict.fromkeys(map(str, sources)) if s not in self._failed
+                and (self.known(s, measured=True) is None
+                     or (self.also_measure is not None and s not in self._also_done))]
+        if not todo:
+            return
+        with self._lock:
+            new = set(todo)
+            if urgent:
+                self._urgent |= new
+            rest = [s for s in self._queue if s not in new]
+            self._queue = todo + rest if urgent else rest + todo
+            if self._worker is None or not self._worker.is_alive():
+                self._worker = threading.Thread(target=self._drain, name="battle-audio", daemon=True)
+                self._worker.start()
+
+    def _drain(self) -> None:
+        try:
+            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 10)
+        except (AttributeError, OSError):
+            pass
+        done = 0
+        while True:
+            with self._lock:
+                if not self._queue:
+                    self._worker = None
+                    return
+                source = self._queue.pop(0)
+            try:
+                made = self.clip(source, measure=True)
+                if self.also_measure is not None and source not in self._also_done:
+                    self.also_measure(made.path)
+                    self._also_done.add(source)
+            except (BadAudio, OSError, RuntimeError, ValueError) as exc:   # not asked again (serving it fails alike)
+                log.warning("battle audio: %s cannot be prepared: %s", Path(source).name, exc)
+                self._failed.add(source)
+            with self._lock:             # only what the index waits for makes it look again, per batch
+                if source in self._urgent:
+                    self._urgent.discard(source)
+                    done += 1
+                    if not self._urgent or done % BATCH == 0:
+                        self.version += 1
+
+    def bump(self) -> None:
+        """Something was measured outside the background thread: the battle index should look again."""
+        with self._lock:
+            self.version += 1
+
+    def wait_idle(self, timeout_s: float = 600.0) -> bool:
+        """For tests, benchmarks and the CLI: wait until the background queue is empty."""
+        worker = self._worker
+        if worker is not None:
+            worker.join(timeout_s)
+        return self._worker is None or not self._worker.is_alive()
