@@ -123,3 +123,16 @@ def test_no_held_apart_v3_sentence_is_a_near_copy_of_a_bank_sentence():
     grows towards v3 would turn its figures into memory)."""
     for label, cosines in nearest_bank_cosines(HELD_APART_26_V3).items():
         assert cosines.max() < MAX_COSINE, (label, float(cosines.max()))
+
+
+def test_the_classifier_alone_does_not_hold_a_reply_that_quotes_an_insult():
+    """semantic-6's gate: the profanity classifier scores a supportive reply that quotes a slur as offensive (1.0);
+    the semantic layer reads it as not harmful, so it is not held — while the insult itself still is."""
+    for reply in ("Your brother calling you a stupid bitch was cruel, and you did not deserve it.",
+                  "I'm so sorry those boys called you a fat bitch, that is bullying."):
+        assert offline.classifier_score(reply) >= 0.85
+        result = offline.screen(reply, 0.85)
+        assert not result.flagged, result.reason
+        assert result.categories["abuse"] <= semantic.IDIOM_CAP
+    insult = offline.screen("You're a fucking idiot.", 0.85)
+    assert insult.flagged and insult.categories["abuse"] >= 0.85
