@@ -13,9 +13,6 @@ from arena.ui.pow_ui import PAYLOAD_JS
 from eval_backend.store import Store
 from tests.support.arena_fixtures import AppProcess, seed
 
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                 "--autoplay-policy=no-user-gesture-required"]
 MODELS = ("warm-model", "flat-model")
 MODULE_DATABASE_FIXTURES = ("app",)
 SOLVED = f"() => !!({PAYLOAD_JS})"        # what a vote would send now (arena/ui/pow_ui.py) is a solution
@@ -31,12 +28,9 @@ def app(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def browser(app):
-    sync_api = pytest.importorskip("playwright.sync_api")
-    with sync_api.sync_playwright() as p:
-        b = p.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS)
-        yield b
-        b.close()
+def browser(app, chromium):
+    """The module's chromium (tests/conftest.py), started after the app."""
+    return chromium
 
 
 def start_and_listen(page, app) -> str:

@@ -5,8 +5,8 @@ nothing that ties the clip to any other route.
   grouping files by the run that wrote them, i.e. by model), only `Cache-Control: private, no-store`.
 - Ranges: one `bytes=a-b`, `bytes=a-` or `bytes=-n` range gets 206 (players seek); a range past the end 416;
   several ranges, or a malformed header, the whole clip (a server may ignore Range).
-- `on_sent(start, end, size)` is called, on a worker thread, each time another chunk has been handed to the
-  server: bytes [start, end) of a `size`-byte file were sent. The clip counts as fetched once what was sent
+- `on_sent(start, end, size)` is called, on a worker thread, just before each chunk is handed to the server:
+  bytes [start, end) of a `size`-byte file are sent (so the count is written before the client can hold them). The clip counts as fetched once what was sent
   covers what the rule asks (arena/tables/battle_clips.py), so one `Range: bytes=0-0` is not a fetch.
 """
 from __future__ import annotations
@@ -75,9 +75,11 @@ class ClipResponse(Response):
                 chunk = await anyio.to_thread.run_sync(os.pread, fd, min(CHUNK, end - pos), pos)
                 if not chunk:
                     break
+                # counted before it is handed over: a client holding the last byte may vote at once, and the
+                # vote must find the fetch (it lost that race now and then when the count came after the send)
+                await anyio.to_thread.run_sync(self.on_sent, start, pos + len(chunk), size)
                 await send({"type": "http.response.body", "body": chunk, "more_body": pos + len(chunk) < end})
                 pos += len(chunk)
-                await anyio.to_thread.run_sync(self.on_sent, start, pos, size)
             if pos < end:                            # the file shrank under us: end the body
                 await send({"type": "http.response.body", "body": b""})
         finally:
