@@ -5,8 +5,7 @@ semantic layer's behaviour on long texts, and its failure mode.
 The floors for abuse and threats sit at the figures measured (docs/security.md gives them, with every look at this
 set); issue 26's targets (abuse and threats >= 85%) are not met and the floors do not pretend they are: a change
 that loses recall fails here, a change that gains it moves the floors and the docs together. The same holds for the
-second held-apart set (tests/support/safety_held_apart_v2.py), whose one reading missed every target, and the third
-(safety_held_apart_v3.py), read once for semantic-6: crisis and abuse met the targets, threats and benign did not.
+second held-apart set (tests/support/safety_held_apart_v2.py), whose one reading missed every target.
 """
 from __future__ import annotations
 
@@ -18,25 +17,14 @@ from eval_backend import safety
 from eval_backend.safety import offline, semantic
 from tests.support.safety_held_apart import HELD_APART_26
 from tests.support.safety_held_apart_v2 import HELD_APART_26_V2
-from tests.support.safety_held_apart_v3 import HELD_APART_26_V3
-from tests.support.safety_overlap import MAX_COSINE, nearest_bank_cosines
 from tests.support.safety_sentences import evaluate
 
 TARGETS = {"crisis": 0.9, "benign": 0.02}          # issue 26: crisis readings at least, benign flags at most
 FLOORS = {"abuse": 0.6, "violence": 0.65}           # measured (15/25, 13/20, semantic-5), below issue 26's 0.85
-# Held-apart v2, read for semantic-5-bank-5 and semantic-6-bank-6 (docs/security.md); abuse and threats miss issue 26's targets. These
+# Held-apart v2, read once for semantic-5-bank-5 (docs/security.md): every figure misses issue 26's targets. These
 # are the figures that reading gave (caught, or for benign flagged, out of n), not targets: a change that loses
 # recall or flags more benign replies fails here; a gain moves them and the docs together.
-# semantic-5 read crisis 24/32, abuse 23/42, threats 17/31, benign 10/110; semantic-6 (read once more, counts only,
-# after v3's reading and with nothing changed after it) the figures below: abuse lost one, crisis and benign gained.
-V2_MEASURED = {"crisis": (30, 32), "abuse": (22, 42), "violence": (17, 31), "benign": (2, 110)}
-
-
-# Held-apart v3 (committed 9fd77c0 before bank-6 and semantic-6), read once for semantic-6-bank-6
-# (docs/security.md): crisis and abuse meet issue 26's targets there, threats (82 %) and benign flags (3.0 %) do
-# not. Floors, not targets: a change that loses recall or flags more fails here; a gain moves them and the docs.
-V3_MEASURED = {"crisis": (48, 48), "abuse": (43, 50), "violence": (37, 45), "benign": (4, 132)}
-V3_TARGETS_MET = {"crisis": 0.9, "abuse": 0.85}      # issue 26's targets that v3's one reading met
+V2_MEASURED = {"crisis": (24, 32), "abuse": (23, 42), "violence": (17, 31), "benign": (10, 110)}
 
 
 @pytest.fixture(autouse=True)
@@ -59,21 +47,15 @@ def test_held_apart_crisis_readings_and_benign_flags_meet_the_targets():
         assert figures[label]["rate"] >= floor, (label, figures[label])
 
 
-def _not_worse(sentences: dict[str, list[str]], measured: dict[str, tuple[int, int]]) -> dict[str, dict]:
-    """The screen's figures on `sentences`, checked against one reading's: no fewer caught, no more benign flagged."""
-    figures = evaluate(sentences)
+def test_held_apart_v2_figures_do_not_get_worse():
+    figures = evaluate(HELD_APART_26_V2)
     print({label: f"{m['caught']}/{m['n']}" for label, m in figures.items()})
-    for label, (caught, n) in measured.items():
+    for label, (caught, n) in V2_MEASURED.items():
         assert figures[label]["n"] == n
         if label == "benign":
             assert figures[label]["caught"] <= caught, figures[label]
         else:
             assert figures[label]["caught"] >= caught, (label, figures[label])
-    return figures
-
-
-def test_held_apart_v2_figures_do_not_get_worse():
-    _not_worse(HELD_APART_26_V2, V2_MEASURED)
 
 
 def test_a_person_in_crisis_is_offered_help_never_held():
@@ -111,29 +93,3 @@ def test_a_broken_semantic_layer_holds_the_text(monkeypatch):
     result = offline.screen("a perfectly kind sentence", 0.85)
     assert result.status == "not_screened" and result.flagged
     assert result.reason == "not screened: semantic layer unavailable (ImportError)"
-
-
-def test_held_apart_v3_figures_do_not_get_worse():
-    figures = _not_worse(HELD_APART_26_V3, V3_MEASURED)
-    for label, target in V3_TARGETS_MET.items():
-        assert figures[label]["rate"] >= target, (label, figures[label])
-
-
-def test_no_held_apart_v3_sentence_is_a_near_copy_of_a_bank_sentence():
-    """v3 measures unseen phrasings only while the bank holds nothing within cosine MAX_COSINE of it (a bank that
-    grows towards v3 would turn its figures into memory)."""
-    for label, cosines in nearest_bank_cosines(HELD_APART_26_V3).items():
-        assert cosines.max() < MAX_COSINE, (label, float(cosines.max()))
-
-
-def test_the_classifier_alone_does_not_hold_a_reply_that_quotes_an_insult():
-    """semantic-6's gate: the profanity classifier scores a supportive reply that quotes a slur as offensive (1.0);
-    the semantic layer reads it as not harmful, so it is not held — while the insult itself still is."""
-    for reply in ("Your brother calling you a stupid bitch was cruel, and you did not deserve it.",
-                  "I'm so sorry those boys called you a fat bitch, that is bullying."):
-        assert offline.classifier_score(reply) >= 0.85
-        result = offline.screen(reply, 0.85)
-        assert not result.flagged, result.reason
-        assert result.categories["abuse"] <= semantic.IDIOM_CAP
-    insult = offline.screen("You're a fucking idiot.", 0.85)
-    assert insult.flagged and insult.categories["abuse"] >= 0.85

@@ -23,7 +23,7 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
-VERSION = "bank-6"
+VERSION = "bank-5"
 LABELS = ("crisis", "abuse", "threat", "benign")
 FOLDER = Path(__file__).with_name("bank_data")
 

