@@ -92,8 +92,11 @@ def test_the_postgresql_pass_runs_every_test_that_used_the_store(pytester, monke
     pytester.makepyfile(test_suite=SUITE)
     record = tmp_path / "record"
     record.mkdir()
-    sqlite = _run(pytester, monkeypatch, "sqlite", record)
-    sqlite.assert_outcomes(passed=len(STORAGE | PURE))
+    # in two parts into one record, as scripts/test.sh runs a pass (each part's process has the same worker name)
+    part = {"pure": {t for t in STORAGE | PURE if "pure" in t}}
+    part["not pure"] = (STORAGE | PURE) - part["pure"]
+    for keyword, tests in part.items():
+        _run(pytester, monkeypatch, "sqlite", record, "-k", keyword).assert_outcomes(passed=len(tests))
     ran, storage = read_record(str(record))
     assert {n.split("::")[-1] for n in ran} == STORAGE | PURE
     assert {n.split("::")[-1] for n in storage} == STORAGE, json.dumps(sorted(storage))

@@ -152,7 +152,8 @@ class StorageProbe:
         by_id = {item.nodeid: item for item in session.items}
         storage = sorted(base_id(n) for n in self.ran if n in by_id and self.uses_store(by_id[n], reported))
         worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
-        out = Path(self.record_dir) / f"sqlite-{worker}.json"
+        # one file per process: scripts/test.sh runs several parts into one record, each with its own gw0, gw1
+        out = Path(self.record_dir) / f"sqlite-{worker}-{os.getpid()}.json"
         tmp = out.with_suffix(".tmp")
         tmp.write_text(json.dumps({"ran": sorted(map(base_id, self.ran)), "storage": storage}, indent=0))
         tmp.replace(out)
