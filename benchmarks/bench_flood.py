@@ -1,7 +1,7 @@
 """Honest voters' latency while one client floods the arena with battle requests.
 
     python benchmarks/bench_flood.py [--voters 50] [--duration 60] [--pause 3 9] [--flood-connections 8]
-                                     [--no-quiet] [--no-gradio]
+                                     [--no-quiet] [--no-gradio] [--data-parent DIR]
 
 Starts the real app (tests/support/arena_app.py, uvicorn as in production) on loopback with a seeded data dir and the
 default abuse limits (arena/config.py: ip_battles_per_minute, session_open_battles,
@@ -22,6 +22,12 @@ handling time of the two requests (Server-Timing). Prints one JSON summary (p50/
 request rate and status counts, battles the flooder got into the database, the app's CPU seconds per phase: its
 own cost, apart from the machine's load) and writes benchmarks/out/flood.json. Target: flood-phase client p99
 <= 50 ms on a quiet machine.
+
+Every vote and battle is committed with an fsync before it is acknowledged (eval_backend/store.py: SQLite
+synchronous=FULL), so the disk's fsync time is in every honest step. Before the phases the benchmark measures that
+disk on its own for 15 s (`disk_fsync_ms`: 100 kB written and fsynced 8 times a second, about what the app writes
+for the voters, in the folder that holds the data dir); `--data-parent /dev/shm` puts the data dir on a memory
+file system, where an fsync costs nothing, to measure the app apart from its disk.
 """
 from __future__ import annotations
 
@@ -215,6 +221,24 @@ def flood_phase(url: str, voters: int, duration_s: float, pause, connections: in
     return honest, flood, gradio_flood
 
 
+def disk_probe(folder: str, seconds: float = 15.0, size: int = 100_000, every_s: float = 0.12) -> dict:
+    """fsync latency of the disk under `folder`, alone: `size` bytes appended and fsynced every `every_s`."""
+    times = []
+    fd, path = tempfile.mkstemp(dir=folder, prefix="fsync_probe_")
+    try:
+        stop_at = time.monotonic() + seconds
+        while time.monotonic() < stop_at:
+            os.write(fd, os.urandom(size))
+            t0 = time.perf_counter()
+            os.fsync(fd)
+            times.append(1000 * (time.perf_counter() - t0))
+            time.sleep(every_s)
+    finally:
+        os.close(fd)
+        os.unlink(path)
+    return {"writes": len(times), "p50": pct(times, 0.5), "p99": pct(times, 0.99), "max": max(times)}
+
+
 def cpu_s(pid: int) -> float:
     """User + system CPU seconds the process has used (its own cost, whatever else the machine runs)."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
@@ -232,20 +256,22 @@ def flooder_battles(data_dir, since: float) -> int:
 
 
 def measure(voters: int, duration_s: float, pause: tuple[float, float], connections: int, quiet: bool = True,
-            data_dir: str | None = None, gradio_flood: bool = True, integrity: str | None = None) -> dict:
+            data_dir: str | None = None, gradio_flood: bool = True, integrity: str | None = None,
+            data_parent: str | None = None, probe_disk: bool = False) -> dict:
     """Seed (unless `data_dir` is already seeded), start the app, run the phases; the summary dict. `integrity`
     on | off: the app's proof of work and gold battles (tests/support/arena_fixtures.py: INTEGRITY_ENV); None:
-    as the environment says."""
-    with tempfile.TemporaryDirectory(prefix="arena_flood_") as tmp:
+    as the environment says. `data_parent`: the folder of the temporary data dir; `probe_disk`: measure its disk's
+    fsync first (`disk_probe`)."""
+    with tempfile.TemporaryDirectory(prefix="arena_flood_", dir=data_parent) as tmp:
         data = data_dir or tmp
         if data_dir is None:
             seed(data, MODELS, n_scripts=3)
+        out = {"disk_fsync_ms": disk_probe(str(Path(data).parent))} if probe_disk else {}
         # the seeded replies were never screened: with screening on (the default) no battle could be served
         app = AppProcess(data, SETTINGS, env={**UNSCREENED, "EMPATHY_ARENA_SERVER_TIMING": "1",
                                               **INTEGRITY_ENV.get(integrity or "", {})}).start()
         try:
             asyncio.run(honest_voters(app.url, min(voters, 10), 3.0, (0.2, 0.5), seed_=99))     # warm-up
-            out = {}
             if quiet:
                 c0 = cpu_s(app.proc.pid)
                 out["quiet"] = asyncio.run(honest_voters(app.url, voters, duration_s, pause, seed_=1))
@@ -274,12 +300,17 @@ def main() -> int:
     p.add_argument("--no-gradio", action="store_true", help="skip the phase with the Gradio-route flood")
     p.add_argument("--integrity", choices=("on", "off"), default="on",
                    help="proof of work for anonymous voters and 5%% gold battles (the app's defaults), or neither")
+    p.add_argument("--data-parent", default=None,
+                   help="the folder of the temporary data dir (default: the system's temporary folder); "
+                        "/dev/shm measures the app apart from its disk")
     p.add_argument("--out", default=str(ROOT / "benchmarks" / "out" / "flood.json"))
     args = p.parse_args()
     load_before = os.getloadavg()
     phases = measure(args.voters, args.duration, tuple(args.pause), args.flood_connections, not args.no_quiet,
-                     gradio_flood=not args.no_gradio, integrity=args.integrity)
+                     gradio_flood=not args.no_gradio, integrity=args.integrity, data_parent=args.data_parent,
+                     probe_disk=True)
     report = {"command": " ".join([Path(sys.argv[0]).name, *sys.argv[1:]]), "integrity": args.integrity,
+              "data_parent": args.data_parent or tempfile.gettempdir(),
               "voters": args.voters,
               "duration_s": args.duration, "pause_s": list(args.pause), "flood_connections": args.flood_connections,
               "target_flood_client_p99_ms": 50.0,

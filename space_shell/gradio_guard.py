@@ -46,6 +46,7 @@ from space_shell.body_limit import (
     BodyLimit,
     app_caps,
 )
+from space_shell.refusal_delay import RefusalDelay
 from space_shell.rate_limit import MAX_KEYS, TokenBuckets, address_key
 
 log = logging.getLogger(__name__)
@@ -73,6 +74,7 @@ class GuardSettings:
     joins_per_minute: int = 300
     session_capacity: int = 2000          # sessions Gradio keeps in memory (least recently used dropped)
     recording_bytes: int = RECORDING_BYTES
+    refusal_delay_ms: int = 250           # every 429 of the app waits this long (space_shell/refusal_delay.py)
 
     @classmethod
     def from_env(cls, env=None) -> "GuardSettings":
@@ -449,8 +451,8 @@ def settle_matplotlib() -> None:
 def mount_gradio(app, blocks, *, data_dir, zip_bytes: int, settings: GuardSettings | None = None,
                  **mount_kwargs) -> BodyLimit:
     """`gr.mount_gradio_app(app, blocks, path="/")` with Gradio's input check on, the data dir blocked, uploads
-    capped and expiring, the session table bounded; wrapped in GradioGuard and the body caps. Returns the ASGI app
-    to serve."""
+    capped and expiring, the session table bounded; wrapped in GradioGuard, the refusal delay and the body caps.
+    Returns the ASGI app to serve."""
     import gradio as gr
 
     s = settings or GuardSettings.from_env()
@@ -461,4 +463,4 @@ def mount_gradio(app, blocks, *, data_dir, zip_bytes: int, settings: GuardSettin
     enable_input_checks(blocks)
     settle_matplotlib()
     guard = GradioGuard(app, s, zip_bytes)
-    return BodyLimit(guard, app_caps(zip_bytes))
+    return BodyLimit(RefusalDelay(guard, s.refusal_delay_ms / 1000), app_caps(zip_bytes))

@@ -134,7 +134,9 @@ def live_app(tmp_path_factory, gradio_tmp):
 def space(tmp_path_factory):
     cwd = tmp_path_factory.mktemp("sessions_cwd")
     seed(cwd / "data", MODELS, n_scripts=1)
-    app = SpaceProcess(cwd).start()
+    # the session flood below sends 5,000 joins one after another: each refusal held back a quarter of a second
+    # (space_shell/refusal_delay.py, tested by tests/test_refusal_delay.py and test_flood.py) would take 20 minutes
+    app = SpaceProcess(cwd, env={"EMPATHY_ARENA_REFUSAL_DELAY_MS": "0"}).start()
     yield app
     app.stop()
 

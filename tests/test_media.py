@@ -50,7 +50,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 class SpaceProcess(ServerProcess):
     """`python app.py` in `cwd`, whose data dir is the default ./data (as on the Space), on a loopback port."""
 
-    def __init__(self, cwd: Path, port: int | None = None):
+    def __init__(self, cwd: Path, port: int | None = None, env: dict | None = None):
         self.cwd = cwd
         self.data = cwd / "data"
         self.port = port or free_port()
@@ -58,7 +58,8 @@ class SpaceProcess(ServerProcess):
         super().__init__([str(ROOT / "app.py")], cwd / f"app_{self.port}.log", cwd=cwd, stop_timeout=30, env={
             "GRADIO_SERVER_PORT": str(self.port), "GRADIO_SERVER_NAME": "127.0.0.1", "EMPATHY_ARENA_BOOTSTRAP": "0",
             "EMPATHY_ARENA_WORKER": "0", "EMPATHY_ARENA_BENCHMARK": "demo", "HF_HUB_OFFLINE": "1",
-            "GRADIO_ANALYTICS_ENABLED": "False", "PYTHONPATH": str(ROOT), "EMPATHY_ARENA_DATA_DIR": None})
+            "GRADIO_ANALYTICS_ENABLED": "False", "PYTHONPATH": str(ROOT), "EMPATHY_ARENA_DATA_DIR": None,
+            **(env or {})})
 
     def start(self, timeout: float = 180) -> "SpaceProcess":  # type: ignore[override]
         # ready = serving battles (the benchmark is loaded)
