@@ -4,7 +4,7 @@
   the HTTP call, so a request waiting out a backoff does not block a slot);
 - retries on timeout / 5xx / 429 with exponential backoff and jitter, honouring
   Retry-After (capped), at most `max_attempts` attempts per request;
-- every reply is stored the moment it arrives (SQLite, synchronous=FULL), and a
+- every reply is stored the moment it arrives (committed: eval_backend/sqlite_checkpoints.py), and a
   run skips the request ids already stored ok, so a killed run restarted with
   the same arguments asks no finished request again;
 - a failure is stored as a failed Reply with its class, never as an empty reply;

@@ -39,8 +39,8 @@ from configured proxies). Bodies are capped by space_shell/body_limit.py in fron
 of the whole app (API_BODY_BYTES here) and parsed by eval_backend/safejson.py
 (nesting at most API_JSON_DEPTH; large bodies off the event loop).
 
-A vote's 200 comes only after the service committed it (SQLite,
-synchronous=FULL), so an acknowledged vote survives a crash. The service's blocking calls run in the thread pool.
+A vote's 200 comes only after the service committed it, so an acknowledged vote survives a crash of the app
+(SQLite: on the disk within ~1 s, eval_backend/sqlite_checkpoints.py). The service's blocking calls run in the thread pool.
 Audio is served through battle-scoped URLs (arena/web/media.py), so no file path (which holds the
 model name) reaches the client.
 """
