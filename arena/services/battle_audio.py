@@ -27,6 +27,7 @@ Cost per clip: docs/benchmarks.md ("Battle audio"), `python benchmarks/bench_bat
 """
 from __future__ import annotations
 
+import atexit
 import hashlib
 import io
 import json
@@ -35,6 +36,7 @@ import math
 import os
 import threading
 import wave
+import weakref
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Callable, Iterable
@@ -258,6 +260,19 @@ def write_named(folder: Path, name: str, sha: str, heard: bytes, facts: dict) ->
     return clip_from_facts(wav_path, sha, facts)
 
 
+_WORKING: weakref.WeakSet = weakref.WeakSet()    # caches whose worker was started (stopped at exit)
+
+
+@atexit.register
+def _finish_at_exit() -> None:
+    """Let each worker finish its clip before Python finalizes. A daemon thread still inside native code that
+    released the GIL (ONNX Runtime, Praat through pybind11) when the interpreter finalizes is ended by
+    pthread_exit, whose unwinding through a noexcept C++ destructor aborts the whole process with "terminate called
+    without an active exception": `python -m arena health` exited with SIGABRT after printing its report."""
+    for heard in list(_WORKING):
+        heard.stop()
+
+
 class HeardAudio:
     """The heard versions of benchmark battle clips, cached by content hash in the data dir (see the module doc)."""
 
@@ -364,6 +379,7 @@ class HeardAudio:
             if self._worker is None or not self._worker.is_alive():
                 self._worker = threading.Thread(target=self._drain, name="battle-audio", daemon=True)
                 self._worker.start()
+                _WORKING.add(self)
 
     def _drain(self) -> None:
         try:
@@ -391,6 +407,15 @@ class HeardAudio:
                     done += 1
                     if not self._urgent or done % BATCH == 0:
                         self.version += 1
+
+    def stop(self, timeout_s: float = 10.0) -> None:
+        """Drop what is queued and let the worker finish the clip it is on (at exit: `_finish_at_exit`)."""
+        with self._lock:
+            self._queue.clear()
+            self._urgent.clear()
+            worker = self._worker
+        if worker is not None:
+            worker.join(timeout_s)
 
     def bump(self) -> None:
         """Something was measured outside the background thread: the battle index should look again."""
