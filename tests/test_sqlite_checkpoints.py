@@ -7,8 +7,12 @@ import sqlite3
 import threading
 import time
 
+import pytest
+
 from eval_backend import sqlite_checkpoints
 from eval_backend.store import Store
+
+pytestmark = pytest.mark.sqlite_only     # SQLite's own durability policy (PostgreSQL keeps synchronous_commit=on)
 
 
 def _fill(store: Store, mib: int) -> None:
