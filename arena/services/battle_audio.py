@@ -55,7 +55,7 @@ RATE = 24000                # every heard clip's sample rate
 TARGET_LUFS = -16.0         # integrated loudness of every heard clip (EBU R128 / BS.1770-4, a common web target)
 PEAK_DBTP = -1.0            # true-peak ceiling
 HEARD_DIR = "battle_audio"  # under the data dir; served only by the battle clip route (arena/web/media.py)
-RECIPE = 1                  # bump when the recipe changes: the cache key includes it, so clips are made again
+RECIPE = 2                  # bump when the recipe changes: the cache key includes it, so clips are made again
 SILENT_LUFS = -70.0         # BS.1770's absolute gate: below it there is nothing to normalise
 LOOKAHEAD_S = 0.005
 RELEASE_S = 0.05
@@ -154,9 +154,9 @@ def normalise(samples: np.ndarray, sr: int) -> tuple[np.ndarray, dict]:
     source = loudness(x, RATE)
     if source is not None:
         now: float | None = source
-        for _ in range(3):          # gain, limit, measure: the limiter costs a little loudness, so set it again
-            if now is None or abs(now - TARGET_LUFS) < 0.05:
-                break
+        for _ in range(4):          # gain, limit, measure: the limiter costs a little loudness, so set it again
+            if now is None or (abs(now - TARGET_LUFS) < 0.05 and (true_peak_dbtp(x) or -math.inf) <= PEAK_DBTP):
+                break               # a clip at the target with peaks over the ceiling (clicks) is limited, not trimmed
             x = limit(x * 10 ** ((TARGET_LUFS - now) / 20), RATE)
             now = loudness(x, RATE)
         peak = true_peak_dbtp(x)
