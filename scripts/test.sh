@@ -27,7 +27,9 @@ parallel=(); [ "$workers" != 0 ] && parallel=(-n "$workers" --dist loadgroup --n
 # The SQLite pass records which tests used the store (tests/support/storage_probe); a PostgreSQL pass after it
 # runs those. A PostgreSQL pass alone (EMPATHY_ARENA_TEST_DB=postgresql) runs every test.
 record=$(mktemp -d)
-trap 'rm -rf "$record"' EXIT
+# Whisper's transcripts of the demo pipeline's clips, kept for the second pass (tests/support/demo_pipeline.py)
+export EMPATHY_ARENA_TEST_CACHE; EMPATHY_ARENA_TEST_CACHE=$(mktemp -d)
+trap 'rm -rf "$record" "$EMPATHY_ARENA_TEST_CACHE"' EXIT
 failed=""
 for db in $databases; do
     if [ "$db" = sqlite ] || [ -n "$(ls -A "$record")" ]; then uses=(env EMPATHY_ARENA_TEST_STORE_RECORD="$record")

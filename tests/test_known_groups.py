@@ -18,14 +18,13 @@ evidence of validity): cue beats blind on audio.prosody_fit (which scores agains
 and on tone-variant selection; ASR WERs tie.
 """
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from tests.support.demo_pipeline import run_demo_pipeline
+from tests.support.demo_pipeline import pipeline_env, run_demo_pipeline
 
 ROOT = Path(__file__).resolve().parent.parent
 MODELS = ("cascade-blind", "cascade-cue")
@@ -39,9 +38,7 @@ CONTROL = "cue-words-blind-voice"
 
 
 def _run(*args: str, timeout: float = 1800, database_url: str | None = None) -> str:
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
-    if database_url:                      # PostgreSQL runs: the demo run's database
-        env["DATABASE_URL"] = database_url
+    env = {**pipeline_env(database_url), "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}  # the run's database
     done = subprocess.run([sys.executable, "-m", *args], cwd=ROOT, env=env, capture_output=True, text=True,
                           timeout=timeout)
     assert done.returncode == 0, f"{' '.join(args)} failed:\n{done.stdout[-2000:]}\n{done.stderr[-4000:]}"

@@ -15,6 +15,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from eval_backend.audio.asr import ASR_CACHE_ENV
 from tests.support.baselines import ROOT, BaselineServer
 
 MODELS = ("cascade-blind", "cascade-cue")
@@ -31,18 +32,32 @@ class DemoRun:
     database_url: str | None = None   # PostgreSQL runs: the run's own database (tests using it switch to it)
 
 
+def asr_cache_env() -> dict[str, str]:
+    """Whisper's transcripts kept on disk (eval_backend/audio/asr.py) in the folder scripts/test.sh gives both
+    database passes (EMPATHY_ARENA_TEST_CACHE): the PostgreSQL pass's demo runs decode no clip the SQLite pass
+    decoded. Nothing timed runs through here."""
+    folder = os.environ.get("EMPATHY_ARENA_TEST_CACHE")
+    return {ASR_CACHE_ENV: str(Path(folder) / "asr")} if folder else {}
+
+
+def pipeline_env(database_url: str | None = None) -> dict[str, str]:
+    """The environment of a pipeline command (run, score): this process's, the run's database, the ASR cache."""
+    env = {k: v for k, v in os.environ.items() if k != "DATABASE_URL"}
+    if database_url:
+        env["DATABASE_URL"] = database_url
+    return {**env, **asr_cache_env()}
+
+
 def run_demo_pipeline(root: Path, database_url: str | None = None, demo_args: tuple[str, ...] = (),
                       tasks: str | None = None) -> DemoRun:
     """`demo_args` go to `demo build` (e.g. a second seed with --vary); `tasks` limits the runs to some tasks."""
     data = root / "data"
-    env = {k: v for k, v in os.environ.items() if k != "DATABASE_URL"}
-    if database_url:
-        env["DATABASE_URL"] = database_url
+    env = pipeline_env(database_url)
     t0 = time.perf_counter()
     subprocess.run([sys.executable, "-m", "eval_backend", "demo", "build", "--data-dir", str(data), *demo_args],
                    cwd=ROOT, check=True, capture_output=True, timeout=900, env=env)
     build_s = time.perf_counter() - t0
-    with BaselineServer() as server:
+    with BaselineServer(env=asr_cache_env()) as server:
         models_file = root / "models.yaml"
         models_file.write_text("models:\n" + "".join(
             f"  - {{name: {m}, base_url: '{server.base_url}', model: {m}, audio_output: true, baseline: true,"
