@@ -38,7 +38,7 @@ CONTROL = "cue-words-blind-voice"
 
 
 def _run(*args: str, timeout: float = 1800, database_url: str | None = None) -> str:
-    env = {**pipeline_env(database_url), "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}  # the run's database
+    env = {**pipeline_env(database_url), "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
     done = subprocess.run([sys.executable, "-m", *args], cwd=ROOT, env=env, capture_output=True, text=True,
                           timeout=timeout)
     assert done.returncode == 0, f"{' '.join(args)} failed:\n{done.stdout[-2000:]}\n{done.stderr[-4000:]}"

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from eval_backend.audio.asr import Transcriber, to_16k
+from eval_backend.audio.asr import DECODE, Transcriber, to_16k
 
 from ..audio.io import decode_wav_bytes
 from . import cues as cue_mod
@@ -118,8 +118,7 @@ class Engine:
         samples, sr = decode_wav_bytes(synthesize("Hello, this is a warm up.", NEUTRAL))
         if any(c.voice == NEURAL for c in CONTESTANTS.values()):
             synthesize("Hello.", replace(NEUTRAL, voice=NEURAL))    # loads the neural voice's ONNX model
-        list(self.transcriber.model.transcribe(to_16k(samples, sr), language="en", beam_size=1,
-                                               temperature=0.0, without_timestamps=True)[0])
+        list(self.transcriber.model.transcribe(to_16k(samples, sr), **DECODE)[0])   # the settings every clip gets
         extract(samples, sr)
 
     def transcript(self, clip: Clip) -> str:
