@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import io
 import json
+import random
 import subprocess
 import sys
 from collections import Counter
@@ -131,9 +132,12 @@ def test_live_replaces_a_contestant_whose_reply_is_the_same(tmp_path):
             assert r.status_code == 503 and r.json()["error"] == "void" and "same reply" in r.json()["message"]
             assert app.stored() == {"battles": 0, "live": 0, "votes": 0, "files": []}
         with LiveApp(tmp_path / "replaced", [*twins, spec("third-voice", other.base_url)], screen=None,
-                     transcribe=lambda s, sr: "x", arena_overrides={"session_open_battles": 50}) as app, \
-                httpx.Client(base_url=app.url, timeout=30) as c:
-            for _ in range(12):                    # the first pair is drawn: keep going until the twins were drawn
+                     transcribe=lambda s, sr: "x", arena_overrides={"session_open_battles": 50},
+                     rng=random.Random(22)) as app, httpx.Client(base_url=app.url, timeout=30) as c:
+            # The pair is drawn at random, each of the three about a third of the time: keep going until the twins
+            # were drawn. With the system's randomness 12 tries missed them once in CI ((2/3)^12, 0.8%); a seeded draw
+            # makes the run the same every time.
+            for _ in range(20):
                 r = post_live(c, tone)
                 assert r.status_code == 200, r.text
                 body = r.json()
