@@ -7,6 +7,7 @@ uvicorn, SQLite or PostgreSQL (EMPATHY_ARENA_TEST_DB).
 from __future__ import annotations
 
 import json
+import random
 import threading
 import time
 from pathlib import Path
@@ -130,10 +131,10 @@ def test_a_failing_contestant_is_replaced_within_the_deadline(tmp_path, baseline
     settings = LiveSettings(deadline_s=20, call_timeout_s=4)
     with FaultServer(fault=fault, hang_s=60) as bad, \
             LiveApp(tmp_path, [spec("broken", bad.base_url), *baseline_specs(baselines.base_url)],
-                    settings, screen=None, arena_overrides={"session_open_battles": 50}) as app, \
+                    settings, screen=None, arena_overrides={"session_open_battles": 50}, rng=random.Random(25)) as app, \
             httpx.Client(base_url=app.url, timeout=60) as client:
         replaced = 0
-        for _ in range(8):                       # the pair is drawn: keep going until "broken" was asked
+        for _ in range(8):                       # the pair is drawn (seeded): keep going until "broken" was asked
             t0 = time.monotonic()
             r = post_live(client, speech)
             elapsed = time.monotonic() - t0
