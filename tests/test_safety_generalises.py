@@ -93,3 +93,41 @@ def test_a_broken_semantic_layer_holds_the_text(monkeypatch):
     result = offline.screen("a perfectly kind sentence", 0.85)
     assert result.status == "not_screened" and result.flagged
     assert result.reason == "not screened: semantic layer unavailable (ImportError)"
+
+
+def _our_reply_lines() -> list[str]:
+    """Every string constant of three or more words in the baselines' wording and the demo's content: benign by
+    construction, and the short registers a bank-trained layer has seen least."""
+    import ast
+    from pathlib import Path
+    root = Path(__file__).resolve().parents[1]
+    found = []
+    for name in ("eval_backend/baselines/replies.py", "eval_backend/baselines/strategies.py",
+                 "eval_backend/benchmark/demo_content.py"):
+        for node in ast.walk(ast.parse((root / name).read_text(encoding="utf-8"))):
+            if (isinstance(node, ast.Constant) and isinstance(node.value, str) and len(node.value.split()) >= 3
+                    and "{" not in node.value and "\n" not in node.value):
+                found.append(node.value)
+    return list(dict.fromkeys(found))
+
+
+# Measured on semantic-5-bank-5 (docs/benchmarks.md, "semantic-8 ... not merged"): 7 of 521 lines flagged, all short
+# fragments ("You sound surprised!"); a fine-tuned layer that passed the spent held-apart sets flagged 60 ("I hear
+# you.", "I'm here for you.") and is why this check exists. A change may lower the count, never raise it.
+OUR_LINES_FLAGGED = 7
+
+
+def test_our_own_benign_lines_are_not_held_and_whole_baseline_replies_never():
+    from eval_backend.baselines import replies
+    lines = _our_reply_lines()
+    assert len(lines) >= 400
+    flagged = [line for line in lines if safety.screen_text(line).flagged]
+    print(f"{len(flagged)} of {len(lines)} flagged: {flagged}")
+    assert len(flagged) <= OUR_LINES_FLAGGED, flagged
+    said = ["I finally got the results back from the doctor today.", "My sister is getting married on Saturday.",
+            "I lost my wallet on the bus this morning."]
+    for cue in [*replies.CUE_REPLIES, None, "noisy"]:
+        for transcript in said:
+            for context in (None, "They just heard bad news.", "They are celebrating."):
+                text, _ = replies.cue_reply(transcript, context, cue)
+                assert not safety.screen_text(text).flagged, text
