@@ -50,7 +50,7 @@ def test_clean_speech_scores_above_the_same_speech_degraded():
     print({k: round(v, 2) for k, v in scores.items()})
     for path in readings():
         clean = scores[(path.name, "clean")]
-        assert 1.0 <= clean <= 5.0
+        assert 1.0 <= clean <= 5.0          # the model's output is not clamped: this checks it speaks the MOS scale
         for name in ("noise 5 dB", "clipped", "low-pass 1 kHz"):
             assert clean > scores[(path.name, name)] + 0.3, (path.name, name, clean, scores[(path.name, name)])
 

@@ -9,7 +9,9 @@ second held-apart set (tests/support/safety_held_apart_v2.py), whose one reading
 """
 from __future__ import annotations
 
+import ast
 import os
+from pathlib import Path
 
 import pytest
 
@@ -98,8 +100,6 @@ def test_a_broken_semantic_layer_holds_the_text(monkeypatch):
 def _our_reply_lines() -> list[str]:
     """Every string constant of three or more words in the baselines' wording and the demo's content: benign by
     construction, and the short registers a bank-trained layer has seen least."""
-    import ast
-    from pathlib import Path
     root = Path(__file__).resolve().parents[1]
     found = []
     for name in ("eval_backend/baselines/replies.py", "eval_backend/baselines/strategies.py",

@@ -70,7 +70,7 @@ SUITE = textwrap.dedent('''
         assert app_client.pid
 
 
-    def test_pure_after_the_app():
+    def test_pure_after_the_app():      # touches nothing: the record must not count the app fixture before it
         assert True
 ''')
 STORAGE = {"test_store_in_the_test", "test_store_in_a_child", "test_child_that_cannot_be_probed",
