@@ -2,7 +2,6 @@
 import hashlib
 import json
 import random
-import shutil
 import threading
 
 import pytest
@@ -15,7 +14,7 @@ from arena.services.service import ArenaService, NoBattleAvailable, NotYet, Skip
 from arena.tables.storage import AXES
 from arena.core.votes_io import VoteImportError
 from eval_backend.store import Reply, Store
-from tests.support.arena_fixtures import seed
+from tests.support.arena_fixtures import copy_data_dir, seed
 from tests.support.integrity import fetch_all, heard, vote_after_listening  # noqa: F401  (the listening helpers)
 
 MODELS = ("warm-model", "flat-model", "third-model")
@@ -41,7 +40,7 @@ def make(seeded, tmp_path, copy_database, module_database_url):
     """A fresh copy of the seeded data dir (and database) and a service on it with a controllable clock."""
     def _make(**overrides):
         dest = tmp_path / f"data{len(list(tmp_path.iterdir()))}"
-        shutil.copytree(seeded[0], dest)
+        copy_data_dir(seeded[0], dest)
         clock = Clock()
         store = Store(dest, database_url=copy_database(module_database_url))
         svc = ArenaService(store, ArenaSettings(**overrides), clock=clock, rng=random.Random(5))

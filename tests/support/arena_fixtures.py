@@ -13,10 +13,13 @@ import argparse
 import asyncio
 import json
 import random
+import shutil
+import sqlite3
 import subprocess
 import tempfile
 import time
 from collections import Counter
+from contextlib import closing
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
@@ -116,6 +119,24 @@ def seed(data_dir: str | Path, models: tuple[str, ...] = ("warm-model", "flat-mo
                                       text=REPLY_STYLES[style], transcript=REPLY_STYLES[style],
                                       audio_path=rel, latency_s=0.5 + 0.1 * m))
     return {"benchmark_hash": b.hash, "requests": [r[0] for r in requests], "models": list(models)}
+
+
+SQLITE_SIDE_FILES = ("*.sqlite3-wal", "*.sqlite3-shm", "*.sqlite3-journal")
+
+
+def copy_data_dir(src: str | Path, dest: str | Path) -> Path:
+    """A copy of a seeded data dir whose store may still be open in this process. Its databases are copied through
+    SQLite's backup API, a consistent snapshot; copying the files could tear: the checkpoint thread
+    (eval_backend/sqlite_checkpoints.py) writes the database file every second, and when it drops the last
+    connection of a store that has gone, SQLite deletes the `-wal` file in the middle of the copy."""
+    src, dest = Path(src), Path(dest)
+    shutil.copytree(src, dest, ignore=shutil.ignore_patterns("*.sqlite3", *SQLITE_SIDE_FILES))
+    for db in src.rglob("*.sqlite3"):
+        target = dest / db.relative_to(src)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        with closing(sqlite3.connect(db)) as source, closing(sqlite3.connect(target)) as copy:
+            source.backup(copy)
+    return dest
 
 
 class AppProcess(ServerProcess):

@@ -4,13 +4,13 @@ as a script voting over the JSON API would use it)."""
 from __future__ import annotations
 
 import random
-import shutil
 from pathlib import Path
 
 from arena.services import gold
 from arena.config import ArenaSettings
 from arena.services.service import ArenaService
 from eval_backend.store import Store
+from tests.support.arena_fixtures import copy_data_dir
 from tests.support.arena_fixtures import solve_pow as solve  # noqa: F401  (the tests' name for it)
 
 
@@ -26,7 +26,7 @@ def service_on_copy(seeded: Path, dest: Path, database_url: str | None, seed: in
                     **overrides) -> tuple[ArenaService, Clock]:
     """A fresh copy of a seeded data dir (and its database, `database_url` from conftest's copy_database) and an
     ArenaService on it with a fake clock and a seeded rng."""
-    shutil.copytree(seeded, dest)
+    copy_data_dir(seeded, dest)
     clock = Clock()
     svc = ArenaService(Store(dest, database_url=database_url), ArenaSettings(**overrides), clock=clock,
                        rng=random.Random(seed))
