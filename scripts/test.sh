@@ -29,68 +29,28 @@ parallel=(); [ "$workers" != 0 ] && parallel=(-n "$workers" --dist loadgroup --n
 record=$(mktemp -d)
 # Whisper's transcripts of the demo pipeline's clips, kept for the second pass (tests/support/demo_pipeline.py)
 export EMPATHY_ARENA_TEST_CACHE; EMPATHY_ARENA_TEST_CACHE=$(mktemp -d)
-parts_dir=$(mktemp -d)      # each part's output, and the SQLite browser part's record while it runs beside another part
-trap 'rm -rf "$record" "$EMPATHY_ARENA_TEST_CACHE" "$parts_dir"' EXIT
+trap 'rm -rf "$record" "$EMPATHY_ARENA_TEST_CACHE"' EXIT
 failed=""
-collected_sqlite=0; collected_postgresql=0
-# run_part DB PART RECORD [pytest arguments]: one part of a pass, its output to $parts_dir/DB-PART.log and its exit
-# code beside it. Parts may run two at a time (below), so each gets its own pytest temp dir (--basetemp).
-run_part() {
-    local db=$1 part=$2 rec=$3 how uses rc start=$SECONDS
-    shift 3
-    case "$part" in
-        shared) how=("${parallel[@]}" -m "not exclusive and not browser") ;;
-        browser) how=("${parallel[@]}" -m "browser and not exclusive") ;;
-        exclusive) how=(-m exclusive) ;;
-    esac
-    if [ "$db" = sqlite ] || [ -n "$(ls -A "$record")" ]; then uses=(env EMPATHY_ARENA_TEST_STORE_RECORD="$rec")
-    else uses=(env); fi
-    set +e
-    "${uses[@]}" EMPATHY_ARENA_TEST_DB="$db" "$PY" -m pytest "${how[@]}" --basetemp="$parts_dir/tmp-$db-$part" \
-        --durations=15 "$@" > "$parts_dir/$db-$part.log" 2>&1      # --durations: where the time went
-    rc=$?
-    set -e
-    echo "=== the $part tests on $db took $(((SECONDS - start) / 60)) min $(((SECONDS - start) % 60)) s" \
-        "(load average $(cut -d' ' -f1-3 /proc/loadavg))" >> "$parts_dir/$db-$part.log"
-    echo "$rc" > "$parts_dir/$db-$part.rc"
-}
-# show_part DB PART: print the part's output and count its outcome in `collected_DB` and `failed`
-show_part() {
-    local db=$1 part=$2 rc
-    echo "=== tests on $db: $part ==="
-    cat "$parts_dir/$db-$part.log"
-    rc=$(cat "$parts_dir/$db-$part.rc")
-    if [ "$rc" = 5 ]; then rc=0; else eval "collected_$db=1"; fi    # a part may select nothing; the pass may not
-    if [ "$rc" != 0 ]; then failed="$failed $db/$part(exit $rc)"; fi
-}
-if [ "$databases" = "sqlite postgresql" ]; then
-    # Both passes. The PostgreSQL pass selects its tests from the SQLite pass's record, so its shared part can start
-    # once the SQLite shared part has ended: it runs beside the SQLite browser part, whose tests mostly wait on
-    # playback, timers and their apps while the shared ones compute (measured: docs/benchmarks.md, "Test suite").
-    # That browser part keeps its record apart until it ends, so the running PostgreSQL part reads a finished one.
-    # The timed parts still run alone, last.
-    run_part sqlite shared "$record" "$@"; show_part sqlite shared
-    browser_record="$parts_dir/browser-record"; mkdir "$browser_record"
-    run_part sqlite browser "$browser_record" "$@" &
-    beside=$!
-    run_part postgresql shared "$record" "$@"
-    wait "$beside"
-    mv "$browser_record"/* "$record"/ 2>/dev/null || true
-    show_part sqlite browser; show_part postgresql shared
-    run_part postgresql browser "$record" "$@"; show_part postgresql browser
-    run_part sqlite exclusive "$record" "$@"; show_part sqlite exclusive
-    run_part postgresql exclusive "$record" "$@"; show_part postgresql exclusive
-else
-    for db in $databases; do
-        for part in shared browser exclusive; do
-            run_part "$db" "$part" "$record" "$@"; show_part "$db" "$part"
-        done
-    done
-fi
 for db in $databases; do
-    if [ "$(eval echo "\$collected_$db")" = 0 ]; then
-        echo "pytest collected no tests on $db: that is a failure here"; failed="$failed $db(none)"
-    fi
+    if [ "$db" = sqlite ] || [ -n "$(ls -A "$record")" ]; then uses=(env EMPATHY_ARENA_TEST_STORE_RECORD="$record")
+    else uses=(env); fi
+    collected=0
+    for part in shared browser exclusive; do
+        echo "=== tests on $db: $part ==="
+        case "$part" in
+            shared) how=("${parallel[@]}" -m "not exclusive and not browser") ;;
+            browser) how=("${parallel[@]}" -m "browser and not exclusive") ;;
+            exclusive) how=(-m exclusive) ;;
+        esac
+        set +e
+        "${uses[@]}" EMPATHY_ARENA_TEST_DB="$db" "$PY" -m pytest "${how[@]}" --durations=15 "$@"   # where the time went
+        rc=$?
+        set -e
+        took "the $part tests on $db"
+        if [ "$rc" = 5 ]; then rc=0; else collected=1; fi      # a part may select nothing; the pass may not
+        if [ "$rc" != 0 ]; then failed="$failed $db/$part(exit $rc)"; fi
+    done
+    if [ "$collected" = 0 ]; then echo "pytest collected no tests on $db: that is a failure here"; failed="$failed $db(none)"; fi
 done
 if [ -n "$failed" ]; then echo "test suite failed on:$failed"; exit 1; fi
 echo "test suite passed on: $databases"
