@@ -36,16 +36,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from benchmarks.stats import pct  # noqa: E402
 from tests.support.arena_fixtures import INTEGRITY_ENV, UNSCREENED, NO_LIMITS, AppProcess, run_load, seed  # noqa: E402
 
 MODELS = ("warm-model", "flat-model", "chirpy-model", "calm-model")
-
-
-def pct(xs: list[float], q: float) -> float:
-    xs = sorted(x for x in xs if not math.isnan(x))
-    if not xs:
-        return math.nan
-    return xs[min(len(xs) - 1, max(0, math.ceil(q * len(xs)) - 1))]
 
 
 def cpu_seconds(pid: int) -> float:

@@ -48,6 +48,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from benchmarks.stats import pct  # noqa: E402
 from tests.support.arena_fixtures import INTEGRITY_ENV, UNSCREENED, NO_LIMITS, AppProcess, _timings, seed, solve_pow  # noqa: E402
 
 MODELS = ("warm-model", "flat-model", "chirpy-model", "calm-model")
@@ -60,13 +61,6 @@ SETTINGS = {k: v for k, v in NO_LIMITS.items()
 
 def voter_address(k: int) -> str:
     return f"127.0.1.{k + 1}"
-
-
-def pct(xs: list[float], q: float) -> float:
-    xs = sorted(x for x in xs if not math.isnan(x))
-    if not xs:
-        return math.nan
-    return xs[min(len(xs) - 1, max(0, math.ceil(q * len(xs)) - 1))]
 
 
 async def honest_voters(url: str, voters: int, duration_s: float, pause: tuple[float, float], seed_: int = 0) -> dict:

@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import json
 
+from .asgi_layer import AsgiLayer
+
 API_BODY_BYTES = 32 * 2**10
 DEFAULT_BODY_BYTES = 1 * 2**20
 UPLOAD_FRAMING_BYTES = 1 * 2**20
@@ -41,16 +43,11 @@ def app_caps(max_upload_bytes: int) -> dict[str, int]:
             LIVE_PATH: LIVE_BODY_BYTES}
 
 
-class BodyLimit:
+class BodyLimit(AsgiLayer):
     def __init__(self, app, caps: dict[str, int], default: int = DEFAULT_BODY_BYTES):
         self.app = app
         self.caps = sorted(caps.items(), key=lambda kv: -len(kv[0]))
         self.default = default
-
-    @property
-    def routes(self):
-        """The wrapped app's routes, for code that lists what the app mounts (tests/test_media.py's crawl)."""
-        return self.app.routes
 
     def cap_for(self, path: str) -> int:
         for prefix, cap in self.caps:

@@ -38,6 +38,7 @@ from typing import Callable
 
 from eval_backend import safejson, uploads
 from space_shell import client_address
+from space_shell.asgi_layer import AsgiLayer
 from space_shell.body_limit import (
     DEFAULT_BODY_BYTES,
     RECORDING_BYTES,
@@ -126,7 +127,7 @@ class _TooLarge(Exception):
     pass
 
 
-class GradioGuard:
+class GradioGuard(AsgiLayer):
     """The middleware (see the module's doc). `clock`: for the budgets (tests)."""
 
     def __init__(self, app, settings: GuardSettings, zip_bytes: int, ledger: uploads.UploadLedger = uploads.LEDGER,
@@ -144,11 +145,6 @@ class GradioGuard:
         self._in_flight_bytes = 0
         self._lock = threading.Lock()
         self.refused: dict[str, int] = {}
-
-    @property
-    def routes(self):
-        """The wrapped app's routes (tests/test_media.py lists what the app mounts)."""
-        return self.app.routes
 
     def _refuse(self, code: str):
         with self._lock:

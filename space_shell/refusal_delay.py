@@ -16,10 +16,11 @@ from __future__ import annotations
 import asyncio
 
 from . import client_address
+from .asgi_layer import AsgiLayer
 from .rate_limit import address_key
 
 
-class RefusalDelay:
+class RefusalDelay(AsgiLayer):
     """ASGI middleware in front of the whole app (space_shell/gradio_guard.py's mount_gradio puts it there)."""
 
     def __init__(self, app, delay_s: float, per_address: int = 32, total: int = 4096):
@@ -29,11 +30,6 @@ class RefusalDelay:
         self.total = total
         self._held: dict[str, int] = {}     # address key -> refusals held now (the event loop's thread only)
         self._held_total = 0
-
-    @property
-    def routes(self):
-        """The wrapped app's routes (tests/test_media.py lists what the app mounts)."""
-        return self.app.routes
 
     def _take(self, key: str) -> bool:
         if self._held_total >= self.total or self._held.get(key, 0) >= self.per_address:
