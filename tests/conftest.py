@@ -242,7 +242,7 @@ def fresh_database_url(databases):
 @pytest.fixture
 def copy_database(databases):
     """For tests that copy a seeded data dir: a callable giving a copy of a database (None on SQLite, where
-    copying the data dir copies the database file)."""
+    copying the data dir, tests/support/arena_fixtures.py's copy_data_dir, copies the database)."""
     yield from _databases_for_one_test(databases, lambda url: databases.clone(url))
 
 
