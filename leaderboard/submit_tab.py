@@ -47,6 +47,7 @@ KEY_OFF_INFO = ("The operator has not set up encrypted storage for keys, so none
                 "that need no key can still be submitted.")
 # a browser-side update of the Submit timer's `active` prop (Gradio applies an update dict a js hook returns)
 TIMER_JS = "() => ({__type__: 'update', active: %s})"
+REFRESH_S = 3.0       # the Submit tab's job list and identity refresh, while the tab is selected (below)
 log = logging.getLogger(__name__)
 
 
@@ -383,12 +384,12 @@ def build_submit_tab(ctx) -> TabHandles:
     leave_live.click(leave_live_fn, [job_pick, retry_key], [action_md, retry_key, *listed])
     refresh.click(listing, [job_pick], listed)
     job_pick.change(show, [job_pick], [detail, cancel, leave_live])
-    # The list, the picked request and who you are (a sign-in that expired) are kept fresh every 3 s, but only
+    # The list, the picked request and who you are (a sign-in that expired) are kept fresh every REFRESH_S, but only
     # while this tab is selected: each tick is a queue/join plus an open event stream on the server, and a page
     # left on another tab shows none of it. Selecting the tab lists at once and starts the timer; selecting any
     # other tab stops it. Both switches are browser-side (js-only hooks: no request), so they follow the clicks in
     # order: a server answer arriving after the visitor moved on could otherwise start the timer again.
-    timer = gr.Timer(3.0, active=False)
+    timer = gr.Timer(REFRESH_S, active=False)
     timer.tick(listing, [job_pick], listed).then(show, [job_pick], [detail, cancel, leave_live])
     return TabHandles(loads=(PageLoad(listing, [job_pick], listed),),     # who you are, as soon as the page opens
                       selected=(PageLoad(None, None, [timer], dict(js=TIMER_JS % "true")),
