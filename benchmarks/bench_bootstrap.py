@@ -1,6 +1,6 @@
 """The whole demo bootstrap: every baseline on every request, run, scored and screened (issue 22).
 
-    python benchmarks/bench_bootstrap.py [--runs 1] [--models-file models.yaml] [--keep DIR]
+    python benchmarks/bench_bootstrap.py [--runs 1] [--models-file models.yaml] [--keep DIR] [--demo-size compact]
 
 Each run: an empty data dir, `space_shell.bootstrap.Bootstrap` as `python app.py` starts it (demo build, the
 baseline server, the first slice and its screening, every baseline on the whole benchmark, scoring with every
@@ -43,11 +43,11 @@ def proc_cpu_s(pid: int) -> float:
     return sum(int(x) for x in fields[11:15]) / tick     # utime stime cutime cstime
 
 
-def one_run(models_file: str | None, keep: str | None = None) -> dict:
+def one_run(models_file: str | None, keep: str | None = None, demo_size: str | None = None) -> dict:
     with tempfile.TemporaryDirectory(prefix="bench_bootstrap_") as tmp:
         data = Path(keep) if keep else Path(tmp)
         data.mkdir(parents=True, exist_ok=True)
-        boot = Bootstrap(data, models_file=models_file, screen_replies=True)
+        boot = Bootstrap(data, models_file=models_file, screen_replies=True, demo_size=demo_size)
         load_before = os.getloadavg()[0]
         t0, cpu0 = time.perf_counter(), proc_cpu_s(os.getpid())
         stages: list[tuple[str, float, float]] = []      # (stage, wall since start, CPU since start)
@@ -82,10 +82,11 @@ def main() -> int:
     p.add_argument("--runs", type=int, default=1)
     p.add_argument("--models-file", default=None)
     p.add_argument("--keep", default=None, help="use (and keep) this data dir instead of a temporary one")
+    p.add_argument("--demo-size", default=None, help="compact | full (default: EMPATHY_ARENA_DEMO_SIZE, compact)")
     args = p.parse_args()
     runs = []
     for i in range(args.runs):
-        r = one_run(args.models_file, args.keep)
+        r = one_run(args.models_file, args.keep, args.demo_size)
         runs.append(r)
         for s in r["stages"]:
             print(f"  {s['start_s']:7.1f} s  +{s['wall_s']:6.1f} s wall  {s['cpu_s']:6.1f} s CPU  {s['stage']}")
@@ -94,7 +95,7 @@ def main() -> int:
               f"{r['load_avg_after']}; errors: {r['errors'] or 'none'}", flush=True)
     med = {k: statistics.median(r[k] for r in runs) for k in ("wall_s", "cpu_s", "own_cpu_s", "server_cpu_s")}
     print("median: " + ", ".join(f"{k} {v}" for k, v in med.items()))
-    out = {"runs": runs, "median": med, "cpus": os.cpu_count(), "python": platform.python_version(),
+    out = {"runs": runs, "median": med, "demo_size": args.demo_size or "default", "cpus": os.cpu_count(), "python": platform.python_version(),
            "machine": platform.processor() or platform.machine(),
            "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
     (ROOT / "benchmarks" / "out").mkdir(parents=True, exist_ok=True)

@@ -34,6 +34,19 @@ def first_slice_size() -> int:
         raise ValueError(f"{FIRST_SLICE_ENV} must be a whole number (got {raw!r})") from None
 
 
+DEMO_SIZE_ENV = "EMPATHY_ARENA_DEMO_SIZE"
+
+
+def demo_size() -> str:
+    """The size of the demo the Space builds into an empty data dir: compact (the default: bootstraps in
+    under 6 min on 2 cores) or full (48 scripts, ~14 min); eval_backend/benchmark/demo.py: DEMO_SIZES."""
+    from .benchmark.demo_sizes import DEMO_SIZES
+    raw = os.environ.get(DEMO_SIZE_ENV, "").strip() or "compact"
+    if raw not in DEMO_SIZES:
+        raise ValueError(f"{DEMO_SIZE_ENV} must be one of {', '.join(DEMO_SIZES)} (got {raw!r})")
+    return raw
+
+
 DATABASE_URL_ENV = "DATABASE_URL"
 
 

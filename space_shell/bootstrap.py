@@ -146,11 +146,12 @@ class Bootstrap:
 
     def __init__(self, data_dir: Path, benchmark_spec: str = "demo", models_file: str | None = None,
                  run_baselines: bool = True, concurrency: int = 4, load=None, screen_replies: bool = False,
-                 first_slice: int | None = None):
+                 first_slice: int | None = None, demo_size: str | None = None):
         """`load(spec) -> Benchmark`: the app's shared loader (eval_backend/benchmark/cache.py); by default
         `load_benchmark(spec, data_dir)`. `screen_replies`: screen the benchmark's unscreened replies (the app
         passes the arena's setting, EMPATHY_ARENA_SCREEN_REPLIES). `first_slice`: spoken requests every baseline
-        answer before the full run (default EMPATHY_ARENA_FIRST_SLICE; 0: none)."""
+        answer before the full run (default EMPATHY_ARENA_FIRST_SLICE; 0: none). `demo_size`: what an empty data dir's
+        demo is built at (default EMPATHY_ARENA_DEMO_SIZE, compact)."""
         self.data_dir = data_dir
         self.benchmark_spec = benchmark_spec
         self.load = load
@@ -161,6 +162,7 @@ class Bootstrap:
         self.status = BootstrapStatus()
         self.opening = Opening()          # the public view of the steps up to the first battle
         self.first_slice = config.first_slice_size() if first_slice is None else first_slice
+        self.demo_size = config.demo_size() if demo_size is None else demo_size
         self.server: subprocess.Popen | None = None
         self.benchmark = None
         self.ready = threading.Event()
@@ -242,14 +244,14 @@ class Bootstrap:
 
         if self._needs_demo_build():
             from eval_backend.benchmark.demo import build_demo  # why: espeak-ng code (~0.3 s), off start-up
-            self._set("building demo benchmark", "espeak-ng synthesis, about a minute on 2 cores")
+            self._set("building demo benchmark", "espeak-ng synthesis, under a minute on 2 cores")
             self.opening.begin("demo")
 
             def clips(done: int, total: int) -> None:
                 self.opening.progress("demo", done, total)
                 self.status.done, self.status.total = done, total
-            build_demo(self.data_dir / "benchmarks" / "demo", seed=0, progress=clips)
-            log.info("bootstrap: demo benchmark built")
+            build_demo(self.data_dir / "benchmarks" / "demo", seed=0, progress=clips, size=self.demo_size)
+            log.info("bootstrap: demo benchmark built (%s)", self.demo_size)
         else:
             self.opening.begin("load")
         self.benchmark = (self.load(self.benchmark_spec) if self.load is not None

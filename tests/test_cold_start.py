@@ -35,3 +35,5 @@ def test_fresh_start_to_a_voted_battle(tmp_path):
     # the baselines' full run was still going when the battle was voted: the slice opened the arena
     # (the arena takes replies as they are stored: the battle may come while the first slice itself is running)
     assert "bootstrap: first slice" in r.log_text and "bootstrap: ready" not in r.log_text, r.log_tail
+    # with EMPATHY_ARENA_DEMO_SIZE unset, an empty data dir gets the compact demo (the one that bootstraps in 6 min)
+    assert "bootstrap: demo benchmark built (compact)" in r.log_text, r.log_tail

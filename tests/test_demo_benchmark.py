@@ -6,6 +6,7 @@ import math
 import shutil
 from collections import Counter
 from functools import lru_cache
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -282,3 +283,44 @@ def test_always_picking_the_plain_answer_is_no_better_than_chance(built):
     hits = sum(m.options[OPTION_LETTERS.index(m.answer)] in plain for m in fine)
     chance = sum(1 / len(m.options) for m in fine)
     assert 0 < hits <= chance
+
+
+def test_the_compact_demo_is_a_slice_of_the_full_one(built, tmp_path):
+    """The Space's embedded default (EMPATHY_ARENA_DEMO_SIZE=compact): one script per listed cue, the first groups,
+    the very same words and clips as the full build, and a version and hash of its own."""
+    from eval_backend.tasks import SPOKEN_TASKS, build_requests
+    full, _ = built
+    small = demo.build_demo(tmp_path / "compact", seed=0, size="compact")
+    size = demo.DEMO_SIZES["compact"]
+    assert sorted(s.attribute for s in small.scripts) == sorted(size.attributes)
+    by_id = {s.id: s for s in full.scripts}
+    for s in small.scripts:
+        twin = by_id[s.id]
+        assert (s.text, s.attribute) == (twin.text, twin.attribute)
+        assert {k: v.audio.sha256 for k, v in s.variants.items()} == \
+               {k: v.audio.sha256 for k, v in twin.variants.items()}
+        assert s.id == min(f.id for f in full.scripts if f.attribute == s.attribute)
+    assert [g.id for g in small.context_groups] == [g.id for g in full.context_groups[:size.context_groups]]
+    assert [g.id for g in small.tone_groups] == [g.id for g in full.tone_groups[:size.tone_groups]]
+    spoken = build_requests(small, SPOKEN_TASKS)
+    assert len(spoken) == 70 and len(spoken) * 2.9 < len(build_requests(full, SPOKEN_TASKS)) == 208
+    assert {r.id for r in spoken} < {r.id for r in build_requests(full, SPOKEN_TASKS)}
+    assert small.version == "demo-1.0+seed0+compact" and small.hash != full.hash
+    assert {Path(r.path).name for r in _refs(small) if r is not None} == {p.name for p in (tmp_path / "compact" / "audio").glob("*.wav")}
+    with pytest.raises(ValueError, match="unknown demo size"):
+        demo.build_demo(tmp_path / "other", size="tiny")
+    assert not (tmp_path / "other").exists()
+
+
+def _refs(bench):
+    for s in bench.scripts:
+        for v in s.variants.values():
+            yield v.audio
+            yield v.reference_audio
+    for g in bench.context_groups:
+        yield g.audio
+    for t in bench.tone_groups:
+        for c in t.cases:
+            yield c.audio
+    for it in bench.selection:
+        yield from it.options.values()

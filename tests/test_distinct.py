@@ -101,7 +101,9 @@ def test_identical_and_near_identical_replies_never_meet(tmp_path):
 
 def test_two_hundred_battles_on_the_embedded_default(demo_run):
     """The demo run through the baselines, as a fresh Space serves it: no battle plays one clip twice, and almost
-    none has the same words on both sides (today: 14 of 30 battles had byte-identical clips)."""
+    none has the same words on both sides (today: 14 of 30 battles had byte-identical clips). The run is the full
+    demo with the two baselines most alike; the Space's compact demo is a slice of it (the same requests and clips,
+    tests/test_demo_benchmark.py), so its battles are a subset of these pairs plus the two other contestants."""
     svc = ArenaService(Store(demo_run.data))
     svc.left_out_pairs()
     assert svc.heard.wait_idle(900)

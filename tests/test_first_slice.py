@@ -104,3 +104,15 @@ def test_battles_before_the_full_run_and_the_same_replies_as_without_the_slice(t
         assert with_slice == without
     finally:
         boot.stop()
+
+
+def test_the_demo_size_setting_is_checked_at_start(tmp_path, monkeypatch):
+    """EMPATHY_ARENA_DEMO_SIZE: compact unless set; a wrong value stops the app at start with the choices, rather
+    than failing in the background thread after the page is up."""
+    monkeypatch.delenv(config.DEMO_SIZE_ENV, raising=False)
+    assert Bootstrap(tmp_path).demo_size == "compact"
+    monkeypatch.setenv(config.DEMO_SIZE_ENV, "full")
+    assert Bootstrap(tmp_path).demo_size == "full"
+    monkeypatch.setenv(config.DEMO_SIZE_ENV, "huge")
+    with pytest.raises(ValueError, match="EMPATHY_ARENA_DEMO_SIZE must be one of full, compact"):
+        Bootstrap(tmp_path)

@@ -27,6 +27,7 @@ from ..audio.recipes import Recipe, render
 from ..audio.synth import SR, SynthError, check_espeak, rng_for
 from ..config import data_dir
 from . import demo_content as C
+from .demo_sizes import DEMO_SIZES, DemoSize
 from .model import (
     ATTRIBUTES,
     MCQ,
@@ -304,12 +305,25 @@ def _reply(attribute: str, plain: str) -> str:
     return f"{C.OPENERS.get(attribute, '')} {plain}".strip()
 
 
-def _scripts(clips: _Clips, seed: int, vary: bool = False) -> tuple[list[Script], list[MCQ]]:
+def _chosen_scripts(seed: int, size: DemoSize) -> list[tuple[int, str]]:
+    """(index into C.SCRIPTS, target attribute) of the scripts a build of this size speaks."""
     rng = rng_for(seed, "assign")
     attrs = [list(RECIPES)[i] for i in rng.permutation(len(RECIPES))]
+    every = [(i, attrs[i % len(attrs)]) for i in range(len(C.SCRIPTS))]
+    if size.attributes is None:
+        return every
+    first = {a: i for i, a in reversed(every)}
+    missing = [a for a in size.attributes if a not in first]
+    if missing:
+        raise ValueError(f"no demo script has the target attribute(s) {missing}")
+    return sorted((first[a], a) for a in size.attributes)
+
+
+def _scripts(clips: _Clips, seed: int, vary: bool = False, size: DemoSize = DEMO_SIZES["full"]
+             ) -> tuple[list[Script], list[MCQ]]:
     scripts, mcqs = [], []
-    for i, (topic, text, plain) in enumerate(C.SCRIPTS):
-        attr, sid = attrs[i % len(attrs)], f"demo-{i:03d}"
+    for i, attr in _chosen_scripts(seed, size):
+        (topic, text, plain), sid = C.SCRIPTS[i], f"demo-{i:03d}"
         alt, who = ALTERNATIVE[attr], _speaker(seed, sid, vary)
         plan = {"target": (attr, RECIPES[attr]), "neutral": ("neutral", NEUTRAL_RECIPE),
                 "alternative": (alt, RECIPES[alt])}
@@ -351,15 +365,16 @@ def _scripts(clips: _Clips, seed: int, vary: bool = False) -> tuple[list[Script]
     return scripts, mcqs
 
 
-def _groups(clips: _Clips, seed: int, vary: bool = False) -> tuple[list[ContextGroup], list[ToneGroup]]:
+def _groups(clips: _Clips, seed: int, vary: bool = False, size: DemoSize = DEMO_SIZES["full"]
+            ) -> tuple[list[ContextGroup], list[ToneGroup]]:
     ctx = []
-    for i, g in enumerate(C.CONTEXT_GROUPS):
+    for i, g in enumerate(C.CONTEXT_GROUPS[:size.context_groups]):
         gid = f"ctx-{i:02d}"
         cases = [ContextCase(f"c{k + 1}", context, reply) for k, (context, _style, reply) in enumerate(g["cases"])]
         recipe = _voiced(NEUTRAL_RECIPE, _speaker(seed, gid, vary), gid, seed)
         ctx.append(ContextGroup(gid, g["text"], clips.get(gid, g["text"], recipe), cases))
     tones = []
-    for i, g in enumerate(C.TONE_GROUPS):
+    for i, g in enumerate(C.TONE_GROUPS[:size.tone_groups]):
         gid = f"tone-{i:02d}"
         who = _speaker(seed, gid, vary)
         keys = {t: f"{gid}_{_slug(t)}" for t in g["tones"]}
@@ -436,22 +451,26 @@ def _balance_answers(mcqs: list[MCQ], items: list[SelectionItem], seed: int) -> 
 
 
 def build_demo(out_dir: str | Path, seed: int = 0, save: bool = True, vary: bool = False,
-               progress: Callable[[int, int], None] | None = None) -> Benchmark:
+               progress: Callable[[int, int], None] | None = None, size: str = "full") -> Benchmark:
     """Synthesise the demo under `out_dir` and return it; saved in the project format when `save`.
     `vary`: held-apart speakers (other voices, tempi, pitches and SNRs drawn from the seed; see VARIED_VOICES).
+    `size`: a key of DEMO_SIZES (a compact build's scripts and clips are the full build's, fewer of them).
     `progress(done, total)`: clips rendered so far (the render pass holds nearly all of the build's time)."""
+    if size not in DEMO_SIZES:
+        raise ValueError(f"unknown demo size {size!r} (one of {', '.join(DEMO_SIZES)})")
     check_espeak()                       # fail before touching out_dir
     out = Path(out_dir)
     clips = _Clips(out, seed)
     for _ in range(2):                   # plan, render, then build with the real refs
-        scripts, mcqs = _scripts(clips, seed, vary)
-        ctx, tones = _groups(clips, seed, vary)
+        scripts, mcqs = _scripts(clips, seed, vary, DEMO_SIZES[size])
+        ctx, tones = _groups(clips, seed, vary, DEMO_SIZES[size])
         selection = _selection(clips, seed, ctx, tones)
         clips.render_all(progress)
     clips.prune()
     _balance_answers(mcqs, selection, seed)
-    bench = Benchmark("demo", f"{DEMO_VERSION}+seed{seed}" + ("+varied" if vary else ""), scripts, mcqs, ctx,
-                      tones, selection, source=f"demo:seed={seed}" + (",varied" if vary else ""))
+    tag = ("+varied" if vary else "") + ("" if size == "full" else f"+{size}")
+    bench = Benchmark("demo", f"{DEMO_VERSION}+seed{seed}{tag}", scripts, mcqs, ctx, tones, selection,
+                      source=f"demo:seed={seed}" + (",varied" if vary else "") + ("" if size == "full" else f",{size}"))
     if save:
         from .dataset import save_benchmark  # why: pulls in `datasets`
         save_benchmark(bench, out)
@@ -465,6 +484,9 @@ def add_arguments(parser) -> None:
     b.add_argument("--seed", type=int, default=0, help="random seed (same seed, same benchmark hash)")
     b.add_argument("--data-dir", default=None, help="data directory (default: $EMPATHY_ARENA_DATA_DIR or ./data)")
     b.add_argument("--out", default=None, help="output folder (default: <data_dir>/benchmarks/demo)")
+    b.add_argument("--size", choices=sorted(DEMO_SIZES), default="full",
+                   help="full: 48 scripts, 12 + 12 groups (the default); compact: 16 scripts, 4 + 4 groups, the "
+                        "Space's embedded default")
     b.add_argument("--vary", action="store_true",
                    help="held-apart speakers: other voices, tempi, pitches and SNRs drawn from the seed (clips "
                         "cascade-cue's detector was not tuned on)")
@@ -478,7 +500,7 @@ def main(args) -> int:
     out = Path(args.out) if args.out else data_dir(args.data_dir) / "benchmarks" / "demo"
     start = time.perf_counter()
     try:
-        bench = build_demo(out, seed=args.seed, vary=args.vary)
+        bench = build_demo(out, seed=args.seed, vary=args.vary, size=args.size)
     except SynthError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
