@@ -8,6 +8,8 @@ from pathlib import Path
 
 import yaml
 
+from .benchmark.demo_sizes import DEMO_SIZES
+
 DATA_DIR_ENV = "EMPATHY_ARENA_DATA_DIR"
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_MODELS_FILE = PROJECT_ROOT / "models.yaml"
@@ -40,7 +42,6 @@ DEMO_SIZE_ENV = "EMPATHY_ARENA_DEMO_SIZE"
 def demo_size() -> str:
     """The size of the demo the Space builds into an empty data dir: compact (the default: bootstraps in
     under 6 min on 2 cores) or full (48 scripts, ~14 min); eval_backend/benchmark/demo.py: DEMO_SIZES."""
-    from .benchmark.demo_sizes import DEMO_SIZES
     raw = os.environ.get(DEMO_SIZE_ENV, "").strip() or "compact"
     if raw not in DEMO_SIZES:
         raise ValueError(f"{DEMO_SIZE_ENV} must be one of {', '.join(DEMO_SIZES)} (got {raw!r})")

@@ -306,17 +306,8 @@ def _reply(attribute: str, plain: str) -> str:
 
 
 def _chosen_scripts(seed: int, size: DemoSize) -> list[tuple[int, str]]:
-    """(index into C.SCRIPTS, target attribute) of the scripts a build of this size speaks."""
-    rng = rng_for(seed, "assign")
-    attrs = [list(RECIPES)[i] for i in rng.permutation(len(RECIPES))]
-    every = [(i, attrs[i % len(attrs)]) for i in range(len(C.SCRIPTS))]
-    if size.attributes is None:
-        return every
-    first = {a: i for i, a in reversed(every)}
-    missing = [a for a in size.attributes if a not in first]
-    if missing:
-        raise ValueError(f"no demo script has the target attribute(s) {missing}")
-    return sorted((first[a], a) for a in size.attributes)
+    attrs = [list(RECIPES)[i] for i in rng_for(seed, "assign").permutation(len(RECIPES))]
+    return size.choose([attrs[i % len(attrs)] for i in range(len(C.SCRIPTS))])
 
 
 def _scripts(clips: _Clips, seed: int, vary: bool = False, size: DemoSize = DEMO_SIZES["full"]
@@ -485,8 +476,7 @@ def add_arguments(parser) -> None:
     b.add_argument("--data-dir", default=None, help="data directory (default: $EMPATHY_ARENA_DATA_DIR or ./data)")
     b.add_argument("--out", default=None, help="output folder (default: <data_dir>/benchmarks/demo)")
     b.add_argument("--size", choices=sorted(DEMO_SIZES), default="full",
-                   help="full: 48 scripts, 12 + 12 groups (the default); compact: 16 scripts, 4 + 4 groups, the "
-                        "Space's embedded default")
+                   help="full (the default; 48 scripts) or compact (16 scripts: the Space's embedded default)")
     b.add_argument("--vary", action="store_true",
                    help="held-apart speakers: other voices, tempi, pitches and SNRs drawn from the seed (clips "
                         "cascade-cue's detector was not tuned on)")

@@ -13,6 +13,17 @@ class DemoSize:
     context_groups: int | None
     tone_groups: int | None
 
+    def choose(self, assigned: list[str]) -> list[tuple[int, str]]:
+        """(script index, target attribute) of the scripts this size speaks, given each script's attribute."""
+        every = list(enumerate(assigned))
+        if self.attributes is None:
+            return every
+        first = {a: i for i, a in reversed(every)}
+        missing = [a for a in self.attributes if a not in first]
+        if missing:
+            raise ValueError(f"no demo script has the target attribute(s) {missing}")
+        return sorted((first[a], a) for a in self.attributes)
+
 
 # why two sizes: every contestant on every request, run, scored (DNSMOS, Distill-MOS, Whisper per reply clip) and
 # screened costs ~6 CPU-s per spoken request on 2 cores, so the full demo's 208 spoken requests take ~14 min to
