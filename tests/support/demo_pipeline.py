@@ -49,8 +49,9 @@ def pipeline_env(database_url: str | None = None) -> dict[str, str]:
 
 
 def run_demo_pipeline(root: Path, database_url: str | None = None, demo_args: tuple[str, ...] = (),
-                      tasks: str | None = None) -> DemoRun:
-    """`demo_args` go to `demo build` (e.g. a second seed with --vary); `tasks` limits the runs to some tasks."""
+                      tasks: str | None = None, models: tuple[str, ...] = MODELS) -> DemoRun:
+    """`demo_args` go to `demo build` (e.g. a second seed with --vary, or --size); `tasks` limits the runs to some
+    tasks; `models`: the baselines run (all at once, on one server)."""
     data = root / "data"
     env = pipeline_env(database_url)
     t0 = time.perf_counter()
@@ -61,14 +62,14 @@ def run_demo_pipeline(root: Path, database_url: str | None = None, demo_args: tu
         models_file = root / "models.yaml"
         models_file.write_text("models:\n" + "".join(
             f"  - {{name: {m}, base_url: '{server.base_url}', model: {m}, audio_output: true, baseline: true,"
-            f" timeout_s: 600}}\n" for m in MODELS))
+            f" timeout_s: 600}}\n" for m in models))
         t1 = time.perf_counter()
         runs = [subprocess.Popen([sys.executable, "-m", "eval_backend", "run", "--model", m, "--benchmark", "demo",
                                   "--models-file", str(models_file), "--data-dir", str(data), "--no-progress",
                                   "--concurrency", "4", "--max-attempts", "1",
                                   *(("--tasks", tasks) if tasks else ())],
                                  cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env)
-                for m in MODELS]
+                for m in models]
         outputs = [p.communicate(timeout=3000)[0].decode(errors="replace") for p in runs]
         run_s = time.perf_counter() - t1
         stats = server.stats()
