@@ -48,18 +48,31 @@ def form_for(srv: FaultServer, name: str, **kw) -> SubmissionForm:
 
 @contextmanager
 def worker_processes(data: Path, srv_port: int, n: int = 2):
-    """`n` `python -m leaderboard worker` processes on one data dir (and the test's database); SIGTERM on exit."""
-    cmd = [sys.executable, "-m", "leaderboard", "worker", "--data-dir", str(data), "--poll", "0.1",
-           "--metrics", ",".join(METRICS), "--allow", f"127.0.0.1:{srv_port}"]
-    procs = [subprocess.Popen(cmd + ["--name", f"w{i}"], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-             for i in range(n)]
+    """`n` `python -m leaderboard worker` processes on one data dir (and the test's database); SIGTERM on exit.
+    Each one's output goes to a file beside the data dir (a pipe nobody reads would block a talkative worker). A
+    worker still running 60 s after SIGTERM is a bug: its threads' stacks (faulthandler, on SIGABRT) and its log
+    are put in the failure, so a rare hang says where it hung."""
+    cmd = [sys.executable, "-X", "faulthandler", "-m", "leaderboard", "worker", "--data-dir", str(data),
+           "--poll", "0.1", "--metrics", ",".join(METRICS), "--allow", f"127.0.0.1:{srv_port}"]
+    logs = [data.parent / f"worker-w{i}.log" for i in range(n)]
+    procs = []
+    for i, log in enumerate(logs):
+        with log.open("wb") as out:
+            procs.append(subprocess.Popen(cmd + ["--name", f"w{i}"], cwd=ROOT, stdout=out, stderr=subprocess.STDOUT))
     try:
         yield procs
     finally:
         for p in procs:
             p.send_signal(signal.SIGTERM)
-        for p in procs:
-            p.wait(60)
+        hung = []
+        for p, log in zip(procs, logs):
+            try:
+                p.wait(60)
+            except subprocess.TimeoutExpired:
+                p.send_signal(signal.SIGABRT)             # faulthandler writes every thread's stack, then it dies
+                p.wait(30)
+                hung.append(f"{log.name}:\n{log.read_text(errors='replace')[-6000:]}")
+        assert not hung, "a worker did not stop within 60 s of SIGTERM:\n" + "\n".join(hung)
 
 
 def wait_for(pred, timeout: float = 60.0, what: str = "condition"):
