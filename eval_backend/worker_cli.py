@@ -13,6 +13,7 @@ import json
 import logging
 import signal
 import sys
+import threading
 
 from . import config
 from .store import Store
@@ -36,6 +37,16 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="an internal address/network endpoints may use (repeatable), e.g. 127.0.0.1")
     p.add_argument("--name", help="worker name in the job history (default host:pid:random)")
     p.add_argument("--json", action="store_true", help="with --once: print the job as JSON")
+
+
+def stop_from_signal(worker: Worker):
+    """A signal handler that stops `worker` from another thread. Why not `worker.stop()` itself: the handler runs
+    in the main thread between two bytecodes, possibly while that thread holds the stop event's lock inside
+    `Event.wait` (run_forever's poll); `Event.set` would then wait for that lock forever (seen: a worker that never
+    exited after SIGTERM, its main thread in Event.set called from the handler inside Event.wait)."""
+    def handler(*_):
+        threading.Thread(target=worker.stop, name="stop-on-signal", daemon=True).start()
+    return handler
 
 
 def main(args: argparse.Namespace, handoff: HandOff | None = None) -> int:
@@ -68,7 +79,7 @@ def main(args: argparse.Namespace, handoff: HandOff | None = None) -> int:
         return 1 if job and job.state == "FAILED" else 0
     # SIGTERM: take no new job; the current one runs to its end (if the process is killed first, its lease
     # expires and another worker resumes it)
-    signal.signal(signal.SIGTERM, lambda *_: worker.stop())
+    signal.signal(signal.SIGTERM, stop_from_signal(worker))
     try:
         worker.run_forever(args.poll)
     except KeyboardInterrupt:
