@@ -31,6 +31,7 @@ import soundfile as sf
 from eval_backend.showcase import in_arena_pool, in_showcase
 from eval_backend.store import Reply, Store
 from tests.support.arena_fixtures import VOICES, build_benchmark, espeak_wav, spoken_request_ids
+from tests.support.gradio_stream import session_lines
 from tests.test_media import SpaceProcess
 
 MODELS = ("warm-model", "flat-model")
@@ -93,13 +94,11 @@ class GradioSession:
                                                         "session_hash": self.session})
         assert r.status_code == 200, r.text
         event = r.json()["event_id"]
-        with self.c.stream("GET", "/gradio_api/queue/data", params={"session_hash": self.session}) as s:
-            for line in s.iter_lines():
-                if line.startswith("data:"):
-                    msg = json.loads(line[5:])
-                    if msg.get("msg") == "process_completed" and msg.get("event_id") == event:
-                        return (msg.get("output") or {}).get("data") or []
-        return []
+        out: list = []
+        for _, msg in session_lines(self.c, str(self.c.base_url).rstrip("/"), self.session):   # to the close
+            if (msg or {}).get("msg") == "process_completed" and msg.get("event_id") == event:
+                out = (msg.get("output") or {}).get("data") or []
+        return out
 
 
 def wav_seconds(data: bytes) -> float | None:

@@ -34,6 +34,7 @@ import httpx
 import pytest
 
 from tests.support.arena_fixtures import seed
+from tests.support.gradio_stream import session_lines
 from tests.support.live_fixtures import utterance
 from tests.test_media import SpaceProcess
 
@@ -120,22 +121,16 @@ def shapes(target: str, base: str) -> list:
 
 
 def read_events(client: httpx.Client, url: str, session: str, pending: set[str], timeout: float = 120.0) -> str:
-    """The session's event stream until every pending event has completed, as text."""
+    """The session's event stream, as text, until the app closes it (every pending event completed: never hang up
+    first, tests/support/gradio_stream.py says why)."""
     out = []
     if not pending:
         return ""
     try:
-        with client.stream("GET", f"{url}/gradio_api/queue/data", params={"session_hash": session},
-                           timeout=httpx.Timeout(timeout, read=timeout)) as r:
-            deadline = time.monotonic() + timeout
-            for line in r.iter_lines():
-                out.append(line)
-                if line.startswith("data:"):
-                    msg = json.loads(line[5:])
-                    if msg.get("msg") == "process_completed":
-                        pending.discard(msg.get("event_id"))
-                if not pending or '"close_stream"' in line or time.monotonic() > deadline:
-                    break
+        for line, msg in session_lines(client, url, session, timeout):
+            out.append(line)
+            if (msg or {}).get("msg") == "process_completed":
+                pending.discard(msg.get("event_id"))
     except httpx.HTTPError as exc:
         out.append(f"stream error: {exc!r}")
     pending.clear()

@@ -27,6 +27,7 @@ import soundfile as sf
 from eval_backend.store import Store
 from tests.support import nginx_proxy as ng
 from tests.support.arena_fixtures import AppProcess, seed
+from tests.support.gradio_stream import session_lines
 from tests.support.live_fixtures import utterance
 from tests.support.speaking_server import SpeakingServer
 from tests.test_media import SpaceProcess
@@ -85,18 +86,13 @@ def join(c: httpx.Client, url: str, fn_index: int, data: list, session: str) -> 
 
 
 def wait_events(c: httpx.Client, url: str, session: str, event_ids: set[str], timeout: float = 180) -> list[dict]:
-    """The session's completed events (their messages), once every one of `event_ids` has completed."""
+    """The session's completed events (their messages), read until the app closes the stream once every event has
+    completed (never hang up first: tests/support/gradio_stream.py)."""
     done = []
-    with c.stream("GET", url + "/gradio_api/queue/data", params={"session_hash": session},
-                  timeout=httpx.Timeout(timeout, read=timeout)) as r:
-        for line in r.iter_lines():
-            if line.startswith("data:"):
-                msg = json.loads(line[5:])
-                if msg.get("msg") == "process_completed":
-                    done.append(msg)
-                    event_ids.discard(msg.get("event_id"))
-                if not event_ids:
-                    break
+    for _, msg in session_lines(c, url, session, timeout):
+        if (msg or {}).get("msg") == "process_completed":
+            done.append(msg)
+            event_ids.discard(msg.get("event_id"))
     return done
 
 
