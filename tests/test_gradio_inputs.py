@@ -19,7 +19,6 @@ through `call/<api_name>`, reading the event streams. Then:
 from __future__ import annotations
 
 import ctypes
-import json
 import os
 import secrets
 import select
