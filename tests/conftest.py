@@ -38,16 +38,43 @@ def pytest_report_header(config):
 # Session fixtures that cost minutes: the tests using one run on one xdist worker (scripts/test.sh runs two), so
 # it is built once per pass. Add a fixture here when it is shared across modules and expensive.
 SHARED_SESSION_FIXTURES = ("demo_run",)
-# Modules that cannot share the two cores with anything: they time something against a budget (a cold start, a
-# deadline, a cut-off with little slack). scripts/test.sh runs them last, alone, in one process (the `exclusive`
-# mark). Add a module here when its test asserts on a duration.
+# Modules that cannot share a core with anything: they time something against a budget (a cold start, a deadline,
+# a cut-off with little slack). scripts/test.sh runs them last (the `exclusive` mark) on two xdist workers, each
+# pinned to a core of its own with everything it starts (PINNED_CORES), or else in one process, alone. Add a module
+# here when its test asserts on a duration.
 TIMED_MODULES = ("test_cold_start", "test_app_start", "test_arena_load", "test_bounded_endpoints",
                  "test_client_faults", "test_live", "test_live_submitted", "test_loaders", "test_queue_worker",
-                 "test_runner", "test_safety_remote", "test_space_judge", "test_gradio_inputs", "test_gradio_limits")
+                 "test_runner", "test_safety_remote", "test_space_judge", "test_gradio_inputs", "test_gradio_limits",
+                 "test_pinned_cores")
+# Of those, the ones that time the Space's own start on the whole machine (its bootstrap's threads and processes and
+# a chromium, against targets set for 2 cores): they run alone, unpinned, after the pinned part (the `machine` mark).
+WHOLE_MACHINE_MODULES = ("test_cold_start", "test_app_start")
 # The browser tests (found by themselves: the `chromium` fixture, `launch_chromium`, the `browser` mark) run in a
 # part of their own, two modules at a time: they mostly wait on real-time playback, timers and a started app, so
 # two share the cores; mixed with the CPU-bound shared tests their waits would stretch.
 EXCLUSIVE_GROUP = "exclusive"
+# EMPATHY_ARENA_TEST_PIN=1 (scripts/test.sh's timed part): each xdist worker and every process it starts (apps,
+# chromium, its PostgreSQL cluster: the affinity is inherited) run on one core of their own, so no other test's CPU
+# can reach a timed test's core, and each timed module is its own xdist group. Measured (docs/benchmarks.md, "Test
+# suite"): the timed tests pass on one core in about the time they take on two.
+PINNED_CORES = os.environ.get("EMPATHY_ARENA_TEST_PIN") == "1"
+
+
+def pin_worker_to_a_core(workerid: str) -> int | None:
+    """Pin this process (an xdist worker, `gw<N>`) to the N-th core it may use; returns that core. Refuses to share:
+    with fewer cores than the worker's number, a timed test would share a core, so that is an error."""
+    cores = sorted(os.sched_getaffinity(0))
+    n = int(workerid.removeprefix("gw"))
+    if n >= len(cores):
+        raise pytest.UsageError(f"EMPATHY_ARENA_TEST_PIN: worker {workerid} has no core of its own ({cores})")
+    os.sched_setaffinity(0, {cores[n]})
+    return cores[n]
+
+
+def pytest_configure(config):
+    workerid = getattr(config, "workerinput", {}).get("workerid")
+    if PINNED_CORES and workerid:
+        config.pinned_core = pin_worker_to_a_core(workerid)
 
 
 @pytest.hookimpl(tryfirst=True)      # before xdist reads the xdist_group marks group_for_workers adds
@@ -85,7 +112,8 @@ def is_browser(item) -> bool:
 def worker_groups(items) -> dict[str, str]:
     """Each test module's xdist group. A module's tests share one (its module fixtures are built once); the modules
     using a shared session fixture share one (built once per pass); every module holding an exclusive test shares
-    EXCLUSIVE_GROUP (they run one after another). Groups joined by any of these are one group."""
+    EXCLUSIVE_GROUP (they run one after another), unless PINNED_CORES. Groups joined by any of these are one
+    group."""
     parent: dict[str, str] = {}
 
     def find(x: str) -> str:
@@ -105,7 +133,7 @@ def worker_groups(items) -> dict[str, str]:
         for fixture in SHARED_SESSION_FIXTURES:
             if fixture in getattr(item, "fixturenames", ()):
                 join(fixture, module)
-        if is_exclusive(item):
+        if is_exclusive(item) and not PINNED_CORES:      # pinned: each worker has its own core
             join(EXCLUSIVE_GROUP, module)
     return {module: find(module) for module in {_module_name(item) for item in items}}
 
@@ -120,8 +148,10 @@ def group_for_workers(items) -> None:
     for item in items:
         name = group_of[_module_name(item)]
         item.add_marker(pytest.mark.xdist_group(name))
-        if is_exclusive(item):          # scripts/test.sh runs these alone, last (-m exclusive)
+        if is_exclusive(item):          # scripts/test.sh runs these last (-m exclusive)
             item.add_marker(pytest.mark.exclusive)
+            if _module_name(item) in WHOLE_MACHINE_MODULES:     # and these alone, unpinned (-m machine)
+                item.add_marker(pytest.mark.machine)
         elif is_browser(item) and item.get_closest_marker("browser") is None:     # its part: -m browser
             item.add_marker(pytest.mark.browser)
         groups.setdefault(name, []).append(item)
