@@ -14,6 +14,7 @@ the WAL cannot grow without bound.
 """
 from __future__ import annotations
 
+import random
 import sqlite3
 import threading
 import time
@@ -26,6 +27,28 @@ BACKSTOP_PAGES = 10_000     # ~40 MB of WAL at 4 KiB pages
 PRAGMAS = ("PRAGMA journal_mode=WAL",
            "PRAGMA synchronous=NORMAL",
            f"PRAGMA wal_autocheckpoint={BACKSTOP_PAGES}")
+
+BUSY_RETRY_S = 30.0        # as long as a connection's own busy timeout
+
+
+def apply_pragmas(conn: sqlite3.Connection, pragmas: tuple[str, ...] = PRAGMAS,
+                  timeout_s: float = BUSY_RETRY_S) -> None:
+    """`pragmas` (this policy's by default) on a new connection, retried while SQLite answers "database is locked"
+    at once. Processes making one new database WAL at the same instant deadlock by design (each holds a shared lock
+    and wants the exclusive one), and SQLite then answers one of them SQLITE_BUSY without calling its busy handler:
+    the runner CLIs of a demo run, started together on a fresh data dir, failed this way now and then; so could a
+    judge cache's first threads (tests/test_sqlite_checkpoints.py)."""
+    deadline = time.monotonic() + timeout_s
+    for pragma in pragmas:
+        while True:
+            try:
+                conn.execute(pragma)
+                break
+            except sqlite3.OperationalError as exc:
+                if "locked" not in str(exc) or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.01 + 0.04 * random.random())     # apart, so the two do not meet again
+
 
 _owners: dict[str, weakref.WeakSet] = {}    # database path -> the live objects that use it
 _guard = threading.Lock()

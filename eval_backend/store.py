@@ -182,8 +182,7 @@ class Store:
             return self._pg.Connection(self.database_url)   # WAL and synchronous_commit=on are server defaults
         conn = sqlite3.connect(self.path, timeout=30, isolation_level=None, check_same_thread=False)
         conn.row_factory = sqlite3.Row
-        for pragma in sqlite_checkpoints.PRAGMAS:   # an acknowledged write survives SIGKILL; on disk within ~1 s
-            conn.execute(pragma)
+        sqlite_checkpoints.apply_pragmas(conn)            # an acknowledged write survives SIGKILL; on disk within ~1 s
         sqlite_checkpoints.register(self.path, self)
         conn.execute("PRAGMA foreign_keys=ON")
         conn.execute("PRAGMA busy_timeout=30000")

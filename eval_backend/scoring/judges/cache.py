@@ -10,6 +10,7 @@ import threading
 import time
 from pathlib import Path
 
+from ... import sqlite_checkpoints
 from .rendering import Block
 
 
@@ -32,7 +33,7 @@ class JudgeCache:
         conn = getattr(self._local, "conn", None)
         if conn is None:
             conn = sqlite3.connect(self.path, timeout=30, isolation_level=None, check_same_thread=False)
-            conn.execute("PRAGMA journal_mode=WAL")
+            sqlite_checkpoints.apply_pragmas(conn, ("PRAGMA journal_mode=WAL",))   # retried: two new at once
             conn.execute("PRAGMA busy_timeout=30000")
             self._local.conn = conn
         return conn
