@@ -41,14 +41,14 @@ for db in $databases; do
     collected=0
     for part in shared browser timed machine; do
         echo "=== tests on $db: $part ==="
+        pin=(env)
         case "$part" in
             shared) how=("${parallel[@]}" -m "not exclusive and not browser") ;;
             browser) how=("${parallel[@]}" -m "browser and not exclusive") ;;
-            timed) how=("${timed[@]}" -m "exclusive and not machine") ;;
+            timed) how=("${timed[@]}" -m "exclusive and not machine"); pin=("${pinned[@]}") ;;
             machine) how=(-m machine) ;;
         esac
         set +e
-        pin=(env); [ "$part" = timed ] && pin=("${pinned[@]}")
         "${pin[@]}" "${uses[@]}" EMPATHY_ARENA_TEST_DB="$db" "$PY" -m pytest "${how[@]}" --durations=15 "$@"   # where the time went
         rc=$?
         set -e

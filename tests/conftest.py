@@ -60,7 +60,7 @@ EXCLUSIVE_GROUP = "exclusive"
 PINNED_CORES = os.environ.get("EMPATHY_ARENA_TEST_PIN") == "1"
 
 
-def pin_worker_to_a_core(workerid: str) -> int | None:
+def pin_worker_to_a_core(workerid: str) -> int:
     """Pin this process (an xdist worker, `gw<N>`) to the N-th core it may use; returns that core. Refuses to share:
     with fewer cores than the worker's number, a timed test would share a core, so that is an error."""
     cores = sorted(os.sched_getaffinity(0))
