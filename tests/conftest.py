@@ -93,6 +93,23 @@ def pytest_collection_modifyitems(config, items):
                 item.add_marker(skip)
 
 
+def xdist_group_name(item) -> str:
+    """The group xdist's loadgroup reads from an item's xdist_group marks, named as xdist names it ('' if none)."""
+    return "_".join(sorted({str(m.args[0] if m.args else m.kwargs.get("name", "default"))
+                            for m in item.iter_markers("xdist_group")}))
+
+
+def pytest_runtest_setup(item):
+    # xdist's loadgroup sends a test to its group's worker only if its node id ends with "@<group>", which xdist
+    # adds from the marks above. If a pytest release runs xdist's hook first (9.2.0 did), the marks come too late,
+    # module fixtures split across workers and ordered tests fail far from the cause: say the cause instead.
+    group = xdist_group_name(item)
+    if hasattr(item.config, "workerinput") and item.config.getvalue("loadgroup") and group \
+            and not item.nodeid.endswith("@" + group):
+        pytest.fail(f"xdist did not apply this test's xdist_group mark ({group}): is pytest the version "
+                    "requirements-test.txt pins?", pytrace=False)
+
+
 def _module_name(item) -> str:
     return item.nodeid.split("::")[0].rsplit("/", 1)[-1].removesuffix(".py")
 
