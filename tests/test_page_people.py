@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.page_fixtures import DESKTOP, PageSpace, open_page, seed_page
+from tests.support.page_fixtures import DESKTOP, PageSpace, click_or_explain, open_page, seed_page
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.timeout(600)]
 MODULE_DATABASE_FIXTURES = ("space",)   # the running app writes to the module's database (tests/conftest.py)
@@ -151,7 +151,7 @@ def _db(space, sql: str, params=()) -> list[dict]:
 
 def _start_battle(page) -> str:
     old = page.evaluate("() => document.querySelector('.arena-meter')?.dataset.battle || ''")
-    page.locator("#arena-skip, #arena-next").filter(visible=True).first.click()
+    click_or_explain(page.locator("#arena-skip, #arena-next").filter(visible=True).first)
     page.wait_for_function("(old) => (document.querySelector('.arena-meter')?.dataset.battle || old) !== old", arg=old)
     page.wait_for_function("() => [...document.querySelectorAll('#arena-players audio')].length === 3 && "
                            "[...document.querySelectorAll('#arena-players audio')].every(a => a.currentSrc && a.duration > 0)")

@@ -146,3 +146,28 @@ class Traffic:
                 return
         still = sorted(r.url.split("?", 1)[0] for r in self.open)
         raise TimeoutError(f"the page's requests did not settle in {timeout_s:.0f} s: {len(self.open)} open {still}")
+
+
+def click_or_explain(locator, timeout_ms: float = 45_000) -> None:
+    """`locator.click()`, and if it times out, say why in the failure: Playwright's click waits for the element to
+    stay put over two animation frames, so a page that stops producing frames (its main thread blocked, or chromium
+    not drawing) looks like a button that never becomes clickable. The probes are bounded (5 s each): timers
+    (setTimeout polling) and frames (requestAnimationFrame polling)."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    try:
+        locator.click(timeout=timeout_ms)
+        return
+    except PlaywrightTimeout as error:
+        page = locator.page
+
+        def answers(polling) -> bool:
+            try:
+                page.wait_for_function("() => true", polling=polling, timeout=5_000)
+                return True
+            except PlaywrightTimeout:
+                return False
+        timers, frames = answers(100), answers("raf")
+        raise AssertionError(f"click timed out; the page still runs timers: {timers}, draws frames: {frames} "
+                             f"(state: {page.evaluate('() => document.visibilityState') if timers else '?'})"
+                             ) from error
