@@ -103,9 +103,10 @@ def pytest_runtest_setup(item):
     # xdist's loadgroup sends a test to its group's worker only if its node id ends with "@<group>", which xdist
     # adds from the marks above. If a pytest release runs xdist's hook first (9.2.0 did), the marks come too late,
     # module fixtures split across workers and ordered tests fail far from the cause: say the cause instead.
+    if not (hasattr(item.config, "workerinput") and item.config.getvalue("loadgroup")):
+        return
     group = xdist_group_name(item)
-    if hasattr(item.config, "workerinput") and item.config.getvalue("loadgroup") and group \
-            and not item.nodeid.endswith("@" + group):
+    if group and not item.nodeid.endswith("@" + group):
         pytest.fail(f"xdist did not apply this test's xdist_group mark ({group}): is pytest the version "
                     "requirements-test.txt pins?", pytrace=False)
 

@@ -157,7 +157,6 @@ def click_or_explain(locator, timeout_ms: float = 45_000) -> None:
 
     try:
         locator.click(timeout=timeout_ms)
-        return
     except PlaywrightTimeout as error:
         page = locator.page
 
@@ -168,6 +167,6 @@ def click_or_explain(locator, timeout_ms: float = 45_000) -> None:
             except PlaywrightTimeout:
                 return False
         timers, frames = answers(100), answers("raf")
+        shown = page.evaluate("() => document.visibilityState") if timers else "?"   # needs the main thread
         raise AssertionError(f"click timed out; the page still runs timers: {timers}, draws frames: {frames} "
-                             f"(state: {page.evaluate('() => document.visibilityState') if timers else '?'})"
-                             ) from error
+                             f"(state: {shown})") from error
