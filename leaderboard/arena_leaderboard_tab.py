@@ -11,10 +11,8 @@ bootstrap, matrices, history, position bias); figures from `leaderboard.plots`.
 from __future__ import annotations
 
 import math
-import tempfile
 import threading
 import time
-from pathlib import Path
 
 import gradio as gr
 import pandas as pd
@@ -25,6 +23,7 @@ from space_shell.tab_contract import PageLoad, TabHandles
 
 from . import arena_style_views as style_views
 from . import plots
+from .download_files import DownloadFolder
 
 AXES = [("Overall", "overall"), ("What was said", "said"), ("How it sounded", "sounded"),
         ("User's voice: speaker", "speaker"), ("User's voice: paralinguistic", "paralinguistic"),
@@ -215,11 +214,11 @@ def build_arena_leaderboard_tab(ctx) -> TabHandles:
         return (style_views.with_style_columns(board_rows(rows, provisional, bool(all_columns)), typed, provisional),
                 *rest)
 
+    downloads = DownloadFolder("arena_votes_")
+
     def export(fmt: str):
         """The file box appears only with a file in it (an empty "Vote log" box reads as a broken download)."""
-        folder = Path(tempfile.mkdtemp(prefix="arena_votes_"))
-        path = folder / f"arena_votes.{fmt}"
-        service.export_votes(fmt, path)
+        path = downloads.write(f"arena_votes.{fmt}", service.export_votes(fmt))
         return gr.update(value=str(path), visible=True)
 
     outputs = [table, style_md, states, bias, health, intervals, win_map, count_map, history]

@@ -9,7 +9,6 @@ the view.
 from __future__ import annotations
 
 import json
-import tempfile
 from pathlib import Path
 
 import gradio as gr
@@ -26,6 +25,7 @@ from space_shell.tab_contract import PageLoad, TabHandles
 
 from . import agreement, plots
 from . import results_table as rt
+from .download_files import DownloadFolder
 from .model_page import build_model_page
 from .numeric_rows import numeric_view
 
@@ -298,7 +298,7 @@ def build_bench_tab(ctx) -> TabHandles:
     model = build_model_page(ctx, lambda: current_docs(ctx), scroll_js=SCROLL_JS)
     names = gr.State([])                 # the measured table's model names, row by row (cells may be shortened)
     controls = [search, kinds, audio, open_w, groups, sort, ci, all_cols]
-    csv_dir = Path(tempfile.mkdtemp(prefix="bench_csv_"))
+    downloads = DownloadFolder("bench_csv_")
 
     def render(search_v, kinds_v, audio_v, open_v, groups_v, sort_v, ci_v, all_v):
         st = rt.FilterState(search=search_v or "", kinds=tuple(kinds_v or ()), audio=audio_v or "any",
@@ -307,8 +307,8 @@ def build_bench_tab(ctx) -> TabHandles:
         docs = current_docs(ctx)
         df, grp = rt.build_table(docs, model_infos(ctx), reported)
         view = rt.apply_filters(df, grp, st)
-        path = csv_dir / "benchmark_leaderboard.csv"
-        csv_frame(numeric_view(view)).to_csv(path, index=False)   # numbers or empty; the reasons in `notes`
+        path = downloads.write("benchmark_leaderboard.csv",    # numbers or empty; the reasons in `notes`
+                               csv_frame(numeric_view(view)).to_csv(index=False))
         measured, paper = rt.sections(view)
         notes = rt.Notes()
         shown = rt.readable(measured, notes)

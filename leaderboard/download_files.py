@@ -1,0 +1,54 @@
+"""Files the page hands to Gradio for a visitor to download: the public vote log, the benchmark table's CSV.
+
+One folder per process; each file is written once, under a sub-folder named by the sha256 of its name and bytes,
+and only the `keep` most recently handed-out ones stay. Why: the vote-log buttons used to write a new temporary
+folder with a whole copy of the log on every click, never removed (a stranger clicking in a loop filled the disk),
+and the table's CSV was rewritten in place on every page load, so a file Gradio was still copying for one visitor
+could be truncated by another visitor's load. Here the same bytes are one file however often they are asked for,
+a file is never rewritten, and the disk holds at most `keep` of them. The folder goes when the process exits.
+"""
+from __future__ import annotations
+
+import atexit
+import hashlib
+import os
+import shutil
+import tempfile
+import threading
+from pathlib import Path
+
+
+class DownloadFolder:
+    def __init__(self, prefix: str, keep: int = 8):
+        if keep < 1:
+            raise ValueError("keep must be at least 1")
+        self.root = Path(tempfile.mkdtemp(prefix=prefix))
+        self.keep = keep
+        self._lock = threading.Lock()
+        atexit.register(shutil.rmtree, self.root, True)
+
+    def write(self, name: str, data: str | bytes) -> Path:
+        """The path of a file `name` holding `data` (text as UTF-8, written as given: no newline translation)."""
+        if Path(name).name != name or name in ("", ".", ".."):
+            raise ValueError(f"not a plain file name: {name!r}")
+        raw = data.encode("utf-8") if isinstance(data, str) else bytes(data)
+        digest = hashlib.sha256(name.encode("utf-8") + b"\0" + raw).hexdigest()[:32]
+        path = self.root / digest / name
+        with self._lock:
+            if not path.is_file():
+                path.parent.mkdir(parents=True, exist_ok=True)
+                tmp = path.with_name(f".{name}.tmp")
+                tmp.write_bytes(raw)
+                tmp.replace(path)                  # whole or absent: never a half-written file at `path`
+            os.utime(path.parent)                  # handed out now: the newest
+            self._prune()
+        return path
+
+    def files(self) -> list[Path]:
+        return sorted(p for p in self.root.glob("*/*") if p.is_file())
+
+    def _prune(self) -> None:
+        held = sorted((d for d in self.root.iterdir() if d.is_dir()), key=lambda d: d.stat().st_mtime_ns,
+                      reverse=True)
+        for old in held[self.keep:]:
+            shutil.rmtree(old, ignore_errors=True)
