@@ -516,15 +516,17 @@ def test_axe_finds_no_serious_or_critical_violation_on_any_tab_with_a_battle_ope
     from tests.support.page_fixtures import DEVICES
     assert AXE.is_file(), "axe-core is missing: run `bash scripts/setup.sh --test` (npm ci --prefix tests/axe)"
     found = {}
-    for tab in public_tabs():
-        ctx, page = open_page(browser, space.url + "/", DEVICES[device])
-        try:
-            if tab.id != "arena":
-                page.get_by_role("tab", name=tab.label, exact=True).click()
+    ctx, page = open_page(browser, space.url + "/", DEVICES[device])
+    try:                    # each tab in turn on one page, as a visitor goes (a fresh page a tab: the link test's)
+        for tab in public_tabs():
+            page.get_by_role("tab", name=tab.label, exact=True).click()
+            page.wait_for_function("(label) => document.querySelector('button[role=tab][aria-selected=true]')"
+                                   "?.innerText.trim() === label", arg=tab.label)
             page.traffic.settle(streams=True)
             found[tab.id] = axe_violations(page)
-        finally:
-            ctx.close()
+    finally:
+        ctx.close()
+    assert set(found) == {t.id for t in public_tabs()}
     assert {k: v for k, v in found.items() if v} == {}
     ctx, page = open_page(browser, space.url + "/", DEVICES[device])
     try:
