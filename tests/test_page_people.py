@@ -33,7 +33,7 @@ MODULE_DATABASE_FIXTURES = ("space",)   # the running app writes to the module's
 def space(tmp_path_factory):
     data = tmp_path_factory.mktemp("page")
     seed_page(data)
-    app = PageSpace(data).start()
+    app = PageSpace(data, {"EMPATHY_ARENA_SECRET_KEY": ""}).start()   # no key storage: Submit shows why
     yield app
     app.stop()
 
@@ -483,7 +483,10 @@ def test_submit_has_no_key_box_when_keys_are_not_accepted_and_no_grey_filler(spa
     try:
         page.get_by_role("tab", name="Submit").click()
         page.locator("#submit-key-note").wait_for(state="visible")       # the Space has no key storage set up
-        assert "not accepted" in page.inner_text("#submit-key-note")
+        shown = page.inner_text("#submit-key-note")                     # the reason, and no key box at all
+        assert not page.locator("#submit-api-key").is_visible()
+        assert "not accepted on this Space" in shown and "encrypted storage" in shown
+        assert "stored encrypted, deleted" not in shown
         labels = page.locator("[role=tabpanel] label").filter(visible=True).all_inner_texts()
         assert not [t for t in labels if "API key" in t], labels
         page.wait_for_function("() => (document.getElementById('submit-identity')?.innerText || '').trim()")

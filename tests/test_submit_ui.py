@@ -13,7 +13,7 @@ speech, 7 requests) and a seeded second model with spoken replies keep it to a f
 
 Issue 15 (finding 6): an unreachable endpoint is marked at its field in plain words; a 10,000-character name is
 kept whole, counted and refused at its field with the limit; the key box is enabled only when the operator secret
-is set (a second app without it shows the box disabled with the reason); Cancel only beside a request that can
+is set (an app without it shows no box and the reason: tests/test_page_people.py, whose Space has no secret); Cancel only beside a request that can
 still be cancelled; no code marks in labels.
 """
 from __future__ import annotations
@@ -187,26 +187,6 @@ def test_labels_plain_key_box_on_and_no_cancel_beside_an_empty_queue(env, page):
     assert _db(env, "SELECT id FROM submissions") == []
     page.wait_for_timeout(3500)                                               # a timer tick re-lists the queue
     assert not page.locator("#jobs-cancel").is_visible()
-
-
-def test_no_key_box_but_the_reason_when_the_operator_secret_is_unset(env, page):
-    """A second app on the same data dir, started without EMPATHY_ARENA_SECRET_KEY."""
-    port = free_port()
-    keyless = Proc(["-m", "tests.support.space_app", "--port", str(port), "--data-dir", str(env["data"])],
-                   env["data"] / "app-keyless.log",
-                   {"EMPATHY_ARENA_BOOTSTRAP": "0", "EMPATHY_ARENA_BENCHMARK": "demo", "EMPATHY_ARENA_SECRET_KEY": "",
-                    "GRADIO_ANALYTICS_ENABLED": "False", "HF_HUB_OFFLINE": "1"})
-    keyless.start(f"http://127.0.0.1:{port}/api/arena/health")
-    try:
-        page.goto(f"http://127.0.0.1:{port}/")
-        page.get_by_role("tab", name="Submit").click()
-        page.locator("#submit-key-note").wait_for(state="visible")
-        shown = _text(page, "submit-key-note")          # the reason, and no key box at all (issue 24)
-        assert not page.locator("#submit-api-key").is_visible()
-        assert "not accepted on this Space" in shown and "encrypted storage" in shown
-        assert "stored encrypted, deleted" not in shown
-    finally:
-        keyless.stop()
 
 
 def test_submit_cascade_cue_then_leaderboard_manifest_and_arena(env, page):
