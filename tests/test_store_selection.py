@@ -6,7 +6,8 @@ record names (and those it does not know). Here:
 - the PostgreSQL selection over the whole suite as collected now (every file, every parametrised id), from a record
   naming half its tests as users of the store and leaving some out: each of those runs, only the others drop;
 - on scripts/test.sh's PostgreSQL pass, this very pass against the record its SQLite pass wrote: no test the record
-  says used the store is among the deselected (this module is kept on that pass for the check: `both_databases`).
+  says used the store is among the deselected (that test is kept on that pass for the check: `both_databases`; the
+  first, which uses no store and reads no pass's record, runs on SQLite only).
 """
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ import pytest
 
 from tests.support.storage_probe import DESELECTED, RECORD_ENV, base_id, read_record
 
-pytestmark = [pytest.mark.both_databases, pytest.mark.timeout(300)]
+pytestmark = [pytest.mark.timeout(300)]
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -44,8 +45,8 @@ def test_the_postgresql_selection_keeps_every_test_the_record_says_used_the_stor
     unknown = set(ordered[::7])                           # not in the record (new, or skipped on SQLite): they run
     ran = [t for t in ordered if t not in unknown]
     storage = set(ran[1::2])                              # every other test: each kind of id on both sides
-    mine = {t for t in everything if t.startswith("tests/test_store_selection.py::")}
-    assert len(everything) > 300 and mine, len(everything)  # the real suite, this module in it
+    mine = {t for t in everything if t.startswith("tests/test_store_selection.py::test_this_postgresql_pass")}
+    assert len(everything) > 300 and mine, len(everything)  # the real suite, the `both_databases` test in it
     record = tmp_path / "record"
     record.mkdir()
     half = len(ran) // 2                                  # two workers' records, as on an xdist pass
@@ -63,6 +64,7 @@ def test_the_postgresql_selection_keeps_every_test_the_record_says_used_the_stor
         output[-500:]
 
 
+@pytest.mark.both_databases
 def test_this_postgresql_pass_runs_every_test_its_sqlite_pass_saw_use_the_store(request):
     """Only scripts/test.sh's PostgreSQL pass has a SQLite record to check; elsewhere the check is that none is
     used: a pass with no record deselects nothing."""
