@@ -5,7 +5,8 @@ and only the `keep` most recently handed-out ones stay. Why: the vote-log button
 folder with a whole copy of the log on every click, never removed (a stranger clicking in a loop filled the disk),
 and the table's CSV was rewritten in place on every page load, so a file Gradio was still copying for one visitor
 could be truncated by another visitor's load. Here the same bytes are one file however often they are asked for,
-a file is never rewritten, and the disk holds at most `keep` of them. The folder goes when the process exits.
+a file is never rewritten, and the disk holds at most `keep` of them. The folder is made at the first download
+(most processes that build the page hand out none) and goes when the process exits normally.
 """
 from __future__ import annotations
 
@@ -22,10 +23,16 @@ class DownloadFolder:
     def __init__(self, prefix: str, keep: int = 8):
         if keep < 1:
             raise ValueError("keep must be at least 1")
-        self.root = Path(tempfile.mkdtemp(prefix=prefix))
-        self.keep = keep
+        self.prefix, self.keep = prefix, keep
+        self._root: Path | None = None
         self._lock = threading.Lock()
-        atexit.register(shutil.rmtree, self.root, True)
+
+    @property
+    def root(self) -> Path:
+        if self._root is None:                     # write() asks under its lock: one folder however many threads
+            self._root = Path(tempfile.mkdtemp(prefix=self.prefix))
+            atexit.register(shutil.rmtree, self._root, True)
+        return self._root
 
     def write(self, name: str, data: str | bytes) -> Path:
         """The path of a file `name` holding `data` (text as UTF-8, written as given: no newline translation)."""
@@ -33,8 +40,8 @@ class DownloadFolder:
             raise ValueError(f"not a plain file name: {name!r}")
         raw = data.encode("utf-8") if isinstance(data, str) else bytes(data)
         digest = hashlib.sha256(name.encode("utf-8") + b"\0" + raw).hexdigest()[:32]
-        path = self.root / digest / name
         with self._lock:
+            path = self.root / digest / name
             if not path.is_file():
                 path.parent.mkdir(parents=True, exist_ok=True)
                 tmp = path.with_name(f".{name}.tmp")
@@ -45,7 +52,7 @@ class DownloadFolder:
         return path
 
     def files(self) -> list[Path]:
-        return sorted(p for p in self.root.glob("*/*") if p.is_file())
+        return sorted(p for p in self._root.glob("*/*") if p.is_file()) if self._root else []
 
     def _prune(self) -> None:
         held = sorted((d for d in self.root.iterdir() if d.is_dir()), key=lambda d: d.stat().st_mtime_ns,

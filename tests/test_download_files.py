@@ -78,3 +78,13 @@ def test_a_handed_out_file_is_never_rewritten_by_a_later_request(tmp_path):
     for bad in ("../x.csv", "a/b.csv", "", ".."):
         with pytest.raises(ValueError):
             folder.write(bad, "x")
+
+
+def test_a_page_that_hands_out_nothing_leaves_no_folder(tmp_path, monkeypatch):
+    """Most processes that build the page (tests, replicas nobody downloads from) never write one: no folder."""
+    import tempfile
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    folder = DownloadFolder("idle_")
+    assert folder.files() == [] and list(tmp_path.iterdir()) == []
+    folder.write("a.csv", "x\n")
+    assert [p.name for p in tmp_path.iterdir()][0].startswith("idle_")
