@@ -491,6 +491,8 @@ def test_submit_has_no_key_box_when_keys_are_not_accepted_and_no_grey_filler(spa
         assert not [t for t in labels if "API key" in t], labels
         page.wait_for_function("() => (document.getElementById('submit-identity')?.innerText || '').trim()")
         page.set_viewport_size({"width": 1366, "height": page.evaluate("() => document.body.scrollHeight")})
+        page.traffic.settle(streams=True)      # Gradio's progress bar over a box whose event still runs is not filler
+        page.wait_for_function("() => ![...document.querySelectorAll('.eta-bar')].some((e) => e.getClientRects().length)")
         assert page.evaluate(FILLER_JS) == []
     finally:
         ctx.close()
