@@ -525,8 +525,7 @@ def test_axe_finds_no_serious_or_critical_violation_on_any_tab_with_a_battle_ope
     try:                    # each tab in turn on one page, as a visitor goes (a fresh page a tab: the link test's)
         for tab in public_tabs():
             page.get_by_role("tab", name=tab.label, exact=True).click()
-            page.wait_for_function("(label) => document.querySelector('button[role=tab][aria-selected=true]')"
-                                   "?.innerText.trim() === label", arg=tab.label)
+            page.wait_for_function(f"(label) => ({SELECTED_TAB})() === label", arg=tab.label)
             page.traffic.settle(streams=True)
             found[tab.id] = axe_violations(page)
     finally:
