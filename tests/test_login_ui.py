@@ -199,6 +199,12 @@ def _forge(payload: dict, secret: str, like: str | None = None) -> str:
 
 
 def test_forged_tampered_and_expired_sessions_are_refused(site, browser):
+    # an expired session (dave's access token lives 25 s): signed in first, so the forgeries below run while the
+    # token ages instead of after it
+    dave = _hub_sign_in(browser, site, "dave")
+    _wait_text(dave, "submit-identity", "Signed in as dave")
+    expires = json.loads(base64.b64decode(_session_cookie(dave)["value"].split(".", 1)[0]))["oauth_info"]["expires_at"]
+
     real = site["alice_cookie"]
     payload = json.loads(base64.b64decode(real["value"].split(".", 1)[0]))
     assert payload["oauth_info"]["userinfo"]["preferred_username"] == "alice"
@@ -231,16 +237,13 @@ def test_forged_tampered_and_expired_sessions_are_refused(site, browser):
     _wait_text(pg, "submit-identity", "Signed out")
     pg.context.close()
 
-    # an expired session (dave's access token lives 25 s): signed in, then signed out without a click
-    pg = _hub_sign_in(browser, site, "dave")
-    _wait_text(pg, "submit-identity", "Signed in as dave")
-    expires = json.loads(base64.b64decode(_session_cookie(pg)["value"].split(".", 1)[0]))["oauth_info"]["expires_at"]
+    # dave's expired session: signed out without a click
     time.sleep(max(0.0, expires - time.time()) + 1)
-    _wait_text(pg, "submit-identity", "Signed out", timeout=30_000)     # the 3 s timer asks again
-    out = _submit(pg, site, "Dave Model", "dave-model")
+    _wait_text(dave, "submit-identity", "Signed out", timeout=30_000)     # the 3 s timer asks again
+    out = _submit(dave, site, "Dave Model", "dave-model")
     assert "Sign in with Hugging Face first" in out
     assert not _db(site, "SELECT id FROM submissions WHERE submitter='dave'")
-    pg.context.close()
+    dave.context.close()
 
 
 def test_off_spaces_guests_and_the_operator_token(site, browser):
