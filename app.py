@@ -32,8 +32,10 @@ os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 os.environ.setdefault("GRADIO_ANALYTICS_MAX_EVENTS", "100")
 os.environ.setdefault("GRADIO_ANALYTICS_CACHE_FREQUENCY", "1000000")
 from eval_backend.cpu_threads import passive_openmp  # noqa: E402
+from space_shell.gradio_import import skip_stub_regeneration  # noqa: E402
 
 passive_openmp()   # before Whisper / torch load: their idle OpenMP workers must not spin on the 2 shared cores
+skip_stub_regeneration()   # before gradio: ~1.2 s of its import rewrites editor stubs (space_shell/gradio_import.py)
 
 import gradio as gr  # noqa: E402
 from fastapi import FastAPI  # noqa: E402

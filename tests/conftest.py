@@ -22,6 +22,10 @@ os.environ.setdefault("EMPATHY_ARENA_POW", "0")
 
 import pytest  # noqa: E402
 
+from space_shell.gradio_import import skip_stub_regeneration  # noqa: E402
+
+skip_stub_regeneration()     # as app.py does: the test modules import gradio (space_shell/gradio_import.py)
+
 # storage_probe: the SQLite pass finds out which tests use the store; the PostgreSQL pass runs those (its docstring)
 pytest_plugins = ["tests.support.storage_probe", "pytester"]
 

@@ -24,6 +24,8 @@ LIVE_ENV = "EMPATHY_ARENA_TEST_LIVE_URL"   # the live contestants' base URL (the
 def build(data_dir=None):
     import types
 
+    from space_shell.gradio_import import skip_stub_regeneration
+    skip_stub_regeneration()          # as app.py does, before gradio
     import gradio as gr
     from fastapi import FastAPI
 

@@ -68,6 +68,8 @@ def _ready():
 def build(data_dir):
     import types
 
+    from space_shell.gradio_import import skip_stub_regeneration
+    skip_stub_regeneration()          # as app.py does, before gradio
     import gradio as gr
 
     from app import TABS, Tab, build_blocks
