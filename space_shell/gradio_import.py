@@ -47,7 +47,7 @@ class _PatchOnLoad(importlib.abc.MetaPathFinder):
 
 def skip_stub_regeneration() -> bool:
     """Arrange for Gradio's next first import to skip its stubs; False if Gradio is already imported (too late)."""
-    if MODULE in sys.modules or "gradio" in sys.modules:
+    if "gradio" in sys.modules:
         return False
     if not any(isinstance(f, _PatchOnLoad) for f in sys.meta_path):
         sys.meta_path.insert(0, _PatchOnLoad())

@@ -7,7 +7,6 @@ skip_stub_regeneration(); the components are still made, and a page with an even
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 
@@ -33,11 +32,15 @@ print(json.dumps({"took": took, "stubs": sorted({p for p in opened if p.endswith
 """
 
 
-def _probe(mode: str) -> dict:
-    done = subprocess.run([sys.executable, "-c", PROBE, mode], cwd=ROOT, capture_output=True, text=True,
-                          timeout=300, env={**os.environ, "GRADIO_ANALYTICS_ENABLED": "False"})
+def _python(code: str, *args: str) -> str:
+    """stdout's last line of a fresh Python process in the project (tests/conftest.py's environment)."""
+    done = subprocess.run([sys.executable, "-c", code, *args], cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    return done.stdout.strip().splitlines()[-1]
+
+
+def _probe(mode: str) -> dict:
+    return json.loads(_python(PROBE, mode))
 
 
 def test_a_plain_import_reads_gradios_stubs_and_a_skipping_one_does_not_and_gradio_still_works():
@@ -56,8 +59,5 @@ def test_a_plain_import_reads_gradios_stubs_and_a_skipping_one_does_not_and_grad
 def test_the_space_and_the_test_processes_import_gradio_without_its_stubs():
     import gradio.component_meta as meta       # this pytest process: tests/conftest.py skipped them
     assert meta.create_or_modify_pyi.__name__ == "no_stub_regeneration"
-    done = subprocess.run([sys.executable, "-c", "import app, gradio.component_meta as m; "
-                           "print(m.create_or_modify_pyi.__name__)"], cwd=ROOT, capture_output=True, text=True,
-                          timeout=300, env={**os.environ, "GRADIO_ANALYTICS_ENABLED": "False"})
-    assert done.returncode == 0, done.stderr[-3000:]
-    assert done.stdout.split()[-1] == "no_stub_regeneration"
+    assert _python("import app, gradio.component_meta as m; print(m.create_or_modify_pyi.__name__)") \
+        == "no_stub_regeneration"
