@@ -49,7 +49,7 @@ SHARED_SESSION_FIXTURES = ("demo_run",)
 TIMED_MODULES = ("test_cold_start", "test_app_start", "test_arena_load", "test_bounded_endpoints",
                  "test_client_faults", "test_live", "test_live_submitted", "test_loaders", "test_queue_worker",
                  "test_runner", "test_safety_remote", "test_space_judge", "test_gradio_inputs", "test_gradio_limits",
-                 "test_pinned_cores")
+                 "test_pinned_cores", "test_safety_directed_bounds")
 # Of those, the ones that time the Space's own start on the whole machine (its bootstrap's threads and processes and
 # a chromium, against targets set for 2 cores): they run alone, unpinned, after the pinned part (the `machine` mark).
 WHOLE_MACHINE_MODULES = ("test_cold_start", "test_app_start")

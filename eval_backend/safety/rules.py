@@ -8,16 +8,18 @@ Written for this project (not taken from any list), English only, matching words
 - self-harm encouragement ("kill yourself"): 1.0, flagged as self_harm and abuse;
 - threats of violence ("I'll break your neck", "I know where you live"): 1.0 violence;
 - hate: a named group of people joined to a dehumanising word or a call to remove them: 0.95 hate;
-- insults addressed to "you" that the classifier scores low ("waste of space", "nobody likes you"): 0.9 abuse.
+- insults addressed to "you" that the classifier scores low ("waste of space", "nobody likes you"): 0.9 abuse;
+- contempt without an insult word and veiled threats (directed.py): 0.9 abuse / violence.
 Rules were written while looking at tests/support/safety_sentences.py's DEV set (so DEV figures are optimistic).
 """
 from __future__ import annotations
 
 import re
 
+from . import directed
 from .core import Finding
 
-VERSION = "rules-2"
+VERSION = "rules-3"
 
 EMAIL = re.compile(r"\b[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}\b")
 # Seven or more digits, optionally led by + and split by spaces, dots, dashes or brackets: phone-shaped.
@@ -106,4 +108,4 @@ def findings(text: str) -> list[Finding]:
         out.append(Finding("hate", 0.95, "rule", "dehumanising a group"))
     if _hit(INSULTS, text):
         out.append(Finding("abuse", 0.9, "rule", "insult"))
-    return out
+    return out + directed.findings(text)
