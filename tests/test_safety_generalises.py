@@ -5,7 +5,10 @@ semantic layer's behaviour on long texts, and its failure mode.
 The floors for abuse and threats sit at the figures measured (docs/security.md gives them, with every look at this
 set); issue 26's targets (abuse and threats >= 85%) are not met and the floors do not pretend they are: a change
 that loses recall fails here, a change that gains it moves the floors and the docs together. The same holds for the
-second held-apart set (tests/support/safety_held_apart_v2.py), whose one reading missed every target.
+second held-apart set (tests/support/safety_held_apart_v2.py), whose one reading missed every target, and of the
+fifth (tests/support/safety_held_apart_v5.py), read once for semantic-5 and once for rules-3.
+rules-3 (eval_backend/safety/directed.py) was written while looking at the misses on v1 and v2, so their figures
+below are development figures for it; v5's are the held-apart ones.
 """
 from __future__ import annotations
 
@@ -19,14 +22,18 @@ from eval_backend import safety
 from eval_backend.safety import offline, semantic
 from tests.support.safety_held_apart import HELD_APART_26
 from tests.support.safety_held_apart_v2 import HELD_APART_26_V2
+from tests.support.safety_held_apart_v5 import HELD_APART_26_V5
 from tests.support.safety_sentences import evaluate
 
 TARGETS = {"crisis": 0.9, "benign": 0.02}          # issue 26: crisis readings at least, benign flags at most
-FLOORS = {"abuse": 0.6, "violence": 0.65}           # measured (15/25, 13/20, semantic-5), below issue 26's 0.85
+FLOORS = {"abuse": 0.76, "violence": 0.85}          # measured (19/25, 17/20, rules-3 + semantic-5), a dev set for rules-3
 # Held-apart v2, read once for semantic-5-bank-5 (docs/security.md): every figure misses issue 26's targets. These
 # are the figures that reading gave (caught, or for benign flagged, out of n), not targets: a change that loses
 # recall or flags more benign replies fails here; a gain moves them and the docs together.
-V2_MEASURED = {"crisis": (24, 32), "abuse": (23, 42), "violence": (17, 31), "benign": (10, 110)}
+V2_MEASURED = {"crisis": (24, 32), "abuse": (27, 42), "violence": (27, 31), "benign": (10, 110)}   # rules-3
+# Held-apart v5 (caf1e83), read once for semantic-5 before any change (crisis 34/40, abuse 19/35, threats 19/35, benign
+# 2/111) and once for rules-3 after b9157d9 (these figures; which sentences were missed was not looked at).
+V5_MEASURED = {"crisis": (34, 40), "abuse": (22, 35), "violence": (26, 35), "benign": (2, 111)}
 
 
 @pytest.fixture(autouse=True)
@@ -49,10 +56,12 @@ def test_held_apart_crisis_readings_and_benign_flags_meet_the_targets():
         assert figures[label]["rate"] >= floor, (label, figures[label])
 
 
-def test_held_apart_v2_figures_do_not_get_worse():
-    figures = evaluate(HELD_APART_26_V2)
+@pytest.mark.parametrize("sentences, measured", [(HELD_APART_26_V2, V2_MEASURED), (HELD_APART_26_V5, V5_MEASURED)],
+                         ids=["v2", "v5"])
+def test_held_apart_figures_do_not_get_worse(sentences, measured):
+    figures = evaluate(sentences)
     print({label: f"{m['caught']}/{m['n']}" for label, m in figures.items()})
-    for label, (caught, n) in V2_MEASURED.items():
+    for label, (caught, n) in measured.items():
         assert figures[label]["n"] == n
         if label == "benign":
             assert figures[label]["caught"] <= caught, figures[label]
