@@ -2,7 +2,8 @@
 language, shipped inside the PyPI package, loaded from disk — no network), our rules (rules.py) and the semantic
 layer (semantic.py: MiniLM sentence embeddings against a labelled example bank).
 
-The classifier gives one number, "offensive or not"; it becomes the abuse score. It cannot tell hate from
+The classifier gives one number, "offensive or not", for the text's own words (directed.own_words: not what it
+quotes, retells or denies); it becomes the abuse score. It cannot tell hate from
 abuse, nor see phone numbers or distress, which is why the rules exist; the rules match words, so the semantic
 layer reads meaning (indirect crisis statements, insults without a swear word, threats in other words).
 """
@@ -12,7 +13,7 @@ import threading
 from functools import lru_cache
 from importlib import metadata
 
-from . import rules, semantic
+from . import directed, rules, semantic
 from .core import Finding, ScreenResult, Thresholds, combine, not_screened
 
 PACKAGE = "alt-profanity-check"
@@ -51,7 +52,8 @@ def classifier_score(text: str) -> float:
 def screen(text: str, threshold: float, required: bool = True) -> ScreenResult:
     name = screen_name()
     try:
-        score = classifier_score(text) if text.strip() else 0.0
+        own = directed.own_words(text)
+        score = classifier_score(own) if own.strip() else 0.0
     except Exception as exc:       # a missing or broken package must hold, never pass, the item
         return not_screened(name, f"classifier unavailable ({type(exc).__name__})", required)
     try:

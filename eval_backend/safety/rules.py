@@ -3,8 +3,8 @@
 Written for this project (not taken from any list), English only, matching words rather than meaning
 (docs/security.md, "Safety screening", says what they miss):
 - personal data: phone-shaped digit runs (7+ digits) and e-mail addresses;
-- crisis: first-person distress phrasings ("I want to die", "better off without me", "suicidal thoughts");
-  scored 0.6 — a crisis reading (help notice) below the flagging threshold, so a person in distress is not held;
+- crisis: first-person distress phrasings ("I want to die", "better off without me", "suicidal thoughts") and
+  indirect signs (crisis_signs.py: farewells, notes, means, arrangements for after); scored 0.6 — a crisis reading (help notice) below the flagging threshold, so a person in distress is not held;
 - self-harm encouragement ("kill yourself"): 1.0, flagged as self_harm and abuse;
 - threats of violence ("I'll break your neck", "I know where you live"): 1.0 violence;
 - hate: a named group of people joined to a dehumanising word or a call to remove them: 0.95 hate;
@@ -16,10 +16,10 @@ from __future__ import annotations
 
 import re
 
-from . import directed
+from . import crisis_signs, directed
 from .core import Finding
 
-VERSION = "rules-3"
+VERSION = "rules-4"
 
 EMAIL = re.compile(r"\b[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}\b")
 # Seven or more digits, optionally led by + and split by spaces, dots, dashes or brackets: phone-shaped.
@@ -95,17 +95,26 @@ def _hit(patterns: list[re.Pattern], text: str) -> bool:
     return any(p.search(text) for p in patterns)
 
 
+def _said(patterns: list[re.Pattern], text: str, held_back) -> bool:
+    """A match that is the text's own words: not retold or quoted (nor, for threats, about a game) —
+    "she told you 'nobody will ever love you'" and "I'll bury you at Scrabble" are not held (rules-3)."""
+    return any(not held_back(text, m) for p in patterns for m in p.finditer(text))
+
+
 def findings(text: str) -> list[Finding]:
     """Every rule's findings for one text."""
+    text = text.replace("\u2019", "'")
     out = personal_data(text)
     if _hit(CRISIS, text):
         out.append(Finding("self_harm", 0.6, "rule", "crisis phrasing"))
-    if _hit(ENCOURAGE_SELF_HARM, text):
+    elif crisis_signs.crisis_sign(text):
+        out.append(Finding("self_harm", 0.6, "rule", "crisis sign"))
+    if _said(ENCOURAGE_SELF_HARM, text, directed.insult_held_back):
         out += [Finding("self_harm", 1.0, "rule", "self-harm encouragement"), Finding("abuse", 1.0, "rule", "abuse")]
-    if _hit(THREATS, text):
+    if _said(THREATS, text, directed.threat_held_back):
         out.append(Finding("violence", 1.0, "rule", "threat"))
     if _hit(HATE, text):
         out.append(Finding("hate", 0.95, "rule", "dehumanising a group"))
-    if _hit(INSULTS, text):
+    if _said(INSULTS, text, directed.insult_held_back):
         out.append(Finding("abuse", 0.9, "rule", "insult"))
     return out + directed.findings(text)
