@@ -6,9 +6,11 @@ The floors for abuse and threats sit at the figures measured (docs/security.md g
 set); issue 26's targets (abuse and threats >= 85%) are not met and the floors do not pretend they are: a change
 that loses recall fails here, a change that gains it moves the floors and the docs together. The same holds for the
 second held-apart set (tests/support/safety_held_apart_v2.py), whose one reading missed every target, and of the
-fifth (tests/support/safety_held_apart_v5.py), read once for semantic-5 and once for rules-3.
-rules-3 (eval_backend/safety/directed.py) was written while looking at the misses on v1 and v2, so their figures
-below are development figures for it; v5's are the held-apart ones.
+fifth (tests/support/safety_held_apart_v5.py), read once for semantic-5 and once for rules-3, and the sixth
+(tests/support/safety_held_apart_v6.py, written by helpers who saw no file of the repository), read once for rules-3
+and once for rules-4. rules-3 and rules-4 (eval_backend/safety/directed.py, crisis_signs.py) were written while
+looking at the misses on v1 and v2, so their figures below are development figures for them; v5's and v6's are the
+held-apart ones.
 """
 from __future__ import annotations
 
@@ -23,17 +25,21 @@ from eval_backend.safety import offline, semantic
 from tests.support.safety_held_apart import HELD_APART_26
 from tests.support.safety_held_apart_v2 import HELD_APART_26_V2
 from tests.support.safety_held_apart_v5 import HELD_APART_26_V5
+from tests.support.safety_held_apart_v6 import HELD_APART_26_V6
 from tests.support.safety_sentences import evaluate
 
 TARGETS = {"crisis": 0.9, "benign": 0.02}          # issue 26: crisis readings at least, benign flags at most
-FLOORS = {"abuse": 0.76, "violence": 0.85}          # measured (19/25, 17/20, rules-3 + semantic-5), a dev set for rules-3
+FLOORS = {"abuse": 0.84, "violence": 0.85}          # measured (21/25, 17/20, rules-4 + semantic-5), a dev set for rules-3/4
 # Held-apart v2, read once for semantic-5-bank-5 (docs/security.md): every figure misses issue 26's targets. These
 # are the figures that reading gave (caught, or for benign flagged, out of n), not targets: a change that loses
 # recall or flags more benign replies fails here; a gain moves them and the docs together.
-V2_MEASURED = {"crisis": (24, 32), "abuse": (27, 42), "violence": (27, 31), "benign": (10, 110)}   # rules-3
+V2_MEASURED = {"crisis": (30, 32), "abuse": (29, 42), "violence": (27, 31), "benign": (3, 110)}   # rules-4
 # Held-apart v5 (caf1e83), read once for semantic-5 before any change (crisis 34/40, abuse 19/35, threats 19/35, benign
 # 2/111) and once for rules-3 after b9157d9 (these figures; which sentences were missed was not looked at).
 V5_MEASURED = {"crisis": (34, 40), "abuse": (22, 35), "violence": (26, 35), "benign": (2, 111)}
+# Held-apart v6 (8b375c1), read once for rules-3 (crisis 37/48, abuse 13/50, threats 22/50, benign 17/119) and once for
+# rules-4 after 5ad1c7e (these figures).
+V6_MEASURED = {"crisis": (37, 48), "abuse": (18, 50), "violence": (26, 50), "benign": (15, 119)}
 
 
 @pytest.fixture(autouse=True)
@@ -56,8 +62,8 @@ def test_held_apart_crisis_readings_and_benign_flags_meet_the_targets():
         assert figures[label]["rate"] >= floor, (label, figures[label])
 
 
-@pytest.mark.parametrize("sentences, measured", [(HELD_APART_26_V2, V2_MEASURED), (HELD_APART_26_V5, V5_MEASURED)],
-                         ids=["v2", "v5"])
+@pytest.mark.parametrize("sentences, measured", [(HELD_APART_26_V2, V2_MEASURED), (HELD_APART_26_V5, V5_MEASURED),
+                                                (HELD_APART_26_V6, V6_MEASURED)], ids=["v2", "v5", "v6"])
 def test_held_apart_figures_do_not_get_worse(sentences, measured):
     figures = evaluate(sentences)
     print({label: f"{m['caught']}/{m['n']}" for label, m in figures.items()})
