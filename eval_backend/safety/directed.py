@@ -267,9 +267,14 @@ VEILED_THREATS = _any(
 )
 
 
+def _clause_before(text: str, start: int) -> str:
+    """The clause that leads up to `start` (at most 60 characters)."""
+    return _CLAUSE_END.split(text[max(0, start - 60):start])[-1]
+
+
 def _said_by_someone_else(text: str, start: int) -> bool:
     """Whether the words at `start` are inside a quotation or retold in the clause before them."""
-    clause = _CLAUSE_END.split(text[max(0, start - 60):start])[-1]
+    clause = _clause_before(text, start)
     return len(_QUOTE.findall(clause)) % 2 == 1 or bool(RETOLD.search(clause))
 
 
@@ -280,7 +285,7 @@ def _sentence_after(text: str, end: int) -> str:
 def contempt(text: str) -> bool:
     for p in CONTEMPT:
         for m in p.finditer(text):
-            clause = _CLAUSE_END.split(text[max(0, m.start() - 60):m.start()])[-1]
+            clause = _clause_before(text, m.start())
             if (_said_by_someone_else(text, m.start()) or REPORTED.search(clause) or NEGATED.search(m.group())
                     or NEGATED.search(clause[-20:]) or _PLAYFUL.search(clause + _sentence_after(text, m.end()))):
                 continue
@@ -290,19 +295,19 @@ def contempt(text: str) -> bool:
 
 def sneer(text: str) -> bool:
     return any(not _said_by_someone_else(text, m.start()) and not REPORTED.search(
-        _CLAUSE_END.split(text[max(0, m.start() - 60):m.start()])[-1]) for p in SNEERS for m in p.finditer(text))
+        _clause_before(text, m.start())) for p in SNEERS for m in p.finditer(text))
 
 
 def threat_held_back(text: str, m: re.Match) -> bool:
     """A threat's words that are retold, quoted or about a game (rules.py's explicit threats use this too)."""
-    clause = _CLAUSE_END.split(text[max(0, m.start() - 60):m.start()])[-1]
+    clause = _clause_before(text, m.start())
     return bool(_said_by_someone_else(text, m.start()) or _THREAT_RETOLD.search(clause)
                 or _GAME.search(m.group() + _sentence_after(text, m.end())) or (re.search(r"\b(?:you|u)$", m.group(), re.I) is not None and _IDIOM_AFTER.match(text, m.end()) is not None))
 
 
 def insult_held_back(text: str, m: re.Match) -> bool:
     """An insult's words that are retold, quoted or denied (rules.py's named insults use this too)."""
-    clause = _CLAUSE_END.split(text[max(0, m.start() - 60):m.start()])[-1]
+    clause = _clause_before(text, m.start())
     return bool(_said_by_someone_else(text, m.start()) or REPORTED.search(clause) or NEGATED.search(clause[-20:]))
 
 
