@@ -64,7 +64,7 @@ def test_the_crisis_notice_follows_the_battle(app):
             shown = ("() => { const b = document.getElementById('arena-crisis');"
                      " return !!b && b.offsetParent !== null && b.innerText.trim().length > 0; }")
             try:
-                page.wait_for_function(shown if expected else f"() => !({shown})()", timeout=20_000)
+                page.wait_for_function(shown if expected else f"() => !({shown})()", timeout=60_000)
             except PlaywrightTimeout:
                 pass
             box = page.locator("#arena-crisis")
