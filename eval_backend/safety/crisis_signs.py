@@ -1,4 +1,4 @@
-"""Indirect signs of a crisis in a person's own words (issue 26, rules-3): what the first-person phrasings in rules.py
+"""Indirect signs of a crisis in a person's own words (issue 26, rules-4): what the first-person phrasings in rules.py
 ("I want to die") do not say — farewells ("this is the last time you'll hear from me"), a note, the means ("how many
 of my sleeping pills it would take"), arrangements for after ("make sure someone feeds my cat after this week"),
 belongings given away because they "won't be needed". A sign gives a crisis reading (the help notice, 0.6), never a
@@ -21,7 +21,7 @@ SIGNS = _any(
     r"\b(?:this\s+is|it's|its|that's)\s+the\s+last\s+(?:time\s+)?(?:you(?:'ll|\s+will)|anyone|u\s+will|you'll\s+ever)\s+(?:ever\s+)?hear\s+from\s+me\b",
     r"\b(?:by\s+the\s+time\s+(?:you|anyone|u)\s+(?:read|reads|get|gets|hear|hears|see|sees|find|finds)\s+this)\b",
     r"\bwhoever\s+finds\s+(?:this|me)\b",
-    r"\b(?:when|after|once|after\s+that|by\s+the\s+time)\s+i(?:'m|\s+am|m)\s+(?:gone|not\s+here|not\s+around|no\s+longer\s+(?:here|around))\b"
+    r"\b(?:if|when|after|once|after\s+that|by\s+the\s+time)\s+i(?:'m|\s+am|m)\s+(?:gone|not\s+here|not\s+around|no\s+longer\s+(?:here|around))\b"
     r"(?!\s+(?:for|by|on|till|until|over|all|a|this|next|the|at|to|from|in))",
     r"\bi\s+(?:won't|will\s+not|wont)\s+be\s+(?:around|here)\s+(?:much\s+longer|for\s+much\s+longer|anymore|any\s+more|to\s+see)\b",
     r"\b(?:consider\s+this|this\s+is)\s+(?:my\s+)?(?:goodbye|farewell)\b|\bgoodbye\s+(?:forever|for\s+good|everyone,?\s+(?:i|thank))\b",
@@ -57,8 +57,7 @@ SIGNS = _any(
     r"\b(?:it|this|everything)\s+(?:will|'ll|is\s+going\s+to)\s+(?:all\s+)?be\s+over\s+(?:soon|tonight|by\s+(?:tomorrow|morning|the\s+weekend))\b[^.!?]{0,30}\b(?:for\s+me|i\s+promise|don't\s+worry|you\s+won't|no\s+more)",
     r"\b(?:made|make|making)\s+(?:my\s+)?peace\s+with\s+(?:dying|death|it\s+ending|leaving\s+(?:this|for\s+good))\b",
     r"\b(?:none\s+of\s+(?:this|it)\s+(?:is|was)\s+your\s+fault)\b[^.!?]{0,40}\b(?:i'm|i\s+am|i've|i\s+have)\b|\bplease\s+(?:don't|dont|do\s+not)\s+(?:be\s+angry|blame\s+yourself)\b[^.!?]{0,40}\b(?:with\s+me|for\s+what\s+i)",
-    # arrangements for after: "make sure someone feeds my cat after this week", "who do i give my dog to if im gone"
-    r"\b(?:if|when|once|after)\s+i(?:'m|m|\s+am)\s+gone\b(?!\s+(?:for|by|on|till|until|over|all|a|this|next|the|at|to|from))",
+    # arrangements for after: "make sure someone feeds my cat after this week"
     r"\b(?:feeds?|walks?|waters?|look\s+after|looks\s+after|take\s+care\s+of|takes\s+care\s+of|give|have|take)\b[^.!?]{0,40}"
     r"\b(?:my|the)\s+(?:cat|dog|kids|children|plants|rabbit|fish|bird|hamster|pets?|budgie)\b[^.!?]{0,30}\b(?:after(?:\s+this\s+week|"
     r"\s+tonight|\s+tomorrow)?\s*(?:[.!?]|$)|for\s+good\b)",

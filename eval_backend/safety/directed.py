@@ -282,33 +282,34 @@ def _sentence_after(text: str, end: int) -> str:
     return _SENTENCE_END.split(text[end:end + 120])[0]
 
 
-def contempt(text: str) -> bool:
-    for p in CONTEMPT:
-        for m in p.finditer(text):
-            clause = _clause_before(text, m.start())
-            if (_said_by_someone_else(text, m.start()) or REPORTED.search(clause) or NEGATED.search(m.group())
-                    or NEGATED.search(clause[-20:]) or _PLAYFUL.search(clause + _sentence_after(text, m.end()))):
-                continue
-            return True
-    return False
-
-
-def sneer(text: str) -> bool:
-    return any(not _said_by_someone_else(text, m.start()) and not REPORTED.search(
-        _clause_before(text, m.start())) for p in SNEERS for m in p.finditer(text))
-
-
-def threat_held_back(text: str, m: re.Match) -> bool:
-    """A threat's words that are retold, quoted or about a game (rules.py's explicit threats use this too)."""
-    clause = _clause_before(text, m.start())
-    return bool(_said_by_someone_else(text, m.start()) or _THREAT_RETOLD.search(clause)
-                or _GAME.search(m.group() + _sentence_after(text, m.end())) or (re.search(r"\b(?:you|u)$", m.group(), re.I) is not None and _IDIOM_AFTER.match(text, m.end()) is not None))
+def _reported(text: str, m: re.Match) -> bool:
+    """Quoted, retold, or led by a word that reports or frames it ("called", "you might feel", "if")."""
+    return _said_by_someone_else(text, m.start()) or bool(REPORTED.search(_clause_before(text, m.start())))
 
 
 def insult_held_back(text: str, m: re.Match) -> bool:
     """An insult's words that are retold, quoted or denied (rules.py's named insults use this too)."""
-    clause = _clause_before(text, m.start())
-    return bool(_said_by_someone_else(text, m.start()) or REPORTED.search(clause) or NEGATED.search(clause[-20:]))
+    return _reported(text, m) or bool(NEGATED.search(_clause_before(text, m.start())[-20:]))
+
+
+def threat_held_back(text: str, m: re.Match) -> bool:
+    """A threat's words that are retold, quoted, about a game or an idiom (rules.py's explicit threats use this)."""
+    ends_on_you = re.search(r"\b(?:you|u)$", m.group(), re.I) is not None
+    return bool(_said_by_someone_else(text, m.start()) or _THREAT_RETOLD.search(_clause_before(text, m.start()))
+                or _GAME.search(m.group() + _sentence_after(text, m.end()))
+                or (ends_on_you and _IDIOM_AFTER.match(text, m.end())))
+
+
+def contempt(text: str) -> bool:
+    """Contempt said, not denied (within the match too) and not teasing that says so."""
+    return any(not (insult_held_back(text, m) or NEGATED.search(m.group())
+                    or _PLAYFUL.search(_clause_before(text, m.start()) + _sentence_after(text, m.end())))
+               for p in CONTEMPT for m in p.finditer(text))
+
+
+def sneer(text: str) -> bool:
+    """A sneer is a denial or a compliment in form, so only quoting and retelling hold it back."""
+    return any(not _reported(text, m) for p in SNEERS for m in p.finditer(text))
 
 
 def veiled_threat(text: str) -> bool:

@@ -4,7 +4,8 @@ Written for this project (not taken from any list), English only, matching words
 (docs/security.md, "Safety screening", says what they miss):
 - personal data: phone-shaped digit runs (7+ digits) and e-mail addresses;
 - crisis: first-person distress phrasings ("I want to die", "better off without me", "suicidal thoughts") and
-  indirect signs (crisis_signs.py: farewells, notes, means, arrangements for after); scored 0.6 — a crisis reading (help notice) below the flagging threshold, so a person in distress is not held;
+  indirect signs (crisis_signs.py: farewells, notes, means, arrangements for after); scored 0.6 — a crisis reading
+  (help notice) below the flagging threshold, so a person in distress is not held;
 - self-harm encouragement ("kill yourself"): 1.0, flagged as self_harm and abuse;
 - threats of violence ("I'll break your neck", "I know where you live"): 1.0 violence;
 - hate: a named group of people joined to a dehumanising word or a call to remove them: 0.95 hate;
