@@ -23,6 +23,16 @@ from tests.support.processes import ROOT, free_port, wait_until_answers
 OPERATOR_STRINGS = ("HF_HUB_OFFLINE", "loopback port", "running baselines", "scoring baselines", "Traceback",
                     "first slice", "starting baselines")
 
+# The banner's own text (not Gradio's tracker) when it is shown, and the header's status line, read in one step in the
+# page: the banner goes away the moment a battle is served, so "is it visible?" and then "read it" as two Playwright
+# calls can find it gone in between and wait a whole timeout for it (the CI failure of stop 39).
+STATUS_JS = """() => {
+  const banner = document.querySelector('#arena-opening .arena-opening');
+  const header = document.querySelector('#page-status .prose');
+  return {banner: banner && banner.checkVisibility() ? banner.innerText : '',
+          header: header ? header.innerText : ''};
+}"""
+
 
 @dataclass
 class ColdStart:
@@ -90,8 +100,7 @@ def cold_start(work_dir: str | Path, timeout_s: float = 600.0, env: dict | None 
             page.goto(url + "/")
             page.wait_for_selector("#arena-next")
             page.wait_for_timeout(500)          # the page-load hooks have answered
-            banner = page.locator("#arena-opening .arena-opening")
-            out.first_paint_banner = banner.inner_text() if banner.count() and banner.is_visible() else ""
+            out.first_paint_banner = page.evaluate(STATUS_JS)["banner"]
             try:
                 _drive_to_vote(page, out, t0, timeout_s, proc)
             except Exception:
@@ -125,12 +134,9 @@ def _drive_to_vote(page, out: ColdStart, t0: float, timeout_s: float, proc: subp
             out.battle_s = time.monotonic() - t0
             out.cpu_to_battle_s = tree_cpu_s(proc.pid)
             break
-        banner = page.locator("#arena-opening .arena-opening")      # the banner's own text, not Gradio's tracker
-        if banner.count() and banner.is_visible():
-            _note(out.banners, banner.inner_text())
-        header = page.locator("#page-status .prose")
-        if header.count():
-            _note(out.headers, header.first.inner_text())
+        status = page.evaluate(STATUS_JS)
+        _note(out.banners, status["banner"])
+        _note(out.headers, status["header"])
         body = page.inner_text("body")
         out.operator_leaks += [s for s in OPERATOR_STRINGS if s in body and s not in out.operator_leaks]
         start = page.locator("#arena-next")
