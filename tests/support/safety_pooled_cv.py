@@ -1,0 +1,101 @@
+"""Would a bigger, multi-author bank make the semantic layer generalise? (issue 26; an experiment, not a screen)
+
+    python -m tests.support.safety_pooled_cv
+
+Pools every labelled sentence whose reading is already spent — the bank (split in three), held-apart v1, v2, v5 and
+v6, the DEV and first held-apart sets of safety_sentences.py, and the 600-line benign probe — and cross-validates
+the semantic layer (semantic.py, unchanged) leaving one *source* out at a time: each author set is read by a layer
+fitted on all the others, the nearest thing to "the next person's phrasings" these sets allow. Prints the whole
+screen's figures (classifier + rules + layer) over a grid of cut-offs, per source, and the layer's own ranking
+quality (ROC AUC against the benign lines, and recall where 2 % of benign lines score higher). Held-apart v7 is not
+read here. docs/security.md gives the figures and what they meant.
+"""
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import numpy as np
+
+from eval_backend.safety import bank, semantic
+from tests.support import safety_tuning as tuning
+from tests.support.safety_held_apart import HELD_APART_26
+from tests.support.safety_held_apart_v2 import HELD_APART_26_V2
+from tests.support.safety_held_apart_v5 import HELD_APART_26_V5
+from tests.support.safety_held_apart_v6 import HELD_APART_26_V6
+from tests.support.safety_sentences import DEV, HELD_APART
+
+TO_BANK_LABEL = {"crisis": "crisis", "abuse": "abuse", "violence": "threat", "threat": "threat", "benign": "benign"}
+PROBE = Path(__file__).with_name("safety_benign_probe.txt")
+
+
+def _as_bank(sentences: dict[str, list[str]]) -> dict[str, list[str]]:
+    out: dict[str, list[str]] = {label: [] for label in bank.LABELS}
+    for label, texts in sentences.items():
+        if label in TO_BANK_LABEL:          # hate and personal data are the rules' alone
+            out[TO_BANK_LABEL[label]] += texts
+    return out
+
+
+def sources() -> dict[str, dict[str, list[str]]]:
+    """{source: bank-shaped sentences}, each sentence in one source only."""
+    rng = random.Random(0)
+    thirds: list[dict[str, list[str]]] = [{label: [] for label in bank.LABELS} for _ in range(3)]
+    for label, texts in bank.BANK.items():
+        order = list(texts)
+        rng.shuffle(order)
+        for i, text in enumerate(order):
+            thirds[i % 3][label].append(text)
+    probe = [s.strip() for s in PROBE.read_text(encoding="utf-8").splitlines() if s.strip() and not s.startswith("#")]
+    out = {f"bank{i}": part for i, part in enumerate(thirds)}
+    out |= {"v1": _as_bank(HELD_APART_26), "v2": _as_bank(HELD_APART_26_V2), "v5": _as_bank(HELD_APART_26_V5),
+            "v6": _as_bank(HELD_APART_26_V6), "dev": _as_bank({k: DEV[k] + HELD_APART[k] for k in DEV}),
+            "probe": _as_bank({"benign": probe})}
+    seen: set[str] = set()
+    for part in out.values():
+        for label in part:
+            part[label] = [t for t in dict.fromkeys(part[label]) if t not in seen and not seen.add(t)]
+    return out
+
+
+def leave_one_source_out() -> list[tuple[str, str, str, dict[str, float]]]:
+    """(source, label, text, probabilities from a layer fitted on every other source)."""
+    parts, embed = sources(), tuning.CachedEmbed()
+    rows = []
+    for name, held in parts.items():
+        train = {label: [t for other, part in parts.items() if other != name for t in part[label]]
+                 for label in bank.LABELS}
+        fitted = semantic.Layer(train, embed)
+        rows += [(name, label, text, semantic.scores(text, fitted)) for label, texts in held.items() for text in texts]
+    return rows
+
+
+def ranking(rows) -> str:
+    from sklearn.metrics import roc_auc_score
+    benign = [p for _, label, _, p in rows if label == "benign"]
+    out = []
+    for label in ("crisis", "abuse", "threat"):
+        def read(p: dict[str, float]) -> float:
+            return p["crisis"] if label == "crisis" else max(p["abuse"], p["threat"])
+        pos = [read(p) for _, lab, _, p in rows if lab == label]
+        neg = np.sort([read(p) for p in benign])
+        if not pos:
+            continue
+        auc = roc_auc_score([1] * len(pos) + [0] * len(neg), pos + list(neg))
+        cut = neg[int(len(neg) * 0.98)]
+        out.append(f"{label} AUC {auc:.3f}, recall at 2 % benign {np.mean(np.array(pos) > cut):.0%}")
+    return "; ".join(out)
+
+
+if __name__ == "__main__":
+    rows = leave_one_source_out()
+    triples = [(label, text, p) for _, label, text, p in rows]
+    for cc in (0.3, 0.35, 0.4, 0.5):
+        for fc in (0.6, 0.7, 0.75, 0.8, 0.85):
+            print(f"crisis {cc} flag {fc}: {tuning.line(tuning.figures(triples, cc, fc))}")
+    print(f"all sources (layer alone): {ranking(rows)}")
+    for name in dict.fromkeys(source for source, *_ in rows):
+        part = [r for r in rows if r[0] == name]
+        print(f"{name} at {semantic.CRISIS_CUT}/{semantic.FLAG_CUTS['abuse']}: "
+              f"{tuning.line(tuning.figures([(lb, t, p) for _, lb, t, p in part], semantic.CRISIS_CUT, None))}"
+              f" | {ranking(part)}")
