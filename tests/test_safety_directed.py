@@ -6,14 +6,13 @@ The sentences here were written for this test (none is from the bank, a dev set 
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
 import pytest
 
 from eval_backend import safety
 from eval_backend.safety import crisis_signs, directed, rules
+from tests.support.safety_sentences import benign_probe
 
-PROBE = Path(__file__).parent / "support" / "safety_benign_probe.txt"
 
 CONTEMPT = [
     "You are such a pathetic excuse for a parent.",
@@ -70,7 +69,7 @@ def test_retold_quoted_denied_felt_teased_and_game_words_are_not(text):
 
 
 def test_six_hundred_kind_replies_written_apart_get_no_directed_finding():
-    lines = [ln.strip() for ln in PROBE.read_text(encoding="utf-8").splitlines() if ln.strip() and not ln.startswith("#")]
+    lines = benign_probe()
     assert len(lines) == 600
     assert [ln for ln in lines if directed.findings(ln)] == []
 

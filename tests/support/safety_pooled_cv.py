@@ -12,9 +12,6 @@ read here. docs/security.md gives the figures and what they meant.
 """
 from __future__ import annotations
 
-import random
-from pathlib import Path
-
 import numpy as np
 
 from eval_backend.safety import bank, semantic
@@ -23,10 +20,9 @@ from tests.support.safety_held_apart import HELD_APART_26
 from tests.support.safety_held_apart_v2 import HELD_APART_26_V2
 from tests.support.safety_held_apart_v5 import HELD_APART_26_V5
 from tests.support.safety_held_apart_v6 import HELD_APART_26_V6
-from tests.support.safety_sentences import DEV, HELD_APART
+from tests.support.safety_sentences import DEV, HELD_APART, benign_probe
 
-TO_BANK_LABEL = {"crisis": "crisis", "abuse": "abuse", "violence": "threat", "threat": "threat", "benign": "benign"}
-PROBE = Path(__file__).with_name("safety_benign_probe.txt")
+TO_BANK_LABEL = {ours: label for label, ours in tuning.LABEL_OF.items()}      # "violence" -> "threat"
 
 
 def _as_bank(sentences: dict[str, list[str]]) -> dict[str, list[str]]:
@@ -39,22 +35,17 @@ def _as_bank(sentences: dict[str, list[str]]) -> dict[str, list[str]]:
 
 def sources() -> dict[str, dict[str, list[str]]]:
     """{source: bank-shaped sentences}, each sentence in one source only."""
-    rng = random.Random(0)
-    thirds: list[dict[str, list[str]]] = [{label: [] for label in bank.LABELS} for _ in range(3)]
-    for label, texts in bank.BANK.items():
-        order = list(texts)
-        rng.shuffle(order)
-        for i, text in enumerate(order):
-            thirds[i % 3][label].append(text)
-    probe = [s.strip() for s in PROBE.read_text(encoding="utf-8").splitlines() if s.strip() and not s.startswith("#")]
+    thirds = [{label: [bank.BANK[label][i] for i in idx] for label, idx in fold.items()}
+              for fold in tuning.folds(bank.BANK, 3)]
     out = {f"bank{i}": part for i, part in enumerate(thirds)}
     out |= {"v1": _as_bank(HELD_APART_26), "v2": _as_bank(HELD_APART_26_V2), "v5": _as_bank(HELD_APART_26_V5),
             "v6": _as_bank(HELD_APART_26_V6), "dev": _as_bank({k: DEV[k] + HELD_APART[k] for k in DEV}),
-            "probe": _as_bank({"benign": probe})}
-    seen: set[str] = set()
+            "probe": _as_bank({"benign": benign_probe()})}
+    seen: set[str] = set()          # a sentence in two sources stays in the first only
     for part in out.values():
-        for label in part:
-            part[label] = [t for t in dict.fromkeys(part[label]) if t not in seen and not seen.add(t)]
+        for label, texts in part.items():
+            part[label] = [t for t in dict.fromkeys(texts) if t not in seen]
+            seen.update(part[label])
     return out
 
 

@@ -13,6 +13,8 @@ screen replies at all without hiding the good ones.
 """
 from __future__ import annotations
 
+from pathlib import Path
+
 HELD_APART: dict[str, list[str]] = {
     "abuse": [
         "You are pathetic and nobody will ever love you.",
@@ -259,6 +261,15 @@ DEV: dict[str, list[str]] = {
 
 # What "caught" means per label: held (flagged) for the harmful labels, a crisis reading for "crisis"; the
 # category column says whether it was held under the right category too.
+BENIGN_PROBE = Path(__file__).with_name("safety_benign_probe.txt")
+
+
+def benign_probe() -> list[str]:
+    """The 600 benign lines of safety_benign_probe.txt (a development set of the directed rules)."""
+    lines = BENIGN_PROBE.read_text(encoding="utf-8").splitlines()
+    return [ln.strip() for ln in lines if ln.strip() and not ln.startswith("#")]
+
+
 CATEGORY_OF = {"abuse": "abuse", "hate": "hate", "violence": "violence", "personal_data": "personal_data",
                "crisis": "self_harm"}
 
