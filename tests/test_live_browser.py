@@ -9,6 +9,7 @@ from __future__ import annotations
 import subprocess
 
 import pytest
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 from eval_backend.store import Store
 from tests.support.baselines import BaselineServer
@@ -49,6 +50,26 @@ def page(app, chromium):
     return new_page(chromium, 60_000)
 
 
+PROGRESS = "#live-progress [data-testid=markdown]"
+METER_BATTLE = "document.querySelector('.arena-meter')?.dataset.battle"
+
+
+def _battle_or_refusal(page, app) -> str:
+    """The live battle's id once its meter shows, else fail with what the page says (a refusal in the progress
+    line, a toast) and the app's log: a void battle or a clip sent before its upload must say so."""
+    try:
+        page.wait_for_function(f"() => {METER_BATTLE} || (t => t && !t.includes('⏳'))"
+                               f"(document.querySelector('{PROGRESS}')?.innerText.trim())", timeout=120_000)
+    except PlaywrightTimeout:
+        pass
+    battle = page.evaluate(f"() => {METER_BATTLE}")
+    if not battle:
+        toasts = page.locator(".toast-body, [data-testid=toast-body]").all_inner_texts()
+        pytest.fail(f"no live battle: the page says {page.inner_text(PROGRESS)!r}, toasts {toasts}; the app's "
+                    f"log ends {app.log()[-1500:]}")
+    return battle
+
+
 @pytest.mark.browser
 @pytest.mark.slow
 @pytest.mark.timeout(400)
@@ -62,12 +83,15 @@ def test_use_my_voice_end_to_end(app, page):
     page.wait_for_selector("#live-mic button.record-button", state="visible")
     page.click("#live-mic button.record-button")
     page.wait_for_timeout(5000)                                   # the fake microphone speaks the wav
-    page.click("#live-mic button.stop-button")
+    # the recording is uploaded when it stops: Send before the upload has answered would send no clip
+    with page.expect_response(lambda r: r.url.endswith("/gradio_api/upload") and r.request.method == "POST",
+                              timeout=60_000) as upload:
+        page.click("#live-mic button.stop-button")
+    assert upload.value.ok
     # playback before sending: the recorded clip is in the component, ready to play
     page.wait_for_selector("#live-mic audio, #live-mic [data-testid='waveform-controls']", state="attached")
     page.click("#live-send")
-    page.wait_for_function("() => document.querySelector('.arena-meter')?.dataset.battle", timeout=120_000)
-    battle_id = page.evaluate("() => document.querySelector('.arena-meter').dataset.battle")
+    battle_id = _battle_or_refusal(page, app)
     store = Store(app.data_dir)
     row = store.query("SELECT source, model_a, model_b FROM arena_battles WHERE id=?", (battle_id,))[0]
     assert row["source"] == "live" and row["model_a"] != row["model_b"]

@@ -205,6 +205,9 @@ class LiveReplies:
                         replaced.append({"slot": slot, "model": slot_model[slot], "class": cls})
                         spare = [n for n in sorted(specs) if n not in tried]
                         if not spare or time.monotonic() >= deadline:
+                            # the operator's only trace of a void battle (nothing of it is stored)
+                            log.warning("live battle void after %.1f s (deadline %.0f s): %s", time.monotonic()
+                                        - deadline + self.settings.deadline_s, self.settings.deadline_s, replaced)
                             raise LiveRefused(503, "void", VOID_SAME if cls in distinct.REASONS else
                                               "one of the two models could not answer in time and no other was "
                                               "free, so this battle is void (nothing was kept); please try again")
