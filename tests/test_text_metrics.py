@@ -165,7 +165,7 @@ def test_two_threads_asking_at_once_load_minilm_once():
     """Two replies screened side by side each asked for MiniLM on a cold cache and each loaded it (a second copy in
     memory, seconds of CPU): the second caller must wait for the first's model."""
     import threading
-    tm._sentence_model.cache_clear()
+    tm.sentence_model.cache_clear()
     start, got = threading.Barrier(2), []
 
     def ask():

@@ -17,10 +17,11 @@ import re
 import subprocess
 import threading
 import unicodedata
-from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
+
+from eval_backend.loaded_once import loaded_once
 
 CLAUSE = re.compile(r"[^,.;:?!]+[,.;:?!]*")
 ESPEAK_TIMEOUT_S = 20.0
@@ -72,7 +73,7 @@ def _ipa_one(clause: str, voice: str) -> list[str]:
     return [x.strip() for x in done.stdout.decode("utf-8", "replace").splitlines() if x.strip()]
 
 
-@lru_cache(maxsize=1)
+@loaded_once                 # the baseline server answers two requests at once: one session
 def _loaded():
     import onnxruntime as ort
     model, config = voice_files()

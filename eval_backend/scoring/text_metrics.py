@@ -19,11 +19,11 @@ from __future__ import annotations
 
 import importlib.util
 import re
-import threading
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
+from ..loaded_once import loaded_once
 from .bootstrap import SEED, mean_ci, units_ci
 from .registry import MetricResult, ScoringContext, metric, reply_text
 from .wordnet_setup import INSTALL_HINT, WordNetMissing, ensure_wordnet
@@ -47,29 +47,14 @@ def minilm_path() -> Path:
     return path
 
 
-# lru_cache alone lets two threads that ask at once both load the model (seconds of CPU and a second copy in
-# memory: two live replies screened side by side did); the lock makes the second wait for the first's
-_load_lock = threading.Lock()
-
-
+@loaded_once
 def sentence_model():
-    with _load_lock:
-        return _sentence_model()
-
-
-@lru_cache(maxsize=1)
-def _sentence_model():
     from sentence_transformers import SentenceTransformer
     return SentenceTransformer(str(minilm_path()), device="cpu", local_files_only=True)
 
 
+@loaded_once
 def bert_scorer():
-    with _load_lock:
-        return _bert_scorer()
-
-
-@lru_cache(maxsize=1)
-def _bert_scorer():
     from bert_score import BERTScorer
     return BERTScorer(model_type=str(minilm_path()), num_layers=6, device="cpu", batch_size=32)
 
