@@ -9,16 +9,14 @@ layer reads meaning (indirect crisis statements, insults without a swear word, t
 """
 from __future__ import annotations
 
-import threading
 from functools import lru_cache
 from importlib import metadata
 
+from ..loaded_once import loaded_once
 from . import directed, rules, semantic
 from .core import Finding, ScreenResult, Thresholds, combine, not_screened
 
 PACKAGE = "alt-profanity-check"
-_model = None
-_lock = threading.Lock()
 
 
 @lru_cache(maxsize=1)
@@ -35,14 +33,11 @@ def screen_name() -> str:
     return f"offline:{PACKAGE}-{package_version()}+{rules.VERSION}+{semantic.VERSION}"
 
 
+@loaded_once
 def _predict():
     """The classifier's predict_prob, loaded once (importing scikit-learn and the model takes seconds)."""
-    global _model
-    with _lock:
-        if _model is None:
-            from profanity_check import predict_prob
-            _model = predict_prob
-        return _model
+    from profanity_check import predict_prob
+    return predict_prob
 
 
 def classifier_score(text: str) -> float:

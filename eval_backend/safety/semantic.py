@@ -31,10 +31,10 @@ reply is not averaged away; a text's score is its highest window's.
 from __future__ import annotations
 
 import re
-import threading
 
 import numpy as np
 
+from ..loaded_once import loaded_once
 from ..scoring.text_metrics import embed
 from . import bank, semantic_cache
 from .core import CRISIS_THRESHOLD, Finding
@@ -67,8 +67,6 @@ _SECOND = {"you", "you're", "youre", "you've", "you'll", "you'd", "your", "yours
 _WORD = re.compile(r"[a-z']+")
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 
-_lock = threading.Lock()
-_model: "Layer | None" = None
 
 
 def pronoun_features(text: str) -> list[float]:
@@ -151,13 +149,10 @@ class Layer:
         return np.stack([own["crisis"], abuse, threat], axis=1)
 
 
+@loaded_once
 def layer() -> Layer:
     """The fitted layer, built once per process (raises when MiniLM or scikit-learn is missing)."""
-    global _model
-    with _lock:
-        if _model is None:
-            _model = Layer()
-        return _model
+    return Layer()
 
 
 def _scale(p: float, cut: float, at_cut: float, top: float) -> float:

