@@ -58,3 +58,12 @@ def test_the_neural_voice_session_is_one_session_under_concurrent_requests():
     neural_voice._loaded.cache_clear()
     got = _at_once(neural_voice._loaded, 2)
     assert got[0] is got[1]
+
+
+def test_two_threads_asking_at_once_load_minilm_once():
+    """Two replies screened side by side each asked for MiniLM on a cold cache and each loaded it (a second copy in
+    memory, seconds of CPU): the second caller must wait for the first's model."""
+    from eval_backend.scoring import text_metrics
+    text_metrics.sentence_model.cache_clear()
+    got = _at_once(text_metrics.sentence_model, 2)
+    assert len(got) == 2 and got[0] is got[1]

@@ -160,20 +160,3 @@ def test_bootstrap_is_deterministic_and_sane():
     ci = bootstrap.units_ci([(1, 2), (3, 4), (0, 4)], lambda s: s[0] / s[1])
     assert ci is not None and 0 <= ci[0] <= ci[1] <= 1 and not math.isnan(ci[0])
 
-
-def test_two_threads_asking_at_once_load_minilm_once():
-    """Two replies screened side by side each asked for MiniLM on a cold cache and each loaded it (a second copy in
-    memory, seconds of CPU): the second caller must wait for the first's model."""
-    import threading
-    tm.sentence_model.cache_clear()
-    start, got = threading.Barrier(2), []
-
-    def ask():
-        start.wait()
-        got.append(tm.sentence_model())
-    threads = [threading.Thread(target=ask) for _ in range(2)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(120)
-    assert len(got) == 2 and got[0] is got[1]

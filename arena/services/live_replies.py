@@ -136,7 +136,8 @@ class LiveReplies:
         if len(specs) < 2:
             raise LiveRefused(503, "no_contestants", "live mode needs two models that listen and speak; fewer "
                                                      "than two are configured")
-        deadline = time.monotonic() + self.settings.deadline_s
+        started = time.monotonic()
+        deadline = started + self.settings.deadline_s
         request = Request(live_store.request_id(battle_id), "live", "-", "-", SYSTEM_CONVERSATION, "",
                           (AudioRef(str(user_wav)),), True)
         audio_b64 = [b64_wav(wav)]             # the bytes just written to `user_wav`, not read back
@@ -206,8 +207,8 @@ class LiveReplies:
                         spare = [n for n in sorted(specs) if n not in tried]
                         if not spare or time.monotonic() >= deadline:
                             # the operator's only trace of a void battle (nothing of it is stored)
-                            log.warning("live battle void after %.1f s (deadline %.0f s): %s", time.monotonic()
-                                        - deadline + self.settings.deadline_s, self.settings.deadline_s, replaced)
+                            log.warning("live battle void after %.1f s (deadline %.0f s): %s",
+                                        time.monotonic() - started, self.settings.deadline_s, replaced)
                             raise LiveRefused(503, "void", VOID_SAME if cls in distinct.REASONS else
                                               "one of the two models could not answer in time and no other was "
                                               "free, so this battle is void (nothing was kept); please try again")

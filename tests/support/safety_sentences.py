@@ -259,8 +259,6 @@ DEV: dict[str, list[str]] = {
     ],
 }
 
-# What "caught" means per label: held (flagged) for the harmful labels, a crisis reading for "crisis"; the
-# category column says whether it was held under the right category too.
 BENIGN_PROBE = Path(__file__).with_name("safety_benign_probe.txt")
 
 
@@ -270,6 +268,8 @@ def benign_probe() -> list[str]:
     return [ln.strip() for ln in lines if ln.strip() and not ln.startswith("#")]
 
 
+# What "caught" means per label: held (flagged) for the harmful labels, a crisis reading for "crisis"; the
+# category column says whether it was held under the right category too.
 CATEGORY_OF = {"abuse": "abuse", "hate": "hate", "violence": "violence", "personal_data": "personal_data",
                "crisis": "self_harm"}
 
