@@ -95,6 +95,34 @@ def _insert(store: Store, n: int) -> list[int]:
     return ids
 
 
+class _WorkerClaimsAfterEachCommit:
+    """The test's store, with a worker that claims the moment any transaction commits: the window between an
+    action's commit and a read it makes after it. What the operator is told must still be what the action did."""
+
+    def __init__(self, store: Store):
+        self._store = store
+
+    def __getattr__(self, name):
+        return getattr(self._store, name)
+
+    @contextmanager
+    def transaction(self):
+        with self._store.transaction() as conn:
+            yield conn
+        Queue(self._store).claim("fast-worker", 60)
+
+
+def test_an_action_reports_the_state_it_left_even_if_a_worker_claims_at_once(tmp_path):
+    store = Store(tmp_path / "d")
+    (job_id,) = _insert(store, 1)
+    q = Queue(_WorkerClaimsAfterEachCommit(store))
+    assert Queue(store).claim("w", 60).id == job_id
+    assert Queue(store).fail(job_id, "w", "endpoint_failed", "down")
+    assert q.retry(job_id, "op", is_operator=True).state == "PENDING"      # was RUNNING: read after the claim
+    assert Queue(store).get(job_id).state == "RUNNING"                      # the worker did take it
+    assert q.cancel(job_id, "op", is_operator=True).state == "CANCELLED"
+
+
 def test_threads_claiming_at_once_never_share_a_job(tmp_path):
     store = Store(tmp_path / "d")
     ids = _insert(store, 40)

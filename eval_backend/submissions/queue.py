@@ -196,6 +196,13 @@ class Queue:
         self.clock = clock
 
     # --- reads -----------------------------------------------------------------------------
+    @staticmethod
+    def _row(conn, job_id: int) -> Job:
+        """The job as this transaction leaves it. An action reports what it did from here, not from a read after
+        the commit: a worker polling every second may claim a retried job in between (it was then shown RUNNING
+        to the operator who had just queued it, and a test waiting for PENDING failed once)."""
+        return Job.from_row(conn.execute("SELECT * FROM submissions WHERE id=?", (job_id,)).fetchone())
+
     def get(self, job_id: int) -> Job:
         rows = self.store.query("SELECT * FROM submissions WHERE id=?", (job_id,))
         if not rows:
@@ -365,7 +372,7 @@ class Queue:
             conn.execute("UPDATE submissions SET live_opt_in=0, updated_at=? WHERE id=?", (now, job_id))
             secretstore.delete(conn, job_id)
             self._event(conn, job_id, "live_withdrawn", actor, None, now)
-        return self.get(job_id)
+            return self._row(conn, job_id)
 
     def cancel(self, job_id: int, actor: str, is_operator: bool) -> Job:
         """PENDING or RUNNING → CANCELLED. The operator may cancel any job, a submitter only their PENDING one.
@@ -380,7 +387,7 @@ class Queue:
             if row["state"] not in ("PENDING", "RUNNING"):
                 raise JobError(f"submission #{job_id} is {row['state']}; only PENDING or RUNNING jobs can be cancelled")
             self._end(conn, job_id, "CANCELLED", None, f"cancelled by {actor}", actor, now)
-        return self.get(job_id)
+            return self._row(conn, job_id)
 
     def retry(self, job_id: int, actor: str, is_operator: bool, api_key: str | None = None) -> Job:
         """FAILED or CANCELLED → PENDING (operator only). Stored ok replies are kept, so the run resumes.
@@ -402,7 +409,7 @@ class Queue:
                          "log_excerpt=NULL, finished_at=NULL, lease_owner=NULL, lease_expires=NULL, claims=0, "
                          "updated_at=? WHERE id=?", (now, job_id))
             self._event(conn, job_id, "retried", actor, None, now)
-        return self.get(job_id)
+            return self._row(conn, job_id)
 
 
 # ---------------------------------------------------------------- the Hub log (eval_backend/hub_sync)
