@@ -6,13 +6,13 @@ Whisper tiny.en (the scorer's, eval_backend/audio/asr.py) pads every clip to 30 
 costs as much as a 30 s one; CTranslate2 accepts a shorter window (whisper.cpp's `audio_ctx` does the same). This
 decodes the demo's 48 scripts under three of its delivery recipes each (espeak-ng; the script is the reference) and
 every real recording of eval_backend/baselines/real_voices.csv (the pocketsphinx prompts have references) both ways,
-with the scorer's decode settings, and prints CPU time, word error rates and how many transcripts changed. Figures:
-docs/benchmarks.md, "A shorter Whisper encoder, tried and rejected"; the scorer keeps the full window.
+with the scorer's decode settings, and prints CPU time, word error rates (the scorer's own `word_errors` and
+normaliser) and how many transcripts changed. Figures: docs/benchmarks.md, "A shorter Whisper encoder, tried and
+rejected"; the scorer keeps the full window.
 """
 from __future__ import annotations
 
 import math
-import re
 import sys
 import time
 from pathlib import Path
@@ -36,19 +36,6 @@ def short_window_model(base):
             keep = min(features.shape[-1], max(MIN_FRAMES, math.ceil((n + 100) / STEP) * STEP))
             return self.model.encode(get_ctranslate2_storage(np.ascontiguousarray(features[..., :keep])))
     return ShortWindow
-
-
-def words(text: str) -> list[str]:
-    return re.sub(r"[^a-z0-9' ]", " ", text.lower().replace("-", " ")).split()
-
-
-def edits(a: list[str], b: list[str]) -> int:
-    row = list(range(len(b) + 1))
-    for i, x in enumerate(a, 1):
-        prev, row[0] = row[0], i
-        for j, y in enumerate(b, 1):
-            prev, row[j] = row[j], min(row[j] + 1, row[j - 1] + 1, prev + (x != y))
-    return row[len(b)]
 
 
 def clips() -> list[tuple[str, str | None, np.ndarray]]:
@@ -82,15 +69,17 @@ def main() -> int:
         t0 = time.process_time()
         said[name] = [" ".join(s.text.strip() for s in model.transcribe(x, **DECODE)[0]).strip() for _, _, x in data]
         print(f"{name}: {len(data)} clips, {time.process_time() - t0:.1f} CPU-s", flush=True)
+    from eval_backend.scoring.normalise import normalise_text
+    from eval_backend.scoring.understanding import word_errors
+
     full, cut = said.values()
     for group in ("demo", "real"):
         idx = [i for i, (g, _, _) in enumerate(data) if g == group]
-        line = (f"{group}: {len(idx)} clips, {sum(words(full[i]) != words(cut[i]) for i in idx)} transcripts "
-                f"differ in their words")
+        changed = sum(normalise_text(full[i]) != normalise_text(cut[i]) for i in idx)
+        line = f"{group}: {len(idx)} clips, {changed} transcripts differ after the scorer's WER normaliser"
         refs = [i for i in idx if data[i][1]]
-        n = sum(len(words(data[i][1])) for i in refs)
         for name, got in said.items():
-            e = sum(edits(words(data[i][1]), words(got[i])) for i in refs)
+            e, n = map(sum, zip(*(word_errors(data[i][1], got[i]) for i in refs)))
             line += f"; WER {name} {e}/{n} = {e / max(n, 1):.3f}"
         print(line)
     return 0
