@@ -35,9 +35,12 @@ pinned=(env); timed=(); if [ "$workers" != 0 ] && [ "$(nproc)" -ge "$workers" ];
 # The SQLite pass records which tests used the store (tests/support/storage_probe); a PostgreSQL pass after it
 # runs those. A PostgreSQL pass alone (EMPATHY_ARENA_TEST_DB=postgresql) runs every test.
 record=$(mktemp -d)
-# Whisper's transcripts of the demo pipeline's clips, kept for the second pass (tests/support/demo_pipeline.py)
+# Whisper's transcripts of the demo pipeline's clips and the real-voice recordings, kept for the second pass
+# (tests/support/demo_pipeline.py) and seeded with the committed ones this machine's decoder made before
+# (tests/support/whisper_seed.py: a clip whose samples, model, libraries or processor differ is decoded)
 export EMPATHY_ARENA_TEST_CACHE; EMPATHY_ARENA_TEST_CACHE=$(mktemp -d)
 trap 'rm -rf "$record" "$EMPATHY_ARENA_TEST_CACHE"' EXIT
+"$PY" -m tests.support.whisper_seed --into "$EMPATHY_ARENA_TEST_CACHE/asr"
 failed=""
 for db in $databases; do
     if [ "$db" = sqlite ] || [ -n "$(ls -A "$record")" ]; then uses=(env EMPATHY_ARENA_TEST_STORE_RECORD="$record")
