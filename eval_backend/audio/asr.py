@@ -73,19 +73,13 @@ def _processor() -> str:
     return f"{platform.machine()}|{vendor}|{','.join(f for f in _ISA_FLAGS if f in flags)}"
 
 
-def _sha256_file(path: Path) -> str:
-    h = hashlib.sha256()
-    with path.open("rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
 def decoder_fingerprint(cpu_threads: int) -> str:
     """What decides the words Whisper gives for given samples, as one string (~0.2 s: it hashes the weights)."""
     import ctranslate2
     import faster_whisper
-    return (f"whisper-tiny.en:{_sha256_file(model_dir() / 'model.bin')}|ctranslate2 {ctranslate2.__version__}"
+
+    from .io import sha256_file
+    return (f"whisper-tiny.en:{sha256_file(model_dir() / 'model.bin')}|ctranslate2 {ctranslate2.__version__}"
             f"|faster-whisper {faster_whisper.__version__}|{COMPUTE_TYPE}|threads {cpu_threads}|{sorted(DECODE.items())}"
             f"|{_processor()}")
 
