@@ -10,6 +10,8 @@ import argparse
 import importlib
 import sys
 
+from .cpu_threads import passive_openmp
+
 COMMANDS = {
     "run": ("eval_backend.runner", "query models on a benchmark and store their replies"),
     "benchmark": ("eval_backend.benchmark.cli", "inspect benchmarks (info SPEC --json)"),
@@ -25,6 +27,7 @@ COMMANDS = {
 
 def dispatch(commands: dict[str, tuple[str, str]], prog: str, argv: list[str] | None = None) -> int:
     """Parse `argv` against `commands` ({name: (module, help)}) and run the chosen command's module."""
+    passive_openmp()   # before a command loads Whisper or torch: its idle threads must not spin (cpu_threads.py)
     argv = sys.argv[1:] if argv is None else argv
     parser = argparse.ArgumentParser(prog=prog)
     sub = parser.add_subparsers(dest="command", required=True)

@@ -19,6 +19,12 @@ os.environ.setdefault("EMPATHY_ARENA_SCREEN_REPLIES", "0")
 # is off; the integrity tests (tests/test_gold.py, tests/test_pow*.py, tests/test_sweeps.py) turn them on.
 os.environ.setdefault("EMPATHY_ARENA_GOLD_SHARE", "0")
 os.environ.setdefault("EMPATHY_ARENA_POW", "0")
+# As app.py and the command lines do (eval_backend/cpu_threads.py): torch's and Whisper's idle OpenMP threads wait
+# passively, in the test processes and everything they start. Spinning, a pytest worker's MiniLM took 0.42 CPU-s and
+# 1.5 s a sentence beside the other worker, against 0.09 CPU-s and 0.2 s (docs/benchmarks.md, "Test suite").
+from eval_backend.cpu_threads import passive_openmp  # noqa: E402
+
+passive_openmp()
 
 import pytest  # noqa: E402
 

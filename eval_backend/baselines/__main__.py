@@ -30,6 +30,7 @@ def watch_parent(pid: int, every_s: float = 1.0) -> threading.Thread:
 
 
 def main(argv: list[str] | None = None) -> int:
+    passive_openmp()   # before Whisper loads, for `serve` and `detect` alike (eval_backend/cpu_threads.py)
     parser = argparse.ArgumentParser(prog="python -m eval_backend.baselines",
                                      description="Serve the cascade-blind / cascade-cue baselines "
                                                  "behind an OpenAI-compatible API.")
@@ -49,7 +50,6 @@ def main(argv: list[str] | None = None) -> int:
     if args.parent_pid:
         watch_parent(args.parent_pid)
 
-    passive_openmp()   # before Whisper loads (eval_backend/cpu_threads.py)
     import uvicorn
 
     from .engine import Engine  # why: after passive_openmp(): OpenMP reads its settings when first loaded
