@@ -24,6 +24,8 @@ from pathlib import Path
 
 import numpy as np
 
+from .io import sha256_file
+
 WHISPER_SR = 16_000
 DECODE = {"language": "en", "beam_size": 1, "temperature": 0.0, "condition_on_previous_text": False,
           "without_timestamps": True}
@@ -77,8 +79,6 @@ def decoder_fingerprint(cpu_threads: int) -> str:
     """What decides the words Whisper gives for given samples, as one string (~0.2 s: it hashes the weights)."""
     import ctranslate2
     import faster_whisper
-
-    from .io import sha256_file
     return (f"whisper-tiny.en:{sha256_file(model_dir() / 'model.bin')}|ctranslate2 {ctranslate2.__version__}"
             f"|faster-whisper {faster_whisper.__version__}|{COMPUTE_TYPE}|threads {cpu_threads}|{sorted(DECODE.items())}"
             f"|{_processor()}")
