@@ -37,7 +37,7 @@ from eval_backend.showcase import in_showcase
 from space_shell.signing import Signer
 from eval_backend.store import Reply, Store
 from tests.support.arena_fixtures import free_port, seed
-from tests.support.browser import launch_chromium, new_page
+from tests.support.browser import launch_chromium, new_page, wait_for_playable
 from tests.support.processes import ServerProcess
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -345,8 +345,7 @@ def test_browse_tab_plays_audio_from_token_urls(space):
         page = new_page(browser, 60_000)
         page.goto(app.url + "/")
         page.get_by_role("tab", name="Browse benchmark").click()
-        ready = "(sel) => { const a = document.querySelector(sel); return a && a.currentSrc && a.duration > 0; }"
-        page.wait_for_function(ready, arg="#browse-clip-0 audio")
+        wait_for_playable(page, "#browse-clip-0 audio")
         # a showcase request: arena-pool replies are not shown with their model's name (eval_backend/showcase.py)
         page.get_by_text("AEQ context variation").click()
         page.wait_for_function("() => document.body.innerText.includes('context: The speaker')")
@@ -357,7 +356,7 @@ def test_browse_tab_plays_audio_from_token_urls(space):
         showcase = browse.request_label(load_benchmark("demo", data), "context/g0/c1")
         page.get_by_label("Request", exact=True).click()
         page.get_by_role("option", name=showcase, exact=True).click()
-        page.wait_for_function(ready, arg="#browse-reply-audio audio")
+        wait_for_playable(page, "#browse-reply-audio audio")
         srcs = page.evaluate("() => [...document.querySelectorAll('audio')].map(a => a.getAttribute('src'))"
                              ".filter(Boolean)")
         assert any(s.startswith("/media/clip/") for s in srcs) and any(s.startswith("/media/reply/") for s in srcs)

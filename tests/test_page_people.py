@@ -23,6 +23,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.browser import wait_for_playable
 from tests.support.page_fixtures import DESKTOP, PageSpace, click_or_explain, open_page, seed_page
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.timeout(600)]
@@ -433,8 +434,7 @@ def test_browse_opens_on_a_playable_reply_survives_a_quick_collection_switch_and
             collections.filter(has_text=name).first.click()
         page.traffic.settle(streams=True)
         assert not [t for t in page.evaluate(ERROR_TOASTS) if "not in the list of choices" in t or "Error" in t]
-        page.wait_for_function("() => { const a = document.querySelector('#browse-reply-audio audio');"
-                               " return a && a.currentSrc && a.duration > 0; }")
+        wait_for_playable(page, "#browse-reply-audio audio")
         empty = page.evaluate("() => [...document.querySelectorAll('[role=tabpanel] audio')]"
                               ".filter(a => a.getClientRects().length && !a.getAttribute('src')).length")
         assert empty == 0                                   # no empty, disabled player on show

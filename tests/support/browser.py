@@ -40,3 +40,28 @@ def new_page(browser, timeout_ms: float = 60_000, **context):
     page = browser.new_context(**context).new_page()
     page.set_default_timeout(timeout_ms)
     return page
+
+
+# One player's state, as the page sees it: what a wait for playable audio reports when it times out.
+PLAYER_STATE_JS = """(sel) => [...document.querySelectorAll(sel)].map(a => {
+    const url = a.currentSrc || a.src;
+    const loads = performance.getEntriesByType('resource').filter(e => url && e.name === url);
+    return {src: a.getAttribute('src'), currentSrc: a.currentSrc, preload: a.preload, duration: a.duration,
+            readyState: a.readyState, networkState: a.networkState, error: a.error && a.error.code,
+            visible: a.checkVisibility(), loads: loads.map(e => ({start_ms: Math.round(e.startTime),
+                end_ms: Math.round(e.responseEnd), status: e.responseStatus}))};
+})"""
+PLAYABLE_JS = "(sel) => { const a = document.querySelector(sel); return !!(a && a.currentSrc && a.duration > 0); }"
+
+
+def wait_for_playable(page, selector: str, timeout_ms: float | None = None) -> None:
+    """Wait until the first player matching `selector` has a source and knows its duration. On a timeout, fail
+    with what the page showed: that player's state and every player's on the page (source, readyState,
+    networkState, media error, the fetches of its URL), not only "timed out"."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    try:
+        page.wait_for_function(PLAYABLE_JS, arg=selector, **({"timeout": timeout_ms} if timeout_ms else {}))
+    except PlaywrightTimeout as e:
+        players = page.evaluate(PLAYER_STATE_JS, "audio")
+        raise AssertionError(f"no playable audio at {selector!r} ({e}); the page's players: {players}") from None
