@@ -123,7 +123,10 @@ def limit(samples: np.ndarray, rate: int, ceiling_dbtp: float = PEAK_DBTP) -> np
     x = samples.astype(np.float64)
     ceiling = 10 ** (ceiling_dbtp / 20)
     over = np.abs(resample_poly(x, 4, 1))[: 4 * len(x)]
-    over = np.pad(over, (0, 4 * len(x) - len(over))).reshape(len(x), 4).max(axis=1)
+    over = np.pad(over, (0, 4 * len(x) - len(over)))
+    # each sample's four oversampled neighbours: the maximum of four strided views (what reshape(-1, 4).max(axis=1)
+    # gives, bit for bit, at an eighth of its time: numpy reduces a short last axis slowly)
+    over = np.maximum(np.maximum(over[0::4], over[1::4]), np.maximum(over[2::4], over[3::4]))
     need = np.minimum(1.0, ceiling / np.maximum(over, 1e-12))
     if need.min() >= 1.0:
         return x
