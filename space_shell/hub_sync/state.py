@@ -11,7 +11,6 @@ one, else the later one wins, so two writers converge whatever the order.
 """
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import shutil
@@ -21,6 +20,7 @@ from pathlib import Path
 
 from huggingface_hub import CommitOperationAdd
 
+from eval_backend.audio.io import sha256_file
 from eval_backend.store import Reply
 
 REPLIES = "state/replies.jsonl"
@@ -37,16 +37,8 @@ def _sha(path: Path) -> str:
     st = path.stat()
     key = (str(path), st.st_mtime_ns, st.st_size)
     if key not in _SHA_CACHE:
-        _SHA_CACHE[key] = _hash(path)
+        _SHA_CACHE[key] = sha256_file(path)
     return _SHA_CACHE[key]
-
-
-def _hash(path: Path) -> str:
-    h = hashlib.sha256()
-    with path.open("rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def local_files(root: Path) -> dict[str, str]:
