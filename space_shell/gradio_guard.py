@@ -444,21 +444,6 @@ def settle_matplotlib() -> None:
     matplotlib.use("agg")
 
 
-# Gradio's queue polls for work: every 1 ms while nothing is queued and every 10 ms for progress to send
-# (gradio/queueing.py, `sleep_when_free`, `progress_update_sleep_when_free`), so an idle Space spent ~4 % of a core
-# waking up (0.85 CPU-s per 20 s, docs/benchmarks.md). Polled every 10 ms and 50 ms, an event starts at most 9 ms
-# later: nothing a voter sees (a battle or a vote takes hundreds of ms).
-QUEUE_POLL_S = 0.01
-PROGRESS_POLL_S = 0.05
-
-
-def unhurry_queue_polls(blocks) -> None:
-    """Set Gradio's queue to poll every QUEUE_POLL_S (work) and PROGRESS_POLL_S (progress updates)."""
-    queue = blocks._queue
-    queue.sleep_when_free = max(queue.sleep_when_free, QUEUE_POLL_S)
-    queue.progress_update_sleep_when_free = max(queue.progress_update_sleep_when_free, PROGRESS_POLL_S)
-
-
 def mount_gradio(app, blocks, *, data_dir, zip_bytes: int, settings: GuardSettings | None = None,
                  **mount_kwargs) -> BodyLimit:
     """`gr.mount_gradio_app(app, blocks, path="/")` with Gradio's input check on, the data dir blocked, uploads
@@ -473,6 +458,5 @@ def mount_gradio(app, blocks, *, data_dir, zip_bytes: int, settings: GuardSettin
                               run_history=False, **mount_kwargs)
     enable_input_checks(blocks)
     settle_matplotlib()
-    unhurry_queue_polls(blocks)
     guard = GradioGuard(app, s, zip_bytes)
     return BodyLimit(RefusalDelay(guard, s.refusal_delay_ms / 1000), app_caps(zip_bytes))
