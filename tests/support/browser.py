@@ -56,8 +56,8 @@ PLAYABLE_JS = "(sel) => { const a = document.querySelector(sel); return !!(a && 
 
 def wait_for_playable(page, selector: str, timeout_ms: float | None = None) -> None:
     """Wait until the first player matching `selector` has a source and knows its duration. On a timeout, fail
-    with what the page showed: that player's state and every player's on the page (source, readyState,
-    networkState, media error, the fetches of its URL), not only "timed out"."""
+    with what the page showed: the state of every player on the page, the awaited one among them (source,
+    readyState, networkState, media error, the fetches of its URL), not only "timed out"."""
     from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
     try:
