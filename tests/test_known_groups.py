@@ -50,12 +50,17 @@ def results(demo_run):
     data = demo_run.data
     for code, out in zip(demo_run.returncodes, demo_run.outputs):
         assert code == 0, out
-    out = {}
-    for m in MODELS:
-        last = _run("eval_backend", "score", "--model", m, "--benchmark", "demo", "--data-dir", str(data),
-                    "--metrics", METRICS, database_url=demo_run.database_url).strip().splitlines()[-1]
-        out[m] = json.loads(Path(last).read_text())["metrics"]
-    return out
+    return {m: doc["metrics"] for m, doc in _score(data, MODELS, METRICS, demo_run.database_url).items()}
+
+
+def _score(data: Path, models: tuple[str, ...], metrics: str, database_url: str | None) -> dict[str, dict]:
+    """The models scored by one `score` command (it shares the measurements of the reference clips and of the same
+    words between them): {model: results document}."""
+    paths = _run("eval_backend", "score", *(a for m in models for a in ("--model", m)), "--benchmark", "demo",
+                 "--data-dir", str(data), "--metrics", metrics, "--quiet", database_url=database_url).split()
+    docs = {m: json.loads(Path(p).read_text()) for m, p in zip(models, paths, strict=True)}
+    assert all(doc["manifest"]["model"] == m for m, doc in docs.items())
+    return docs
 
 
 def _value(res: dict, model: str, name: str) -> float:
@@ -117,14 +122,9 @@ def _import_control(run) -> None:
 @pytest.fixture(scope="module")
 def varied_results(varied_run):
     _import_control(varied_run)
-    out = {}
-    for m in (*MODELS, CONTROL):
-        last = _run("eval_backend", "score", "--model", m, "--benchmark", "demo", "--data-dir", str(varied_run.data),
-                    "--metrics", VARIED_METRICS, database_url=varied_run.database_url).strip().splitlines()[-1]
-        doc = json.loads(Path(last).read_text())
-        assert doc["manifest"]["benchmark"]["version"].endswith("+seed1+varied")
-        out[m] = doc["metrics"]
-    return out
+    docs = _score(varied_run.data, (*MODELS, CONTROL), VARIED_METRICS, varied_run.database_url)
+    assert all(doc["manifest"]["benchmark"]["version"].endswith("+seed1+varied") for doc in docs.values())
+    return {m: doc["metrics"] for m, doc in docs.items()}
 
 
 def _interval(res: dict, model: str, name: str) -> tuple[float, float, float]:

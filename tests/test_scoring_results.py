@@ -179,6 +179,39 @@ def test_score_twice_and_rescore_give_identical_results(setup, capsys):
     assert third["manifest"]["metrics_selected"] == "all"
 
 
+def test_several_models_in_one_score_command_score_as_each_alone(tmp_path, capsys):
+    """`score --model a --model b` writes what two commands would (one path per line with --quiet, in order); a
+    model without replies fails the command clearly after the models before it were written."""
+    b, folder = build_benchmark(tmp_path)
+    data = tmp_path / "data"
+    store = Store(data)
+    for model, change in (("m1", str), ("m2", str.upper)):
+        for rid, status, text in REPLIES:
+            task, item, variant = rid.split("/")
+            store.put_reply(Reply(model, b.hash, rid, task, item, variant, status,
+                                  text=change(text) if text and task == "conversation" else text,
+                                  error_class=None if status == "ok" else "timeout"))
+    base = ["score", "--benchmark", str(folder), "--data-dir", str(data), "--metrics", "l1.understanding_acc,l2.*,"
+            "sel.*,l3.bleu4", "--quiet"]
+    alone = {}
+    for model in ("m1", "m2"):
+        assert cli([*base, "--model", model]) == 0
+        alone[model] = without_timestamp(read_results(Path(capsys.readouterr().out.strip().splitlines()[-1])))
+        (data / "results" / model).rename(data / "results" / f"{model}-alone")       # the next command writes anew
+    assert alone["m1"]["metrics"]["l3.bleu4"] != alone["m2"]["metrics"]["l3.bleu4"]     # they differ, so order shows
+    assert cli([*base, "--model", "m2", "--model", "m1", "--model", "m2"]) == 0
+    paths = [Path(line) for line in capsys.readouterr().out.strip().splitlines()]
+    assert [p.parent.name for p in paths] == ["m2", "m1"]                              # each once, in order given
+    for p in paths:
+        assert without_timestamp(read_results(p)) == alone[p.parent.name]
+
+    (data / "results" / "m1").rename(data / "results" / "m1-together")
+    assert cli([*base, "--model", "m1", "--model", "ghost"]) == 2
+    out = capsys.readouterr()
+    assert "no stored replies of model 'ghost'" in out.err
+    assert without_timestamp(read_results(Path(out.out.strip().splitlines()[-1]))) == alone["m1"]
+
+
 def test_score_without_replies_fails_clearly(setup, capsys):
     _, folder, data, _ = setup
     assert cli(["score", "--model", "ghost", "--benchmark", str(folder), "--data-dir", str(data)]) == 2

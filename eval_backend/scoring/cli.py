@@ -1,8 +1,11 @@
-"""`python -m eval_backend score --model NAME --benchmark SPEC [--data-dir D] [--judge-config F]`
+"""`python -m eval_backend score --model NAME [--model NAME2 ...] --benchmark SPEC [--data-dir D] [--judge-config F]`
 
-Scores the model's stored replies (no model is called) and writes
+Scores each model's stored replies (no model is called) and writes
 <data_dir>/results/<model>/<benchmark>_v<version>_<hash>__scorer-<version>.json;
-the file's path is the LAST line printed.
+each model's path is printed after its summary, so the LAST line is the last model's path (with --quiet: one path
+per line, in the order of --model). Several models in one command share one benchmark load and the measurements
+that depend only on content (the reference clips' features, espeak's plain readings of the same words), so scoring
+them together costs less than one command each.
 """
 from __future__ import annotations
 
@@ -18,7 +21,8 @@ from .settings import build_settings
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--model", required=True, help="the model name its replies were stored under")
+    p.add_argument("--model", required=True, action="append",
+                   help="the model name its replies were stored under; give it again to score several models")
     p.add_argument("--benchmark", required=True,
                    help="benchmark spec: demo, a folder, hf:OWNER/NAME, echomind:PATH, empathyeval:PATH")
     p.add_argument("--data-dir", help=f"data dir (default ${config.DATA_DIR_ENV} or ./data)")
@@ -55,13 +59,17 @@ def score_one(model: str, spec: str, data: Path, settings: dict, metrics: list[s
 def main(args: argparse.Namespace) -> int:
     data = config.data_dir(args.data_dir)
     metrics = [m.strip() for m in args.metrics.split(",") if m.strip()] if args.metrics else None
+    models = list(dict.fromkeys(args.model))      # each model once, in the order given
     try:
         settings = build_settings(args.judge_config, data)
-        path, doc = score_one(args.model, args.benchmark, data, settings, metrics)
+        store = Store(data)
+        benchmark = load_benchmark(args.benchmark, data)
+        for model in models:
+            path, doc = score_one(model, args.benchmark, data, settings, metrics, benchmark=benchmark, store=store)
+            if not args.quiet:
+                print("\n".join(([f"model {model}:"] if len(models) > 1 else []) + summary_lines(doc)))
+            print(path, flush=True)
     except (ValueError, OSError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    if not args.quiet:
-        print("\n".join(summary_lines(doc)))
-    print(path)
     return 0
