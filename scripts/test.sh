@@ -37,7 +37,8 @@ pinned=(env); timed=(); if [ "$workers" != 0 ] && [ "$(nproc)" -ge "$workers" ];
 record=$(mktemp -d)
 # Whisper's transcripts of the demo pipeline's clips and the real-voice recordings, kept for the second pass
 # (tests/support/demo_pipeline.py) and seeded with the committed ones this machine's decoder made before
-# (tests/support/whisper_seed.py: a clip whose samples, model, libraries or processor differ is decoded)
+# (tests/support/whisper_seed.py: a clip whose samples, model, libraries or processor differ is decoded), and the
+# demo pipeline's demo builds (files only, no store: the second pass copies them; tests/support/demo_pipeline.py)
 export EMPATHY_ARENA_TEST_CACHE; EMPATHY_ARENA_TEST_CACHE=$(mktemp -d)
 trap 'rm -rf "$record" "$EMPATHY_ARENA_TEST_CACHE"' EXIT
 "$PY" -m tests.support.whisper_seed --into "$EMPATHY_ARENA_TEST_CACHE/asr"

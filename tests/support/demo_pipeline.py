@@ -1,6 +1,7 @@
 """One real run of the whole offline pipeline, shared by the slow acceptance tests.
 
-Builds the demo benchmark (espeak-ng), serves both baselines on loopback and runs
+Builds the demo benchmark (espeak-ng; once per `scripts/test.sh` run for each set of build arguments: the second
+database pass copies the first pass's build, see `build_demo`), serves both baselines on loopback and runs
 `python -m eval_backend run` for cascade-blind and cascade-cue in parallel (the
 server's ASR cache is shared, so each clip is transcribed once). The end-to-end
 test checks what was stored; the known-groups test scores it. Running it once
@@ -8,7 +9,9 @@ instead of per test saves several minutes of Whisper in CI.
 """
 from __future__ import annotations
 
+import hashlib
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -48,6 +51,38 @@ def pipeline_env(database_url: str | None = None) -> dict[str, str]:
     return {**env, **asr_cache_env()}
 
 
+def _build_key(demo_args: tuple[str, ...]) -> str:
+    """What a demo build depends on: its arguments, the code of eval_backend (the builder and the synthesis it
+    calls) and the espeak-ng that speaks it."""
+    h = hashlib.sha256(repr(demo_args).encode())
+    for path in sorted((ROOT / "eval_backend").rglob("*.py")):
+        h.update(str(path.relative_to(ROOT)).encode() + b"\0" + path.read_bytes())
+    h.update(subprocess.run(["espeak-ng", "--version"], capture_output=True).stdout)
+    return h.hexdigest()[:32]
+
+
+def build_demo(data: Path, demo_args: tuple[str, ...], env: dict[str, str]) -> None:
+    """`python -m eval_backend demo build` into `data`. Under scripts/test.sh (EMPATHY_ARENA_TEST_CACHE) a build
+    is kept by `_build_key`, and a later build with the same key copies it instead: the demo build is files only
+    (no store), so the PostgreSQL pass loses no check by copying what the SQLite pass built; tests of the build
+    itself (tests/test_demo_benchmark.py) build it every time."""
+    target = data / "benchmarks" / "demo"
+    folder = os.environ.get("EMPATHY_ARENA_TEST_CACHE")
+    kept = Path(folder) / "demo" / _build_key(demo_args) if folder else None
+    if kept is not None and kept.is_dir():
+        shutil.copytree(kept, target)
+        return
+    subprocess.run([sys.executable, "-m", "eval_backend", "demo", "build", "--data-dir", str(data), *demo_args],
+                   cwd=ROOT, check=True, capture_output=True, timeout=900, env=env)
+    if kept is not None:
+        partial = kept.with_name(f".{kept.name}.{os.getpid()}")
+        shutil.copytree(target, partial)
+        try:
+            partial.rename(kept)          # atomic: another process's build of the same key may have won
+        except OSError:
+            shutil.rmtree(partial, ignore_errors=True)
+
+
 def run_demo_pipeline(root: Path, database_url: str | None = None, demo_args: tuple[str, ...] = (),
                       tasks: str | None = None, models: tuple[str, ...] = MODELS) -> DemoRun:
     """`demo_args` go to `demo build` (e.g. a second seed with --vary, or --size); `tasks` limits the runs to some
@@ -55,8 +90,7 @@ def run_demo_pipeline(root: Path, database_url: str | None = None, demo_args: tu
     data = root / "data"
     env = pipeline_env(database_url)
     t0 = time.perf_counter()
-    subprocess.run([sys.executable, "-m", "eval_backend", "demo", "build", "--data-dir", str(data), *demo_args],
-                   cwd=ROOT, check=True, capture_output=True, timeout=900, env=env)
+    build_demo(data, demo_args, env)
     build_s = time.perf_counter() - t0
     with BaselineServer(env=asr_cache_env()) as server:
         models_file = root / "models.yaml"
