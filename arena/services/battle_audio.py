@@ -57,7 +57,7 @@ PEAK_DBTP = -1.0            # true-peak ceiling
 HEARD_DIR = "battle_audio"  # under the data dir; served only by the battle clip route (arena/web/media.py)
 RECIPE = 3                  # bump when the recipe changes: the cache key includes it, so clips are made again
 LUFS_TOLERANCE = 0.05       # how close to TARGET_LUFS the gain search stops
-MAX_GAIN_STEPS = 6          # limiter passes at most per clip (speech takes one to three)
+MAX_GAIN_STEPS = 6          # limiter passes at most per clip (speech takes one to four)
 SILENT_LUFS = -70.0         # BS.1770's absolute gate: below it there is nothing to normalise
 LOOKAHEAD_S = 0.005
 RELEASE_S = 0.05
@@ -158,8 +158,9 @@ def normalise(samples: np.ndarray, sr: int) -> tuple[np.ndarray, dict]:
 
     The limiter runs once, on the source at a gain: the gain is found by measuring loudness(limit(source x gain))
     and moving it by a secant step (the limiter only takes loudness away, so that curve's slope is at most 1), until
-    the loudness is within LUFS_TOLERANCE of the target (one to three steps on speech). Recipe 2 limited the
-    limited clip again at each step (four steps, never closer than 0.17 LU on our demo's clips, at 1.6x the time:
+    the loudness is within LUFS_TOLERANCE of the target (three or four steps on our baselines' replies, one to three
+    on most benchmark clips; at most MAX_GAIN_STEPS, so a 30 s clip costs well under a second). Recipe 2 limited
+    the limited clip again at each of four steps (up to 0.17 LU off on our demo's clips, in more time:
     docs/benchmarks.md, "Battle audio and distinct pairs")."""
     source_x = to_rate(np.asarray(samples, dtype=np.float64), sr)
     x = source_x
