@@ -14,6 +14,7 @@ import pytest
 
 from eval_backend.store import Store
 from tests.support.arena_fixtures import AppProcess, seed
+from tests.support.browser import wait_for_vote
 
 MODELS = ("warm-model", "flat-model")
 PHONE = dict(viewport={"width": 390, "height": 844}, has_touch=True, is_mobile=True, device_scale_factor=2)
@@ -68,7 +69,7 @@ def _listen(page) -> None:
     """Every clip at the page's top speed, all at once; wait until the vote unlocks."""
     page.evaluate("() => { for (const a of document.querySelectorAll('#arena-players audio')) "
                   "{ a.playbackRate = 2; a.play(); } }")
-    page.wait_for_function("() => !document.getElementById('arena-vote-a').disabled", timeout=60_000)
+    wait_for_vote(page, 60_000)
 
 
 def _db(app, sql: str, params=()) -> list[dict]:

@@ -12,12 +12,15 @@ audio is refused.
 from __future__ import annotations
 
 
+import json
+
 import pytest
+import requests
 
 from eval_backend.store import Store
 
 from tests.support.arena_fixtures import AppProcess, seed
-from tests.support.browser import new_page
+from tests.support.browser import new_page, wait_for_vote
 
 
 MODELS = ("warm-model", "flat-model")
@@ -76,7 +79,7 @@ def test_vote_needs_listening_then_reveals_and_is_stored(app, page):
 
     # listen: user, then A, then B ("p" = play all in order); the meter unlocks the buttons
     page.keyboard.press("p")
-    page.wait_for_function("() => !document.getElementById('arena-vote-b').disabled", timeout=60_000)
+    wait_for_vote(page, 60_000, button="b")
     assert "All clips heard" in page.inner_text(".arena-meter")
     page.wait_for_function("() => !document.querySelector('#arena-message')?.innerText.includes('Not yet')")
 
@@ -244,7 +247,7 @@ def test_clips_played_together_at_2x_unlock_early_and_that_vote_counts(app, page
       b.play();
     }""")
     # the moment the countdown ends, vote with the keyboard
-    page.wait_for_function("() => !document.getElementById('arena-vote-a').disabled", timeout=60_000, polling=20)
+    wait_for_vote(page, 60_000, polling=20)
     unlocked_after = time.monotonic() - t0
     page.keyboard.press("1")
     page.wait_for_selector("#arena-send", state="visible")       # no aspect answered: Enter sends it as it is
@@ -329,3 +332,47 @@ def test_api_clients_must_fetch_the_audio_and_early_votes_are_not_refusals(app):
         row = Store(app.data_dir).query("SELECT slot, first_heard FROM arena_votes WHERE battle_id=?",
                                         (b["battle_id"],))
         assert [tuple(x) for x in row] == [("B", "B")]
+
+
+def _unlock_event(app) -> int:
+    """The fn index of the meter's unlock (its `submit` event), from the app's own config."""
+    config = requests.get(app.url + "/config", timeout=30).json()
+    meter = next(c["id"] for c in config["components"] if c.get("props", {}).get("elem_id") == "arena-meter")
+    found = [d["id"] for d in config["dependencies"] if [meter, "submit"] in [list(t) for t in d["targets"]]]
+    assert len(found) == 1, found
+    return found[0]
+
+
+@pytest.mark.browser
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+def test_a_refused_unlock_request_is_sent_again_and_the_vote_counts(app, page):
+    """The unlock is one event the page sends once every clip is heard; if its request is refused (the join
+    budget is per address, shared behind a NAT: the guard's 429), the page asks again while the vote stays locked."""
+    unlock = _unlock_event(app)
+    refused: list[dict] = []
+
+    def refuse_the_first_unlock(route) -> None:
+        body = json.loads(route.request.post_data or "{}")
+        if body.get("fn_index") == unlock and not refused:
+            refused.append(body)
+            route.fulfill(status=429, content_type="application/json", headers={"Retry-After": "1"},
+                          body=json.dumps({"error": "rate_limited", "detail": "too many requests"}))
+        else:
+            route.continue_()
+
+    page.route("**/gradio_api/queue/join*", refuse_the_first_unlock)
+    try:
+        battle_id, _ = _fresh_battle(page, app)
+        page.evaluate("""() => ['user', 'a', 'b'].forEach((k) => {
+            const x = document.querySelector('#arena-audio-' + k + ' audio'); x.playbackRate = 2; x.play(); })""")
+        wait_for_vote(page, 60_000)
+        assert len(refused) == 1, refused
+        page.keyboard.press("1")
+        page.wait_for_selector("#arena-send", state="visible")
+        page.keyboard.press("Enter")
+        page.wait_for_selector("#arena-reveal", state="visible")
+        assert "✅" in page.inner_text("#arena-message")
+        assert len(Store(app.data_dir).query("SELECT id FROM arena_votes WHERE battle_id=?", (battle_id,))) == 1
+    finally:
+        page.unroute("**/gradio_api/queue/join*")

@@ -20,7 +20,7 @@ from space_shell.signing import Signer
 from eval_backend.store import Store
 from tests.support import nginx_proxy as ng
 from tests.support.arena_fixtures import AppProcess, seed
-from tests.support.browser import launch_chromium, new_page
+from tests.support.browser import launch_chromium, new_page, wait_for_vote
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600),
               pytest.mark.skipif(not ng.available(), reason="needs Debian's nginx (packages-test.txt)")]
@@ -239,7 +239,7 @@ def test_gradio_tab_uses_the_resolved_address_a_signed_session_and_the_limits(br
                                    f" return b && !{json.dumps(ids)}.includes(b); }}")
             ids.append(page.evaluate("() => document.querySelector('.arena-meter').dataset.battle"))
             # vote (no minimum listening here), so "next" is offered again
-            page.wait_for_function("() => !document.getElementById('arena-vote-a').disabled")
+            wait_for_vote(page)
             page.click("#arena-vote-a")
             page.click("#arena-send")          # no aspect answered: send the vote as it is (issue 24)
             page.wait_for_selector("#arena-reveal", state="visible")

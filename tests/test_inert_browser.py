@@ -19,7 +19,7 @@ import pytest
 
 from eval_backend.store import Store
 from tests.support.arena_fixtures import seed
-from tests.support.browser import new_page
+from tests.support.browser import new_page, wait_for_vote
 from tests.support.processes import ServerProcess, free_port
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.timeout(600)]
@@ -159,7 +159,7 @@ def test_arena_reveal_and_board_show_hostile_names_and_transcripts_as_text(env, 
     page.wait_for_function("() => [...document.querySelectorAll('#arena-audio-a audio, #arena-audio-b audio')]"
                            ".every(a => a.currentSrc && a.duration > 0)")
     page.keyboard.press("p")                                   # play all: the vote unlocks once heard
-    page.wait_for_function("() => !document.getElementById('arena-vote-a').disabled", timeout=120_000)
+    wait_for_vote(page, 120_000)
     page.keyboard.press("1")
     page.wait_for_selector("#arena-send", state="visible")       # no aspect answered: Enter sends it as it is
     page.keyboard.press("Enter")

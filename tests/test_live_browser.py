@@ -13,7 +13,7 @@ from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 from eval_backend.store import Store
 from tests.support.baselines import BaselineServer
-from tests.support.browser import new_page
+from tests.support.browser import new_page, wait_for_vote
 from tests.support.arena_fixtures import AppProcess
 
 # the models file's offline contestants (four since issue 22): a live battle pairs any two of them
@@ -105,7 +105,7 @@ def test_use_my_voice_end_to_end(app, page):
                            "[...document.querySelectorAll('.media-clip audio')].every(a => a.duration > 0)")
     assert not any(m in page.content() for m in BASELINES)
     page.keyboard.press("p")
-    page.wait_for_function("() => !document.getElementById('arena-vote-a').disabled", timeout=90_000)
+    wait_for_vote(page, 90_000)
     page.click("#arena-vote-a")
     page.click("#arena-send")              # no aspect answered: send the vote as it is (issue 24)
     page.wait_for_function("() => document.querySelector('#arena-reveal')?.innerText.includes('cascade-')")

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.browser import wait_for_playable
+from tests.support.browser import wait_for_playable, wait_for_vote
 from tests.support.page_fixtures import DESKTOP, PageSpace, click_or_explain, open_page, seed_page
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.timeout(600)]
@@ -161,7 +161,7 @@ def _start_battle(page) -> str:
 
 def _listen_fast(page) -> None:
     page.evaluate("() => { for (const a of document.querySelectorAll('#arena-players audio')) { a.playbackRate = 2; a.play(); } }")
-    page.wait_for_function("() => !document.getElementById('arena-vote-a').disabled", timeout=60_000)
+    wait_for_vote(page, 60_000)
 
 
 def _answer(page, radio: str, label: str) -> None:
@@ -279,7 +279,7 @@ def test_the_countdown_tells_the_truth_for_play_all_says_each_thing_once_and_goe
 
         _answer(page, "arena-said", "A")
         _answer(page, "arena-sounded", "A")
-        page.wait_for_function("() => !document.getElementById('arena-vote-a').disabled")
+        wait_for_vote(page)
         page.click("#arena-vote-a")
         page.wait_for_selector("#arena-reveal", state="visible")
         page.wait_for_function("() => !(document.querySelector('.arena-meter')?.innerText || '').trim()")

@@ -12,6 +12,7 @@ import pytest
 from arena.ui.pow_ui import PAYLOAD_JS
 from eval_backend.store import Store
 from tests.support.arena_fixtures import AppProcess, seed
+from tests.support.browser import wait_for_vote
 
 MODELS = ("warm-model", "flat-model")
 MODULE_DATABASE_FIXTURES = ("app",)
@@ -39,7 +40,7 @@ def start_and_listen(page, app) -> str:
     page.wait_for_function("() => document.querySelector('.arena-meter')?.dataset.battle")
     page.wait_for_selector("#arena-pow altcha-widget", state="attached")
     page.keyboard.press("p")                                        # play all: the listening rule's 3 s each
-    page.wait_for_function("() => !document.getElementById('arena-vote-b').disabled", timeout=60_000)
+    wait_for_vote(page, 60_000, button="b")
     for aspect in ("#arena-said", "#arena-sounded"):     # both aspects first: an overall vote then goes at once
         page.locator(f"{aspect} label", has_text="A").click()
     return page.evaluate("() => document.querySelector('.arena-meter').dataset.battle")

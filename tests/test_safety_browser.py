@@ -14,7 +14,7 @@ from playwright.sync_api import TimeoutError as PlaywrightTimeout
 from eval_backend.showcase import in_arena_pool
 from eval_backend.store import Store
 from tests.support.arena_fixtures import AppProcess, seed
-from tests.support.browser import launch_chromium, new_page
+from tests.support.browser import launch_chromium, new_page, wait_for_vote
 
 MODELS = ("warm-model", "flat-model")
 MODULE_DATABASE_FIXTURES = ("app",)
@@ -76,7 +76,7 @@ def test_the_crisis_notice_follows_the_battle(app):
             if seen == {True, False}:
                 break
             # vote, so the page offers the next battle
-            page.wait_for_function("() => !document.getElementById('arena-vote-a').disabled", timeout=60_000)
+            wait_for_vote(page, 60_000)
             page.click("#arena-vote-a")
             page.click("#arena-send")      # no aspect answered: send the vote as it is (issue 24)
             page.wait_for_selector("#arena-reveal", state="visible")

@@ -7,8 +7,9 @@ from arena.ui.pow_ui import PAYLOAD_JS
 
 # The listening meter: polls the battle's <audio> elements, measures each clip's seconds played (within the part
 # the rule asks for) from its `played` ranges, shows the countdown, and unlocks the vote buttons (via a Python event,
-# so the unlock also checks the battle is still open) once every clip is covered. `arenaRemaining` is
-# listening.remaining, to the same numbers; `window.__arenaListenReport()` is what the vote sends.
+# so the unlock also checks the battle is still open) once every clip is covered; while the buttons stay locked
+# after that, the event is sent again (a refused request must not lock a voter out of the battle). `arenaRemaining`
+# is listening.remaining, to the same numbers; `window.__arenaListenReport()` is what the vote sends.
 # The countdown is the time the way the voter is listening will take: a clip playing advances at its rate; a clip
 # queued by "Play all in order" starts when the ones before it have played *to their end*; a clip nobody plays
 # counts its seconds left at 1x ("… s of listening left" then, not a clock). Each thing is said once: a vote key
@@ -21,6 +22,8 @@ const S = window.__arenaListen = window.__arenaListen || {battle: null, order: [
                                                           current: null, said: ""};
 function arenaRemaining(need, played, tol) { return played >= need - tol ? 0 : need - played; }
 window.__arenaRemaining = arenaRemaining;
+const RESEND_MS = 2000, MAX_RESENDS = 30;   // the unlock asked again every 2 s, for a minute at most
+function stillLocked() { const b = document.getElementById("arena-vote-a"); return !!b && b.disabled; }
 function audioFor(clip) { return document.querySelector("#arena-audio-" + clip.toLowerCase() + " audio"); }
 function covered(audio, need) {          // seconds of [0, need] actually played
   let s = 0;
@@ -109,7 +112,12 @@ function tick() {
   const hint = st.meter.querySelector(".arena-meter-hint");
   if (hint && hint.dataset.kind === "not-yet" && done) { hint.textContent = ""; hint.dataset.kind = ""; }
   if (done && S.unlockedFor !== st.battle) {
-    S.unlockedFor = st.battle;
+    S.unlockedFor = st.battle; S.unlockSent = Date.now(); S.resends = 0;
+    trigger("submit");
+  } else if (done && stillLocked() && S.resends < MAX_RESENDS && Date.now() - S.unlockSent > RESEND_MS) {
+    // the unlock is one event: a refused request (the guard's 429, the join budget being per address and shared
+    // behind a NAT) left the vote locked for good. While it stays locked, ask again (the answer is the same)
+    S.unlockSent = Date.now(); S.resends += 1;
     trigger("submit");
   }
 }

@@ -65,3 +65,33 @@ def wait_for_playable(page, selector: str, timeout_ms: float | None = None) -> N
     except PlaywrightTimeout as e:
         players = page.evaluate(PLAYER_STATE_JS, "audio")
         raise AssertionError(f"no playable audio at {selector!r} ({e}); the page's players: {players}") from None
+
+
+# The arena's listening state, as the page sees it: what a wait for the vote to unlock reports when it times out.
+LISTEN_STATE_JS = """() => {
+    const meter = document.querySelector('.arena-meter');
+    const vote = document.getElementById('arena-vote-a');
+    return {meter: meter ? {...meter.dataset} : null,
+            status: (document.querySelector('.arena-meter-status') || {}).textContent || null,
+            listen: window.__arenaListen || null, vote_disabled: vote ? vote.disabled : null,
+            message: (document.getElementById('arena-message') || {}).textContent || null,
+            players: [...document.querySelectorAll('audio')].map(a => ({
+                id: (a.closest('[id]') || {}).id || null, paused: a.paused, ended: a.ended,
+                time: a.currentTime, duration: a.duration, rate: a.playbackRate, readyState: a.readyState,
+                error: a.error && a.error.code,
+                played: Array.from({length: a.played.length}, (_, i) => [a.played.start(i), a.played.end(i)])}))};
+}"""
+
+
+def wait_for_vote(page, timeout_ms: float | None = None, button: str = "a", polling=None) -> None:
+    """Wait until the arena's vote button `button` is enabled (the meter counted every clip heard and the server
+    unlocked the vote). On a timeout, fail with what the page showed: the meter, its countdown, the page's
+    listening state (the order, the queue, the unlock sent) and every player's played ranges."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    extra = {k: v for k, v in (("timeout", timeout_ms), ("polling", polling)) if v is not None}
+    try:
+        page.wait_for_function("(id) => { const b = document.getElementById(id); return !!b && !b.disabled; }",
+                           arg=f"arena-vote-{button}", **extra)
+    except PlaywrightTimeout as e:
+        raise AssertionError(f"the vote never unlocked ({e}); the page: {page.evaluate(LISTEN_STATE_JS)}") from None

@@ -17,7 +17,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from arena.ui.pow_ui import PAYLOAD_JS
-from tests.support.browser import launch_chromium, new_page
+from tests.support.browser import launch_chromium, new_page, wait_for_vote
 from tests.support.processes import ROOT, free_port, wait_until_answers
 
 OPERATOR_STRINGS = ("HF_HUB_OFFLINE", "loopback port", "running baselines", "scoring baselines", "Traceback",
@@ -155,7 +155,7 @@ def _drive_to_vote(page, out: ColdStart, t0: float, timeout_s: float, proc: subp
                            "[...document.querySelectorAll('audio')].every(a => a.currentSrc && a.duration > 0)")
     # every clip at once at 2x (the fastest the rule allows): the quickest honest listening
     page.evaluate("() => document.querySelectorAll('audio').forEach(a => { a.playbackRate = 2; a.play(); })")
-    page.wait_for_function("() => !document.getElementById('arena-vote-a').disabled", timeout=120_000)
+    wait_for_vote(page, 120_000)
     out.votable_s = time.monotonic() - t0
     # an anonymous voter's proof of work (arena/ui/pow_ui.py, on by default in app.py): wait, as a person would, until
     # the check says it is done
