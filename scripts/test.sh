@@ -39,6 +39,7 @@ record=$(mktemp -d)
 # (tests/support/demo_pipeline.py) and seeded with the committed ones this machine's decoder made before
 # (tests/support/whisper_seed.py: a clip whose samples, model, libraries or processor differ is decoded), and the
 # demo pipeline's demo builds (files only, no store: the second pass copies them; tests/support/demo_pipeline.py)
+# and the 200-battle tests' heard clips (files named by source and recipe; tests/support/battle_sample.py)
 export EMPATHY_ARENA_TEST_CACHE; EMPATHY_ARENA_TEST_CACHE=$(mktemp -d)
 trap 'rm -rf "$record" "$EMPATHY_ARENA_TEST_CACHE"' EXIT
 "$PY" -m tests.support.whisper_seed --into "$EMPATHY_ARENA_TEST_CACHE/asr"
