@@ -150,6 +150,9 @@ def rating_history_chart(series: dict[str, tuple[Sequence[float], Sequence[float
     return fit(fig)
 
 
+NO_VOCAL_STATE_VOTES = "no votes on utterances with a vocal state yet"   # the heat map with nothing to show
+
+
 def attribute_heatmap(models: Sequence[str], attributes: Sequence[str],
                       cells: Sequence[Sequence[tuple[float | None, float | None, float | None, int] | None]],
                       floor: int, title: str = "Who hears what: Bradley–Terry score per vocal state of the user"
@@ -158,7 +161,7 @@ def attribute_heatmap(models: Sequence[str], attributes: Sequence[str],
     rated votes), or None where the model has no vote on that state. A cell without a score (provisional: under
     `floor` rated votes) is left grey and labelled, never coloured as if measured."""
     if not models or not attributes:
-        return _empty(title, "no votes on utterances with a vocal state yet")
+        return _empty(title, NO_VOCAL_STATE_VOTES)
     if len(cells) != len(models) or any(len(row) != len(attributes) for row in cells):
         raise ValueError("cells must have one row per model and one cell per attribute")
     def show(model: str, attr: str, cell) -> tuple[float, str, str]:
