@@ -92,6 +92,6 @@ def wait_for_vote(page, timeout_ms: float | None = None, button: str = "a", poll
     extra = {k: v for k, v in (("timeout", timeout_ms), ("polling", polling)) if v is not None}
     try:
         page.wait_for_function("(id) => { const b = document.getElementById(id); return !!b && !b.disabled; }",
-                           arg=f"arena-vote-{button}", **extra)
+                               arg=f"arena-vote-{button}", **extra)
     except PlaywrightTimeout as e:
         raise AssertionError(f"the vote never unlocked ({e}); the page: {page.evaluate(LISTEN_STATE_JS)}") from None
