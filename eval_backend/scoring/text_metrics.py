@@ -49,8 +49,8 @@ def minilm_path() -> Path:
 
 @loaded_once
 def sentence_model():
-    from sentence_transformers import SentenceTransformer
-    return SentenceTransformer(str(minilm_path()), device="cpu", local_files_only=True)
+    from .minilm import MiniLM      # why: torch (~1 s), only where a text is embedded
+    return MiniLM(minilm_path())
 
 
 @loaded_once
@@ -61,8 +61,7 @@ def bert_scorer():
 
 def embed(texts: list[str]):
     """Unit-length MiniLM sentence embeddings (numpy, one row per text)."""
-    return sentence_model().encode(texts, normalize_embeddings=True, convert_to_numpy=True,
-                                   batch_size=64, show_progress_bar=False)
+    return sentence_model().encode(texts, batch_size=64)
 
 
 def tokens(text: str) -> list[str]:
