@@ -119,16 +119,24 @@ def true_peak_dbtp(samples: np.ndarray) -> float | None:
     return 20 * math.log10(peak) if peak > 0 else None
 
 
-def limit(samples: np.ndarray, rate: int, ceiling_dbtp: float = PEAK_DBTP) -> np.ndarray:
-    """A look-ahead peak limiter: each sample's gain is what keeps its oversampled neighbourhood under the
-    ceiling, held over the look-ahead window and released smoothly (never above what the peaks allow)."""
-    x = samples.astype(np.float64)
-    ceiling = 10 ** (ceiling_dbtp / 20)
+def oversampled_peaks(x: np.ndarray) -> np.ndarray:
+    """Each sample's largest |value| among its four neighbours in the 4x oversampled signal (what the limiter keeps
+    under the ceiling). Linear in the signal's gain: peaks of x * g are g * peaks of x."""
     over = np.abs(resample_poly(x, 4, 1))[: 4 * len(x)]
     over = np.pad(over, (0, 4 * len(x) - len(over)))
-    # each sample's four oversampled neighbours: the maximum of four strided views (what reshape(-1, 4).max(axis=1)
-    # gives, bit for bit, at an eighth of its time: numpy reduces a short last axis slowly)
-    over = np.maximum(np.maximum(over[0::4], over[1::4]), np.maximum(over[2::4], over[3::4]))
+    # the maximum of four strided views (what reshape(-1, 4).max(axis=1) gives, bit for bit, at an eighth of its
+    # time: numpy reduces a short last axis slowly)
+    return np.maximum(np.maximum(over[0::4], over[1::4]), np.maximum(over[2::4], over[3::4]))
+
+
+def limit(samples: np.ndarray, rate: int, ceiling_dbtp: float = PEAK_DBTP,
+          peaks: np.ndarray | None = None) -> np.ndarray:
+    """A look-ahead peak limiter: each sample's gain is what keeps its oversampled neighbourhood under the
+    ceiling, held over the look-ahead window and released smoothly (never above what the peaks allow). `peaks`:
+    `oversampled_peaks(samples)` when the caller has it (the gain search scales one source's)."""
+    x = samples.astype(np.float64)
+    ceiling = 10 ** (ceiling_dbtp / 20)
+    over = oversampled_peaks(x) if peaks is None else peaks
     need = np.minimum(1.0, ceiling / np.maximum(over, 1e-12))
     if need.min() >= 1.0:
         return x
@@ -165,9 +173,15 @@ def normalise(samples: np.ndarray, sr: int) -> tuple[np.ndarray, dict]:
     source_x = to_rate(np.asarray(samples, dtype=np.float64), sr)
     x = source_x
     source = loudness(source_x, RATE)
+    measured: tuple[float | None, float | None] | None = None     # (lufs, peak_dbtp) of x, while x is unchanged
     if source is not None:
+        source_peaks = oversampled_peaks(source_x)        # once: the limiter's peaks at a gain are these scaled
+
+        def at(gain_db: float) -> np.ndarray:
+            g = 10 ** (gain_db / 20)
+            return limit(source_x * g, RATE, peaks=source_peaks * g)
         gain = TARGET_LUFS - source             # dB
-        x = limit(source_x * 10 ** (gain / 20), RATE)
+        x = at(gain)
         now = loudness(x, RATE)
         before: tuple[float, float] | None = None
         for _ in range(MAX_GAIN_STEPS - 1):
@@ -178,13 +192,17 @@ def normalise(samples: np.ndarray, sr: int) -> tuple[np.ndarray, dict]:
                 slope = min(1.0, max(0.2, (now - before[1]) / (gain - before[0])))
             before = (gain, now)
             gain += (TARGET_LUFS - now) / slope
-            x = limit(source_x * 10 ** (gain / 20), RATE)
+            x = at(gain)
             now = loudness(x, RATE)
         peak = true_peak_dbtp(x)
+        measured = (now, peak)
         if peak is not None and peak > PEAK_DBTP:      # the limiter's estimate missed by a hair: trim it whole
             x = x * 10 ** ((PEAK_DBTP - peak - 0.01) / 20)
-    x = np.clip(x, -1.0, 1.0)
-    return x, {"lufs": loudness(x, RATE), "peak_dbtp": true_peak_dbtp(x), "source_lufs": source}
+            measured = None
+    heard = np.clip(x, -1.0, 1.0)
+    if measured is None or not np.array_equal(heard, x):        # measured again only when the samples changed
+        measured = (loudness(heard, RATE), true_peak_dbtp(heard))
+    return heard, {"lufs": measured[0], "peak_dbtp": measured[1], "source_lufs": source}
 
 
 def plain_wav(samples: np.ndarray, rate: int = RATE) -> bytes:
