@@ -19,7 +19,7 @@ from eval_backend.audio.asr import Transcriber
 from eval_backend.baselines.cues import detect
 from eval_backend.baselines.real_voices import ROOTS, hear_recording, missing, recordings, tally
 from tests.support.baselines import ROOT
-from tests.support.demo_pipeline import asr_cache_env
+from tests.support.demo_pipeline import measure_cache_env
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800)]
 
@@ -34,7 +34,7 @@ def rows():
 @pytest.fixture(scope="module")
 def validation(rows):
     with pytest.MonkeyPatch.context() as env:      # the run's transcript folder (scripts/test.sh; whisper_seed.py)
-        for name, value in asr_cache_env().items():
+        for name, value in measure_cache_env().items():
             env.setenv(name, value)
         asr = Transcriber()
     return tally([(r, hear_recording(r, asr)[0]) for r in rows])

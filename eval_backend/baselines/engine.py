@@ -125,8 +125,8 @@ class Engine:
         return self.transcriber.transcribe(clip.digest, clip.samples, clip.sr)
 
     def features(self, clip: Clip):
-        from ..audio.features import extract  # why: parselmouth (~0.35 s) off the app's start-up
-        return self._features.get_or(clip.digest, lambda: extract(clip.samples, clip.sr))
+        from ..audio.feature_cache import measure  # why: parselmouth (~0.35 s) off the app's start-up
+        return self._features.get_or(clip.digest, lambda: measure(clip.samples, clip.sr))
 
     def cues(self, clip: Clip) -> cue_mod.Cues:
         """Best guesses for forced choices (MCQ, selection): the thresholds read from our synthetic voices."""

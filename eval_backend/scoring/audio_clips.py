@@ -5,7 +5,8 @@ measurements into a MetricResult (items, failures, breakdowns).
 Each clip is decoded and measured once per run (`ctx.cache`), whichever metrics ask for it, and once per
 process for what depends only on its content (`_by_content`: DNSMOS, features, espeak-ng readings of a text,
 the benchmark's reference clips), so the same clip in another reply or another model's run (the bootstrap scores
-four baselines in one process) is not measured again.
+four baselines in one process) is not measured again; with EMPATHY_ARENA_FEATURE_CACHE set, a clip's features are
+also kept on disk for later processes (eval_backend/audio/feature_cache.py).
 A reply without audio is not an item; a clip that cannot be decoded is counted as `bad_audio`.
 """
 from __future__ import annotations
@@ -21,7 +22,7 @@ import numpy as np
 
 from eval_backend.audio.asr import Transcriber, to_16k
 
-from ..audio.features import extract
+from ..audio.feature_cache import measure
 from ..audio.io import BadAudio, read_wav
 from ..loaded_once import loaded_once
 from ..tasks import SPOKEN_TASKS, Request, describe_request
@@ -133,7 +134,7 @@ def features_of(ctx: ScoringContext, rel: str):
     """Acoustic features of a stored clip, memoised per run."""
     memo = ctx.cache.setdefault("audio:features", {})
     if rel not in memo:
-        memo[rel] = _by_content("features", content_key(ctx, rel), lambda: extract(*_clip(ctx, rel)))
+        memo[rel] = _by_content("features", content_key(ctx, rel), lambda: measure(*_clip(ctx, rel)))
     return memo[rel]
 
 

@@ -21,7 +21,7 @@ from collections import defaultdict
 from statistics import mean
 from typing import Any
 
-from ..audio.features import extract
+from ..audio.feature_cache import measure
 from ..audio.io import BadAudio, read_wav
 from ..audio.synth import SynthError, espeak
 from ..tasks import Request
@@ -135,7 +135,7 @@ def espeak_reference(ctx: ScoringContext, text: str) -> Prosody:
     memo = ctx.cache.setdefault("audio:espeak_ref", {})
     if text not in memo:
         memo[text] = _by_content("espeak_ref", text, lambda: Prosody.from_features(
-            extract(espeak(text, voice="en", rate=175), 16_000)))
+            measure(espeak(text, voice="en", rate=175), 16_000)))
     return memo[text]
 
 
@@ -201,7 +201,7 @@ def file_features(ctx: ScoringContext, path: str):
     if path not in memo:
         st = os.stat(path)
         memo[path] = _by_content("file_features", (path, st.st_size, st.st_mtime_ns),
-                                 lambda: extract(*read_wav(path)))
+                                 lambda: measure(*read_wav(path)))
     return memo[path]
 
 
@@ -210,7 +210,7 @@ def plain_reading(ctx: ScoringContext, text: str) -> dict:
     memo = ctx.cache.setdefault("audio:plain_reading", {})
     if text not in memo:
         memo[text] = _by_content("plain_reading", text, lambda: measures_of(
-            extract(espeak(text, voice=PLAIN_VOICE, rate=PLAIN_WPM, sr=PLAIN_SR), PLAIN_SR)))
+            measure(espeak(text, voice=PLAIN_VOICE, rate=PLAIN_WPM, sr=PLAIN_SR), PLAIN_SR)))
     return memo[text]
 
 

@@ -3,7 +3,7 @@
 Builds the demo benchmark (espeak-ng; once per `scripts/test.sh` run for each set of build arguments: the second
 database pass copies the first pass's build, see `build_demo`), serves both baselines on loopback and runs
 `python -m eval_backend run` for cascade-blind and cascade-cue in parallel (the
-server's ASR cache is shared, so each clip is transcribed once). The end-to-end
+server's ASR and feature caches are shared, so each clip is transcribed and measured once). The end-to-end
 test checks what was stored; the known-groups test scores it. Running it once
 instead of per test saves several minutes of Whisper in CI.
 """
@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from eval_backend.audio.asr import ASR_CACHE_ENV
+from eval_backend.audio.feature_cache import FEATURE_CACHE_ENV
 from tests.support.baselines import ROOT, BaselineServer
 
 MODELS = ("cascade-blind", "cascade-cue")
@@ -35,20 +36,23 @@ class DemoRun:
     database_url: str | None = None   # PostgreSQL runs: the run's own database (tests using it switch to it)
 
 
-def asr_cache_env() -> dict[str, str]:
-    """Whisper's transcripts kept on disk (eval_backend/audio/asr.py) in the folder scripts/test.sh gives both
-    database passes (EMPATHY_ARENA_TEST_CACHE): the PostgreSQL pass's demo runs decode no clip the SQLite pass
-    decoded. Nothing timed runs through here."""
+def measure_cache_env() -> dict[str, str]:
+    """Whisper's transcripts (eval_backend/audio/asr.py) and the clips' features (eval_backend/audio/feature_cache.py)
+    kept on disk in the folder scripts/test.sh gives both database passes (EMPATHY_ARENA_TEST_CACHE): the PostgreSQL
+    pass's demo runs and scorings decode and measure no clip the SQLite pass did (the SQLite pass measures every
+    clip itself; both are keyed by the samples and the code and libraries that measure them). Nothing timed runs
+    through here."""
     folder = os.environ.get("EMPATHY_ARENA_TEST_CACHE")
-    return {ASR_CACHE_ENV: str(Path(folder) / "asr")} if folder else {}
+    return {ASR_CACHE_ENV: str(Path(folder) / "asr"), FEATURE_CACHE_ENV: str(Path(folder) / "features")} if folder else {}
 
 
 def pipeline_env(database_url: str | None = None) -> dict[str, str]:
-    """The environment of a pipeline command (run, score): this process's, the run's database, the ASR cache."""
+    """The environment of a pipeline command (run, score): this process's, the run's database, the measurement
+    caches (measure_cache_env)."""
     env = {k: v for k, v in os.environ.items() if k != "DATABASE_URL"}
     if database_url:
         env["DATABASE_URL"] = database_url
-    return {**env, **asr_cache_env()}
+    return {**env, **measure_cache_env()}
 
 
 def _build_key(demo_args: tuple[str, ...]) -> str:
@@ -92,7 +96,7 @@ def run_demo_pipeline(root: Path, database_url: str | None = None, demo_args: tu
     t0 = time.perf_counter()
     build_demo(data, demo_args, env)
     build_s = time.perf_counter() - t0
-    with BaselineServer(env=asr_cache_env()) as server:
+    with BaselineServer(env=measure_cache_env()) as server:
         models_file = root / "models.yaml"
         models_file.write_text("models:\n" + "".join(
             f"  - {{name: {m}, base_url: '{server.base_url}', model: {m}, audio_output: true, baseline: true,"
