@@ -21,13 +21,14 @@ echo "=== mypy (pure cores, mypy.ini) ==="
 "$PY" -m mypy
 took "set-up, ruff and mypy"
 databases="${EMPATHY_ARENA_TEST_DB:-sqlite postgresql}"
-# Each pass in four parts: every test that may share the two cores, on two xdist workers (tests/conftest.py
-# groups a module's tests, and a shared session fixture's, on one worker); the browser tests (chromium), two modules
-# at a time (they mostly wait on playback, timers and their started app); the `exclusive` tests (a module that
-# times something: tests/conftest.py TIMED_MODULES), one module at a time on each worker, each worker and all it
-# starts pinned to a core of its own (EMPATHY_ARENA_TEST_PIN), so no other test's CPU skews a timing (with fewer
-# cores than workers: in one process, alone); last the `machine` tests (the Space's own start, timed on the whole
-# machine: WHOLE_MACHINE_MODULES) alone, unpinned. EMPATHY_ARENA_TEST_WORKERS=0 runs every part in one process.
+# Each pass in three parts: every test that may share the two cores, the browser tests (chromium) among them, on
+# two xdist workers (tests/conftest.py groups a module's tests, and a shared session fixture's, on one worker; a
+# browser test mostly waits on playback, timers and its started app, and the CPU-bound tests fill those waits:
+# docs/benchmarks.md, "Test suite"); the `exclusive` tests (a module that times something: tests/conftest.py
+# TIMED_MODULES), one module at a time on each worker, each worker and all it starts pinned to a core of its own
+# (EMPATHY_ARENA_TEST_PIN), so no other test's CPU skews a timing (with fewer cores than workers: in one process,
+# alone); last the `machine` tests (the Space's own start, timed on the whole machine: WHOLE_MACHINE_MODULES) alone,
+# unpinned. EMPATHY_ARENA_TEST_WORKERS=0 runs every part in one process.
 workers="${EMPATHY_ARENA_TEST_WORKERS:-2}"
 parallel=(); [ "$workers" != 0 ] && parallel=(-n "$workers" --dist loadgroup --no-loadscope-reorder)
 pinned=(env); timed=(); if [ "$workers" != 0 ] && [ "$(nproc)" -ge "$workers" ]; then
@@ -48,12 +49,11 @@ for db in $databases; do
     if [ "$db" = sqlite ] || [ -n "$(ls -A "$record")" ]; then uses=(env EMPATHY_ARENA_TEST_STORE_RECORD="$record")
     else uses=(env); fi
     collected=0
-    for part in shared browser timed machine; do
+    for part in shared timed machine; do
         echo "=== tests on $db: $part ==="
         pin=(env)
         case "$part" in
-            shared) how=("${parallel[@]}" -m "not exclusive and not browser") ;;
-            browser) how=("${parallel[@]}" -m "browser and not exclusive") ;;
+            shared) how=("${parallel[@]}" -m "not exclusive") ;;
             timed) how=("${timed[@]}" -m "exclusive and not machine"); pin=("${pinned[@]}") ;;
             machine) how=(-m machine) ;;
         esac

@@ -59,9 +59,10 @@ TIMED_MODULES = ("test_cold_start", "test_app_start", "test_arena_load", "test_b
 # Of those, the ones that time the Space's own start on the whole machine (its bootstrap's threads and processes and
 # a chromium, against targets set for 2 cores): they run alone, unpinned, after the pinned part (the `machine` mark).
 WHOLE_MACHINE_MODULES = ("test_cold_start", "test_app_start")
-# The browser tests (found by themselves: the `chromium` fixture, `launch_chromium`, the `browser` mark) run in a
-# part of their own, two modules at a time: they mostly wait on real-time playback, timers and a started app, so
-# two share the cores; mixed with the CPU-bound shared tests their waits would stretch.
+# The browser tests (found by themselves: the `chromium` fixture, `launch_chromium`, the `browser` mark) run with
+# the shared tests, a module at a time on each worker: they mostly wait on real-time playback, timers and a started
+# app, and a CPU-bound module on the other worker fills those waits (in a part of their own the two cores were ~80 %
+# busy; docs/benchmarks.md, "Test suite"). `-m browser` still selects them.
 EXCLUSIVE_GROUP = "exclusive"
 # EMPATHY_ARENA_TEST_PIN=1 (scripts/test.sh's timed part): each xdist worker and every process it starts (apps,
 # chromium, its PostgreSQL cluster: the affinity is inherited) run on one core of their own, so no other test's CPU
@@ -167,10 +168,10 @@ def worker_groups(items) -> dict[str, str]:
 
 
 def group_for_workers(items) -> None:
-    """xdist (`-n 2 --dist loadgroup`): each test gets its group's xdist_group mark (worker_groups), and the
-    `exclusive` or `browser` mark that puts it in its part of scripts/test.sh; the groups expected to take longest
-    (by their tests' declared time limits and `slow` marks) are handed out first, so the longest work does not
-    start last."""
+    """xdist (`-n 2 --dist loadgroup`): each test gets its group's xdist_group mark (worker_groups), the
+    `exclusive` mark that puts it in its part of scripts/test.sh, and `browser` on a browser test; the groups
+    expected to take longest (by their tests' declared time limits and `slow` marks) are handed out first, so the
+    longest work does not start last."""
     group_of = worker_groups(items)
     groups: dict[str, list] = {}
     for item in items:
@@ -180,7 +181,7 @@ def group_for_workers(items) -> None:
             item.add_marker(pytest.mark.exclusive)
             if _module_name(item) in WHOLE_MACHINE_MODULES:     # and these alone, unpinned (-m machine)
                 item.add_marker(pytest.mark.machine)
-        elif is_browser(item) and item.get_closest_marker("browser") is None:     # its part: -m browser
+        elif is_browser(item) and item.get_closest_marker("browser") is None:     # -m browser selects them
             item.add_marker(pytest.mark.browser)
         groups.setdefault(name, []).append(item)
     def expected_cost(group: str) -> tuple:         # the time limits the tests declare, then their `slow` marks
