@@ -140,7 +140,9 @@ def test_two_processes_submitting_the_same_model_queue_it_once(tmp_path):
            "--benchmark", str(folder), "--json"]
     procs = [subprocess.Popen(cmd + ["--submitter", f"user{i}"], cwd=ROOT, stdout=subprocess.PIPE,
                               stderr=subprocess.PIPE, text=True) for i in range(3)]
-    outs = [json.loads(p.communicate(timeout=120)[0]) for p in procs]
-    assert sum(o["accepted"] for o in outs) == 1
-    assert all("duplicate" in o["errors"] for o in outs if not o["accepted"])
+    done = [p.communicate(timeout=120) for p in procs]
+    outs = [json.loads(out) for out, _ in done]
+    said = f"{outs}; stderr: {[err[-1500:] for _, err in done]}"       # a failure says what each process answered
+    assert sum(o["accepted"] for o in outs) == 1, said
+    assert all("duplicate" in o["errors"] for o in outs if not o["accepted"]), said
     assert count_jobs(data) == 1
