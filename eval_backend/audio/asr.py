@@ -15,7 +15,6 @@ tests/support/whisper_seed.py); nothing timed uses it.
 """
 from __future__ import annotations
 
-import hashlib
 import os
 import platform
 import threading
@@ -24,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .io import sha256_file
+from .io import samples_key, sha256_file, write_text_atomically
 
 WHISPER_SR = 16_000
 DECODE = {"language": "en", "beam_size": 1, "temperature": 0.0, "condition_on_previous_text": False,
@@ -92,18 +91,10 @@ class DiskTranscripts:
         self.decoder = decoder
 
     def path(self, samples: np.ndarray, sr: int) -> Path:
-        h = hashlib.sha256(self.decoder.encode())
-        h.update(f"|{sr}|{samples.dtype.str}|{samples.shape}|".encode())
-        h.update(np.ascontiguousarray(samples).tobytes())
-        key = h.hexdigest()
+        key = samples_key(self.decoder, samples, sr)
         return self.folder / key[:2] / f"{key}.txt"
 
-    @staticmethod
-    def write(path: Path, text: str) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f"{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
-        tmp.write_text(text, encoding="utf-8")
-        tmp.replace(path)
+    write = staticmethod(write_text_atomically)
 
 
 class Transcriber:

@@ -14,7 +14,6 @@ import dataclasses
 import hashlib
 import json
 import os
-import threading
 from functools import lru_cache
 from importlib import metadata
 from pathlib import Path
@@ -22,6 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from . import features
+from .io import samples_key, write_text_atomically
 
 FEATURE_CACHE_ENV = "EMPATHY_ARENA_FEATURE_CACHE"
 
@@ -39,11 +39,7 @@ def analysis_fingerprint() -> str:
 
 
 def path_for(folder: Path, samples: np.ndarray, sr: int) -> Path:
-    x = np.ascontiguousarray(samples)
-    h = hashlib.sha256(analysis_fingerprint().encode())
-    h.update(f"|{sr}|{x.dtype.str}|{x.shape}|".encode())
-    h.update(x.tobytes())
-    key = h.hexdigest()
+    key = samples_key(analysis_fingerprint(), samples, sr)
     return folder / key[:2] / f"{key}.json"
 
 
@@ -56,10 +52,7 @@ def _read(path: Path) -> features.Features | None:
 
 def _write(path: Path, found: features.Features) -> None:
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f"{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
-        tmp.write_text(json.dumps(dataclasses.asdict(found)), encoding="utf-8")
-        tmp.replace(path)
+        write_text_atomically(path, json.dumps(dataclasses.asdict(found)))
     except OSError:
         pass              # a read-only or full disk: the next scoring measures the clip again
 

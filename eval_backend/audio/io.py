@@ -5,6 +5,8 @@ import base64
 import binascii
 import hashlib
 import io
+import os
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -25,6 +27,24 @@ def sha256_file(path: str | Path) -> str:
         for chunk in iter(lambda: f.read(1 << 20), b""):
             h.update(chunk)
     return h.hexdigest()
+
+
+def samples_key(prefix: str, samples: np.ndarray, sr: int) -> str:
+    """sha256 of `prefix` (what measures the samples), the rate, dtype and shape, and the samples' bytes: the name
+    of a measurement kept on disk (eval_backend/audio/asr.py's transcripts, feature_cache.py's features)."""
+    x = np.ascontiguousarray(samples)
+    h = hashlib.sha256(prefix.encode())
+    h.update(f"|{sr}|{x.dtype.str}|{x.shape}|".encode())
+    h.update(x.tobytes())
+    return h.hexdigest()
+
+
+def write_text_atomically(path: Path, text: str) -> None:
+    """Write `text` whole, then rename: a concurrent reader (another process, another thread) never sees half."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f"{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+    tmp.write_text(text, encoding="utf-8")
+    tmp.replace(path)
 
 
 def decode_wav_bytes(data: bytes, min_seconds: float = 0.05) -> tuple[np.ndarray, int]:
