@@ -23,6 +23,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
 import sys
 import tempfile
 from pathlib import Path
@@ -64,6 +65,7 @@ class StorageProbe:
         self.ran: list[str] = []              # test ids whose call phase ran in this process
         self.active = self.db == "sqlite"
         if self.active:
+            self.env_before = {k: os.environ.get(k) for k in (PROBE_DIR_ENV, "PYTHONPATH")}
             self.probe_dir = tempfile.mkdtemp(prefix="store_probe_")
             os.environ[PROBE_DIR_ENV] = self.probe_dir
             os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (SITE_DIR, os.environ.get("PYTHONPATH")) if p)
@@ -157,6 +159,19 @@ class StorageProbe:
         tmp = out.with_suffix(".tmp")
         tmp.write_text(json.dumps({"ran": sorted(map(base_id, self.ran)), "storage": storage}, indent=0))
         tmp.replace(out)
+
+    def pytest_unconfigure(self, config):
+        """The reports folder goes (one a pytest process: they were left in /tmp), and the variables this plugin
+        set are as they were (a pytest run inside this process, as tests/test_storage_probe.py's, leaves the outer
+        one reporting where it did)."""
+        if not self.active:
+            return
+        shutil.rmtree(self.probe_dir, ignore_errors=True)
+        for key, value in self.env_before.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
 
 
 def pytest_configure(config):
