@@ -6,7 +6,6 @@ DATABASE_URL, so every Store and every subprocess a test starts uses it). script
 """
 import itertools
 import os
-import sys
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
@@ -33,8 +32,9 @@ from space_shell.gradio_import import skip_stub_regeneration  # noqa: E402
 
 skip_stub_regeneration()     # as app.py does: the test modules import gradio (space_shell/gradio_import.py)
 
-# storage_probe: the SQLite pass finds out which tests use the store; the PostgreSQL pass runs those (its docstring)
-pytest_plugins = ["tests.support.storage_probe", "pytester"]
+# storage_probe: the SQLite pass finds out which tests use the store; the PostgreSQL pass runs those (its docstring);
+# background_workers: the battle-audio workers a module's services started stop when the module ends
+pytest_plugins = ["tests.support.storage_probe", "tests.support.background_workers", "pytester"]
 
 TEST_DB = os.environ.get("EMPATHY_ARENA_TEST_DB", "sqlite")
 if TEST_DB not in ("sqlite", "postgresql"):
@@ -232,18 +232,6 @@ def databases():
     from tests.support.pg_server import postgres_server
     with postgres_server(max_connections=400) as admin_url:
         yield PgDatabases(admin_url)
-
-
-@pytest.fixture(scope="module", autouse=True)
-def heard_audio_stopped():
-    """After each module, stop the battle-audio workers its services started: a worker left draining its queue
-    measured clips during the next module's tests (test_feature_cache counted a 24 kHz heard clip it never asked
-    for) and took CPU from them."""
-    yield
-    battle_audio = sys.modules.get("arena.services.battle_audio")      # not imported: nothing was started
-    if battle_audio is not None:
-        for heard in list(battle_audio._WORKING):
-            heard.stop()
 
 
 @pytest.fixture(scope="module", autouse=True)
