@@ -67,30 +67,41 @@ def test_votes_table_translation(dsn):
 
 
 def test_skip_locked_claims_each_job_once(dsn):
-    """Two workers claiming with FOR UPDATE SKIP LOCKED, each in its own connection: no job claimed twice."""
+    """Two workers claiming with FOR UPDATE SKIP LOCKED, each in its own connection: no job claimed twice, and a
+    worker passes over a job the other holds rather than waiting for it. Each worker keeps its first claim's
+    transaction open until both hold one, so the second worker's claim happens while the first job is locked: it
+    must skip it (before, "both got work" rested on the scheduler, and one thread claimed all 200 on a loaded run)."""
     with psycopg.connect(dsn, autocommit=True) as conn:
         conn.execute("DELETE FROM jobs")
         with conn.cursor() as cur:
             cur.executemany("INSERT INTO jobs (state) VALUES ('PENDING')", [()] * 200)
     claimed: dict[str, list[int]] = {"w1": [], "w2": []}
+    both_hold_one = threading.Barrier(2, timeout=30)     # broken if a claim waited on the other's lock instead
+    errors: list[BaseException] = []
 
     def worker(name):
-        with psycopg.connect(dsn) as conn:
-            while True:
-                with conn.transaction():
-                    row = conn.execute("SELECT id FROM jobs WHERE state='PENDING' ORDER BY id LIMIT 1 "
-                                       "FOR UPDATE SKIP LOCKED").fetchone()
-                    if row is None:
-                        return
-                    conn.execute("UPDATE jobs SET state='RUNNING', lease_owner=%s, claims=claims+1 WHERE id=%s",
-                                 (name, row[0]))
-                claimed[name].append(row[0])
+        try:
+            with psycopg.connect(dsn) as conn:
+                while True:
+                    with conn.transaction():
+                        row = conn.execute("SELECT id FROM jobs WHERE state='PENDING' ORDER BY id LIMIT 1 "
+                                           "FOR UPDATE SKIP LOCKED").fetchone()
+                        if row is None:
+                            return
+                        conn.execute("UPDATE jobs SET state='RUNNING', lease_owner=%s, claims=claims+1 "
+                                     "WHERE id=%s", (name, row[0]))
+                        if not claimed[name]:
+                            both_hold_one.wait()          # this job stays locked until the other holds its own
+                    claimed[name].append(row[0])
+        except BaseException as exc:      # the assertion below names it
+            errors.append(exc)
 
     threads = [threading.Thread(target=worker, args=(n,)) for n in claimed]
     for t in threads:
         t.start()
     for t in threads:
         t.join(60)
+    assert errors == [] and not any(t.is_alive() for t in threads)
     all_ids = claimed["w1"] + claimed["w2"]
     assert sorted(all_ids) == list(range(min(all_ids), min(all_ids) + 200))     # each once
     assert claimed["w1"] and claimed["w2"]                                       # both got work
