@@ -1,5 +1,5 @@
 """A process that exits while the battle-audio worker is inside native code exits cleanly (arena/services/
-battle_audio.py `_finish_at_exit`): `python -m arena health` used to die with SIGABRT ("terminate called without an
+battle_audio.py `stop_workers`): `python -m arena health` used to die with SIGABRT ("terminate called without an
 active exception") after printing its report, when its worker was measuring a clip in ONNX Runtime or Praat."""
 import subprocess
 import sys

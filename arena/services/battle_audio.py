@@ -303,8 +303,9 @@ _WORKING: weakref.WeakSet = weakref.WeakSet()    # caches whose worker was start
 
 
 @atexit.register
-def _finish_at_exit() -> None:
-    """Let each worker finish its clip before Python finalizes. A daemon thread still inside native code that
+def stop_workers() -> None:
+    """Drop every started worker's queue and let it finish its clip (at exit; tests/support/background_workers.py
+    after each test module). Why at exit: a daemon thread still inside native code that
     released the GIL (ONNX Runtime, Praat through pybind11) when the interpreter finalizes is ended by
     pthread_exit, whose unwinding through a noexcept C++ destructor aborts the whole process with "terminate called
     without an active exception": `python -m arena health` exited with SIGABRT after printing its report."""
@@ -448,7 +449,7 @@ class HeardAudio:
                         self.version += 1
 
     def stop(self, timeout_s: float = 10.0) -> None:
-        """Drop what is queued and let the worker finish the clip it is on (at exit: `_finish_at_exit`)."""
+        """Drop what is queued and let the worker finish the clip it is on (at exit: `stop_workers`)."""
         with self._lock:
             self._queue.clear()
             self._urgent.clear()

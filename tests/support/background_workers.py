@@ -12,15 +12,9 @@ import sys
 import pytest
 
 
-def stop_battle_audio_workers() -> None:
-    """Drop every started worker's queue and let it finish the clip it is on (battle_audio's own exit hook)."""
-    battle_audio = sys.modules.get("arena.services.battle_audio")      # not imported: nothing was started
-    if battle_audio is not None:
-        for heard in list(battle_audio._WORKING):
-            heard.stop()
-
-
 @pytest.fixture(scope="module", autouse=True)
 def heard_audio_stopped():
     yield
-    stop_battle_audio_workers()
+    battle_audio = sys.modules.get("arena.services.battle_audio")      # not imported: nothing was started
+    if battle_audio is not None:
+        battle_audio.stop_workers()
