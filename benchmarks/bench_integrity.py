@@ -130,19 +130,16 @@ def sweep_costs(n: int, runs: int) -> dict:
 
 def browser_solve(runs: int) -> dict:
     """Seconds from the widget on the page to its solution, in chromium (the app's defaults)."""
-    from playwright.sync_api import sync_playwright
-
     from arena.ui.pow_ui import PAYLOAD_JS
     from tests.support.arena_fixtures import AppProcess, seed
-    from tests.test_pow_browser import CHROMIUM_ARGS
+    from tests.support.browser import launch_chromium
     out = []
     with tempfile.TemporaryDirectory(prefix="bench_pow_ui_") as tmp:
         seed(tmp, MODELS[:2], n_scripts=1)
         app = AppProcess(tmp, {"min_listen_s": 0}, env={"EMPATHY_ARENA_POW": "1", "EMPATHY_ARENA_GOLD_SHARE": "0",
                                                          "EMPATHY_ARENA_SCREEN_REPLIES": "0"}).start()
         try:
-            with sync_playwright() as p:
-                browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS)
+            with launch_chromium() as browser:
                 for _ in range(runs):
                     page = browser.new_page()
                     page.goto(app.url + "/")
@@ -152,7 +149,6 @@ def browser_solve(runs: int) -> dict:
                     page.wait_for_function(f"() => !!({PAYLOAD_JS})", timeout=120_000, polling=20)
                     out.append(time.perf_counter() - t0)
                     page.close()
-                browser.close()
         finally:
             app.stop()
     return {"widget_to_solution_s_median": statistics.median(out), "all_s": out}

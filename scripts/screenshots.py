@@ -1,4 +1,4 @@
-"""Screenshots of every tab at 1366×800 and 390×844 (Playwright, Debian's /usr/bin/chromium), for reviewing layout.
+"""Screenshots of every tab at 1366×800 and 390×844 (Playwright, Debian's chromium: tests/support/browser.py), for reviewing layout.
 
     python3 scripts/screenshots.py [--out screenshots/] [--root /path/to/a/checkout] [--url http://...]
     python3 scripts/screenshots.py --readme        # the README's pictures, docs/screenshots/*.jpg (committed)

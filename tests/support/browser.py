@@ -1,6 +1,12 @@
 """Debian's chromium driven by Playwright: the one launch the browser tests, the benchmarks and scripts/screenshots.py
 share (never `playwright install`).
 
+The binary is Debian's headless shell of chromium (package chromium-headless-shell, packages-test.txt): the same
+source and version as /usr/bin/chromium (Blink, V8, the media stack), built without the desktop browser's own
+layers; it is what Playwright itself runs for headless chromium. A fresh page of the Space costs ~2.65 CPU-s there
+against ~3.9 in the full browser (docs/benchmarks.md, "Test suite"), and the suite opens ~170 a pass.
+EMPATHY_ARENA_TEST_CHROMIUM names another binary for a run (e.g. /usr/bin/chromium, the full browser).
+
 In a test module, take the `chromium` fixture (tests/conftest.py): one browser for the module, closed after it;
 open a page per use with `new_page(chromium)` (a fresh context: its own cookies, viewport and device). A module that
 needs more flags (a fake microphone) overrides the module-scoped `chromium_args` fixture.
@@ -11,10 +17,11 @@ one browser for all its tests.
 """
 from __future__ import annotations
 
+import os
 from contextlib import contextmanager
 from typing import Iterator
 
-CHROMIUM = "/usr/bin/chromium"
+CHROMIUM = os.environ.get("EMPATHY_ARENA_TEST_CHROMIUM", "/usr/bin/chromium-headless-shell")
 CHROMIUM_ARGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                  "--disable-background-networking", "--disable-component-update", "--disable-sync",
                  # tests play clips from script, without a user gesture
