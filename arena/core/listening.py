@@ -132,6 +132,9 @@ class Decision:
         return sum(self.remaining_s.values())
 
 
+FLOAT_SLACK_S = 0.001      # decide(): below what the page reports (milliseconds), above clock rounding
+
+
 def remaining(rule: ListenRule, need: float, played: float) -> float:
     """Seconds of a clip still to hear; 0 once `played` is within the tolerance of `need`."""
     return 0.0 if played >= need - rule.tolerance_s else need - played
@@ -141,7 +144,10 @@ def decide(rule: ListenRule, clips: Mapping[str, float], fetched_at: Mapping[str
            report: ListenReport, now: float) -> Decision:
     """The verdict on a vote cast at `now` (server time) on a battle whose clips last `clips` seconds and whose
     audio was first fetched at `fetched_at` (server time; None or missing: never)."""
-    tol = rule.tolerance_s
+    # The impossibility checks allow a millisecond more: the page reports to the millisecond, and the difference of
+    # two server clock readings (~1.8e9 s) carries float rounding, so an honest report exactly at the physical
+    # limit (e.g. a 1 ms clip heard at the top rate the instant it was fetched) computed a hair above it.
+    tol, slack = rule.tolerance_s, rule.tolerance_s + FLOAT_SLACK_S
     for clip, seconds in clips.items():
         played = report.played_s.get(clip, 0.0)
         needed = rule.need(seconds) > tol
@@ -152,11 +158,11 @@ def decide(rule: ListenRule, clips: Mapping[str, float], fetched_at: Mapping[str
                                             "have been heard: load the battle's audio and listen first",
                                 "not_fetched")
             continue
-        if played > seconds + tol:
+        if played > seconds + slack:
             return Decision(IMPOSSIBLE, f"{played:.1f} s of {clip_label(clip)} reported, but it lasts "
                                         f"{seconds:.1f} s", "longer_than_clip")
         elapsed = max(0.0, now - fetched)
-        if played > rule.max_rate * elapsed + tol:
+        if played > rule.max_rate * elapsed + slack:
             return Decision(IMPOSSIBLE, f"{played:.1f} s of {clip_label(clip)} reported, but its audio was "
                                         f"fetched {elapsed:.1f} s ago (at most {rule.max_rate:g}x speed)",
                             "faster_than_possible")
