@@ -88,3 +88,35 @@ def test_a_page_that_hands_out_nothing_leaves_no_folder(tmp_path, monkeypatch):
     assert folder.files() == [] and list(tmp_path.iterdir()) == []
     folder.write("a.csv", "x\n")
     assert [p.name for p in tmp_path.iterdir()][0].startswith("idle_")
+
+
+def test_a_killed_process_leaves_no_folder_behind(tmp_path, monkeypatch):
+    """A process killed before its exit hook leaves its folder; the next process to make one removes it, and leaves
+    a live process's folder and anything not named like one alone."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import tempfile
+    from pathlib import Path
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    code = ("import sys, os, signal; sys.path.insert(0, sys.argv[1]); import tempfile; tempfile.tempdir = sys.argv[2]; "
+            "from leaderboard.download_files import DownloadFolder; DownloadFolder('kill_').write('a.csv', 'x'); "
+            "os.kill(os.getpid(), signal.SIGKILL)")
+    root = str(Path(__file__).resolve().parents[1])
+    done = subprocess.run([sys.executable, "-c", code, root, str(tmp_path)])
+    assert done.returncode == -signal.SIGKILL
+    left = [p for p in tmp_path.iterdir() if p.name.startswith("kill_")]
+    assert len(left) == 1 and list(left[0].rglob("a.csv")), left        # killed: its exit hook never ran
+    live = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        (tmp_path / f"kill_{live.pid}_abc").mkdir()                      # a live process's folder
+        (tmp_path / "kill_notapid").mkdir()                              # not named like one of ours
+        mine = DownloadFolder("kill_").write("b.csv", "y").parents[1]
+        names = sorted(p.name for p in tmp_path.iterdir())
+        assert left[0].name not in names and mine.name in names, names
+        assert f"kill_{live.pid}_abc" in names and "kill_notapid" in names
+        assert mine.name.startswith(f"kill_{os.getpid()}_")
+    finally:
+        live.kill()
+        live.wait()
