@@ -47,6 +47,27 @@ def _votes(app) -> list[dict]:
 
 
 @pytest.mark.browser
+@pytest.mark.timeout(300)
+def test_a_pause_event_arriving_after_play_all_restarted_the_clip_does_not_stop_it(app, chromium):
+    """"Play all" pauses every clip and restarts the first; a pause event dispatched after that restart (the pause of
+    a clip that was playing, late on a loaded machine) is not the voter's: A and B must still play."""
+    page = new_page(chromium, 30_000)
+    try:
+        page.goto(app.url + "/")
+        page.click("#arena-next")
+        page.wait_for_function("() => document.querySelectorAll('audio').length === 3 && "
+                               "[...document.querySelectorAll('audio')].every(a => a.currentSrc && a.duration > 0)")
+        page.keyboard.press("p")
+        page.wait_for_function("() => { const a = document.querySelector('#arena-audio-user audio');"
+                               " return a && !a.paused && a.currentTime > 0.2; }")
+        page.evaluate("() => document.querySelector('#arena-audio-user audio').dispatchEvent(new Event('pause'))")
+        assert page.evaluate("() => window.__arenaListen.current") == "user"
+        page.wait_for_function("() => window.__arenaListen.order.includes('B')", timeout=60_000)
+    finally:
+        page.context.close()
+
+
+@pytest.mark.browser
 @pytest.mark.slow
 @pytest.mark.timeout(300)
 def test_vote_needs_listening_then_reveals_and_is_stored(app, page):

@@ -137,8 +137,12 @@ if (!window.__arenaKeys) {
   // a clip the voter pauses or plays by hand leaves "play all in order"
   document.addEventListener("pause", (e) => {
     const c = e.target && e.target.tagName === "AUDIO" ? clipOf(e.target) : null;
-    // (a pause at 0 s is "play all" itself restarting the clip, not the voter)
-    if (c && c === S.current && !e.target.ended && e.target.currentTime > 0) { S.queue = []; S.current = null; }
+    // (a pause at 0 s is "play all" itself restarting the clip, not the voter; so is a pause event that arrives
+    // once the clip plays again: "play all" paused a clip that was playing and restarted it, and on a loaded
+    // machine the event is dispatched after the restart, when the clip is no longer paused)
+    if (c && c === S.current && e.target.paused && !e.target.ended && e.target.currentTime > 0) {
+      S.queue = []; S.current = null;
+    }
   }, true);
   const KEYS = {"1": "arena-vote-a", "a": "arena-vote-a", "2": "arena-vote-b", "b": "arena-vote-b",
                 "3": "arena-vote-tie", "t": "arena-vote-tie", "4": "arena-vote-bad", "x": "arena-vote-bad",
