@@ -218,6 +218,23 @@ def test_racing_identical_submissions_queue_one(tmp_path, bench_dir):
     assert Store(tmp_path / "d").query("SELECT COUNT(*) FROM submissions")[0][0] == 1
 
 
+def test_a_submission_committed_between_the_checks_reads_is_reported_whole(tmp_path, bench_dir):
+    """The loser of a race is told everything that refuses it, read at one moment: a winner committing between
+    the duplicate read and the name read once left it with only "name taken" (a CI run on PostgreSQL)."""
+    loser, winner = svc_for(tmp_path / "d", bench_dir), svc_for(tmp_path / "d", bench_dir)
+    read_duplicate, raced = loser.queue.active_duplicate, []
+
+    def duplicate_then_the_winner_commits(conn, key):
+        found = read_duplicate(conn, key)
+        if not raced:
+            raced.append(winner.submit(good_form(), Submitter("ann")))
+        return found
+    loser.queue.active_duplicate = duplicate_then_the_winner_commits
+    out = loser.submit(good_form(), Submitter("ben"))
+    assert raced[0].accepted and not out.accepted
+    assert "#1" in out.errors["duplicate"] and "taken" in out.errors["name"], out.errors
+
+
 def test_internal_endpoints_are_refused_by_the_form(tmp_path, bench_dir):
     svc = svc_for(tmp_path / "d", bench_dir)
     for url in ("http://127.0.0.1:8765/v1", "http://[::ffff:169.254.169.254]/v1", "http://0x7f000001/v1"):

@@ -204,6 +204,9 @@ class SubmissionService:
         key = dedup_key(form, bench.source or s.benchmark, s.tasks, s.limit, upload.content_hash if upload else None)
         try:
             conflicts = self._conflicts(self.store.connect(), form.name.strip(), key, who)
+            if conflicts:    # its reads were not one moment: a rival committing between them gives half the reasons
+                with self.store.transaction() as conn:
+                    conflicts = self._conflicts(conn, form.name.strip(), key, who)
             if not conflicts and form.kind == "endpoint":
                 if s.preflight:
                     conflicts = self._preflight_once(who, form, bench, requests) or {}
