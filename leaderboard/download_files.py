@@ -71,11 +71,13 @@ def remove_orphans(prefix: str) -> list[Path]:
     gone = []
     for folder in Path(tempfile.gettempdir()).glob(f"{prefix}*_*"):
         pid = folder.name[len(prefix):].split("_", 1)[0]
+        if not pid.isdigit():
+            continue
         try:                           # another process may be removing the same folder: gone is gone
             ours = folder.is_dir() and folder.stat().st_uid == os.getuid()
         except OSError:
             continue
-        if not pid.isdigit() or not ours or _alive(int(pid)):
+        if not ours or _alive(int(pid)):
             continue
         shutil.rmtree(folder, ignore_errors=True)
         gone.append(folder)

@@ -165,8 +165,9 @@ class Crawler:
                                                              "trigger_id": None})
         self.responses.append((r.status_code, r.text))
         if r.status_code == 200:
-            self.pending.add(r.json()["event_id"])
-            self.joined[r.json()["event_id"]] = f"fn_index {dep['id']} ({dep.get('api_name')}): {str(data)[:200]}"
+            event = r.json()["event_id"]
+            self.pending.add(event)
+            self.joined[event] = f"fn_index {dep['id']} ({dep.get('api_name')}): {str(data)[:200]}"
         return r.status_code, r.text
 
     def drain(self) -> None:
