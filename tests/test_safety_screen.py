@@ -233,7 +233,7 @@ def test_cli_plain_text_and_bad_setting():
     ("What a brave choice, crying about it.", False),        # sarcasm
     ("you 1d10t", False),                                     # spelling tricks
     ("Je veux mourir.", False),                               # not English
-    ("You are not an idiot.", True),                          # negation (the classifier)
+    ("You are not an idiot.", False),                         # a denial: own_words keeps it from the classifier
     ("He said immigrants are criminals and that hurt you.", True),   # quoting is not told from saying
     ("Your order number is 48213377.", True),                 # any 7+ digit run reads as a phone number
 ])

@@ -1,5 +1,5 @@
 """The semantic layer's on-disk cache of the example bank's embeddings (issue 26): a process's first screen reads
-the bank's vectors instead of embedding ~700 sentences, a changed bank or a damaged file is never used, and a cache
+the bank's vectors instead of embedding ~2,400 sentences, a changed bank or a damaged file is never used, and a cache
 that cannot be written costs time, not the screen."""
 from __future__ import annotations
 
@@ -11,10 +11,11 @@ import pytest
 from eval_backend.safety import bank, semantic, semantic_cache
 
 TEXTS = ["I'm so sorry about your dog.", "You are a worthless idiot.", "I will find you after school."]
+DIM = 768              # all-mpnet-base-v2's embedding size
 
 
 class Counting:
-    """The real MiniLM embedder, counting the texts it was asked to embed."""
+    """The real embedder, counting the texts it was asked to embed."""
 
     def __init__(self) -> None:
         self.texts: list[str] = []
@@ -55,15 +56,15 @@ def test_a_damaged_file_is_ignored_and_replaced(cache_dir, damage):
     if damage == "garbage":
         path.write_bytes(b"\x93NUMPY not really")
     elif damage == "wrong_shape":
-        np.save(path, np.ones((2, 384), dtype=np.float32))
+        np.save(path, np.ones((2, DIM), dtype=np.float32))
     elif damage == "not_finite":
-        np.save(path, np.full((3, 384), np.nan, dtype=np.float32))
+        np.save(path, np.full((3, DIM), np.nan, dtype=np.float32))
     else:
         np.save(path, np.array([{"a": 1}] * 3, dtype=object), allow_pickle=True)
     counting = Counting()
     vectors = semantic_cache.bank_vectors(TEXTS, counting)
     assert counting.texts == TEXTS
-    assert np.isfinite(vectors).all() and vectors.shape == (3, 384)
+    assert np.isfinite(vectors).all() and vectors.shape == (3, DIM)
     assert np.array_equal(np.load(path, allow_pickle=False), vectors)      # the file was rewritten
 
 
@@ -72,19 +73,21 @@ def test_a_cache_that_cannot_be_written_still_screens(tmp_path, monkeypatch):
     blocker.write_text("not a folder")
     monkeypatch.setenv("EMPATHY_ARENA_SAFETY_CACHE", str(blocker / "cache"))    # mkdir fails under a file
     counting = Counting()
-    assert semantic_cache.bank_vectors(TEXTS, counting).shape == (3, 384)
+    assert semantic_cache.bank_vectors(TEXTS, counting).shape == (3, DIM)
     assert counting.texts == TEXTS and not (blocker / "cache").exists()
 
 
 def test_the_shipped_layer_reads_the_bank_from_the_cache(cache_dir, monkeypatch):
-    """Building the layer a second time embeds none of the bank (the first build fills the cache)."""
-    semantic.Layer()                                           # fills cache_dir (embeds the bank once)
+    """Building the layer a second time embeds none of the bank (the first build fills the cache) and reads as the
+    first. The shipped code path on a bank cut to 25 sentences a label: the whole bank takes minutes to embed."""
+    monkeypatch.setattr(bank, "BANK", {label: texts[:25] for label, texts in bank.BANK.items()})
+    first = semantic.Layer()                                   # fills cache_dir (embeds the bank once)
     texts = [t for label in (*semantic.CLASSES, "benign") for t in bank.BANK[label]]
     assert semantic_cache.path_for(texts).is_file()
     counting = Counting()
     monkeypatch.setattr(semantic, "_embed", counting)
     fitted = semantic.Layer()
     assert counting.texts == []
-    probs = semantic.scores("I gave my cat to my neighbour, I will not be needing her", fitted)
-    assert probs["crisis"] >= semantic.CRISIS_CUT
+    text = "I gave my cat to my neighbour, I will not be needing her"
+    assert np.allclose(fitted.probabilities([text]), first.probabilities([text]))
     assert os.listdir(cache_dir) == [semantic_cache.path_for(texts).name]     # no temporary file left behind

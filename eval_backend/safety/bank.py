@@ -14,6 +14,12 @@ Labels:
 - "threat": threats of violence against the listener or people close to them;
 - "benign": what must pass — empathetic replies (grief, anger, illness, crisis-line advice: many use the harmful
   sets' words), a person's everyday sadness or anger that is not a crisis, voters' reasons, neutral talk.
+Two parts per label: `{label}.txt`, written for the bank (WRITTEN: what cross-validation folds,
+tests/support/safety_tuning.py), and `pooled_{label}.txt` (bank-11), every sentence of the evaluation sets whose
+readings are spent — held-apart v1, v2, v5, v6, the dev sets of tests/support/safety_sentences.py and the benign
+probe, written by other authors — pooled in because a layer fitted on more authors read the next author's set better
+(leave-one-source-out, tests/support/safety_pooled_cv.py; docs/security.md). Those sets' figures are fit figures
+from bank-11 on; held-apart v7 and v8 are not in the bank.
 Adding a sentence changes what the layer learns: bump `VERSION` (stored decisions name the screen that made them);
 `digest()` changes by itself (the cache of the fitted layer is keyed by it, semantic_cache.py).
 """
@@ -23,17 +29,19 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
-VERSION = "bank-5"
+VERSION = "bank-11"
 LABELS = ("crisis", "abuse", "threat", "benign")
 FOLDER = Path(__file__).with_name("bank_data")
 
 
-def _read(label: str) -> list[str]:
-    lines = (FOLDER / f"{label}.txt").read_text(encoding="utf-8").splitlines()
+def _read(name: str) -> list[str]:
+    lines = (FOLDER / f"{name}.txt").read_text(encoding="utf-8").splitlines()
     return [s.strip() for s in lines if s.strip() and not s.lstrip().startswith("#")]
 
 
-BANK: dict[str, list[str]] = {label: _read(label) for label in LABELS}
+WRITTEN: dict[str, list[str]] = {label: _read(label) for label in LABELS}
+POOLED: dict[str, list[str]] = {label: _read(f"pooled_{label}") for label in LABELS}
+BANK: dict[str, list[str]] = {label: WRITTEN[label] + POOLED[label] for label in LABELS}
 
 
 def digest(examples: dict[str, list[str]] | None = None) -> str:

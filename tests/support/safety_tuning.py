@@ -14,8 +14,7 @@ import random
 
 import numpy as np
 
-from eval_backend.safety import bank, offline, rules, semantic
-from eval_backend.safety.core import Finding, Thresholds, combine
+from eval_backend.safety import bank, offline, semantic
 
 LABEL_OF = {"crisis": "crisis", "abuse": "abuse", "threat": "violence", "benign": "benign"}
 
@@ -62,17 +61,10 @@ def cross_validated(k: int = 5) -> list[tuple[str, str, dict[str, float]]]:
 
 
 def screen_with(text: str, probs: dict[str, float], crisis_cut: float, flag_cut: float | None):
-    """The offline screen's decision for `text` with the given semantic probabilities and cut-offs."""
-    findings = [Finding("abuse", offline.classifier_score(text), "classifier")] + rules.findings(text)
-    for c, p in probs.items():
-        category, label = semantic.CATEGORY[c]
-        if c == "crisis":
-            score = semantic._scale(p, crisis_cut, 0.5, semantic.CRISIS_MAX)
-        else:
-            cut = semantic.FLAG_CUTS[c] if flag_cut is None else flag_cut
-            score = semantic._scale(p, cut, semantic.FLAG_SCORE, 1.0)
-        findings.append(Finding(category, score, "semantic", label))
-    return combine(findings, Thresholds(default=0.85), "tuning")
+    """The offline screen's decision for `text` (offline.screen itself: the classifier on the text's own words, the
+    rules, the idiom cap) with the given semantic probabilities and cut-offs."""
+    cuts = None if flag_cut is None else {"abuse": flag_cut, "threat": flag_cut}
+    return offline.screen(text, 0.85, read_meaning=lambda t: semantic.readings(t, probs, crisis_cut, cuts))
 
 
 def figures(rows, crisis_cut: float, flag_cut: float | None) -> dict[str, tuple[int, int]]:
