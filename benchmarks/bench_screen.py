@@ -4,8 +4,8 @@
 
 1. Offline screen (alt-profanity-check + rules + the semantic layer) on distinct texts, uncached: short replies
    (one sentence from tests/support/safety_sentences.py) and long ones (~1,000 characters, a spoken reply of about
-   a minute). The first call, which imports scikit-learn, loads the classifier and MiniLM and fits the semantic
-   layer on its example bank, is timed apart; the semantic layer alone is timed too (issue 26).
+   a minute). The first call, which imports scikit-learn, loads the classifier and the encoder (MPNet) and fits the
+   semantic layer on its example bank, is timed apart; the semantic layer alone is timed too (issue 26).
 2. A cache hit (the same text again).
 3. The remote screen against the loopback moderation server (tests/support/moderation_server.py), uncached.
 4. records.record on a real SQLite store (fsync'd commit), and records.held_subjects with --held held rows.
@@ -78,7 +78,7 @@ def main() -> None:
     rows["of which our rules, long reply"] = statistics.median(
         _per_text_ms(rules.findings, _texts(args.texts, True)) for _ in range(args.runs))
     for label, long in (("short reply", False), ("long reply", True)):
-        rows[f"of which the semantic layer (MiniLM), {label}"] = statistics.median(
+        rows[f"of which the semantic layer (MPNet), {label}"] = statistics.median(
             _per_text_ms(semantic.findings, _texts(args.texts, long)) for _ in range(args.runs))
 
     clear_cache()

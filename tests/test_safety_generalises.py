@@ -9,8 +9,14 @@ second held-apart set (tests/support/safety_held_apart_v2.py), whose one reading
 fifth (tests/support/safety_held_apart_v5.py), read once for semantic-5 and once for rules-3, and the sixth
 (tests/support/safety_held_apart_v6.py, written by helpers who saw no file of the repository), read once for rules-3
 and once for rules-4. rules-3 and rules-4 (eval_backend/safety/directed.py, crisis_signs.py) were written while
-looking at the misses on v1 and v2, so their figures below are development figures for them; v5's and v6's are the
-held-apart ones.
+looking at the misses on v1 and v2, so their figures below are development figures for them; v5's and v6's were
+the held-apart ones.
+
+Since semantic-11-bank-11 (issue 26) every one of these sets is pooled into the semantic layer's bank
+(eval_backend/safety/bank.py), so all their figures below are fit figures: they stay as floors a change must not go
+under, and say nothing about unseen phrasings. The held-apart figures are v7's and v8's (tests/support/
+safety_held_apart_v7.py, _v8.py), read once per round and recorded in docs/security.md; no test reads them (each
+reading costs about a minute of CPU).
 """
 from __future__ import annotations
 
@@ -94,7 +100,7 @@ def test_one_crisis_sentence_inside_a_long_reply_is_not_averaged_away():
     with_pills = [p for w, p in zip(windows[1:], crisis[1:]) if "pills" in w]
     without = [p for w, p in zip(windows[1:], crisis[1:]) if "pills" not in w]
     assert min(with_pills) > max(without)          # the crisis sentence's windows read highest
-    # (the filler alone still reads as a crisis in one window — "a ladder" — docs/security.md lists it)
+    # (semantic-5's MiniLM read the filler alone as a crisis in one window — "a ladder"; docs/security.md)
 
 
 def test_windows_of_a_very_long_text_are_bounded():
