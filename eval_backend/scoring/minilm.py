@@ -46,28 +46,37 @@ class MiniLM:
         return self._torch.nn.functional.layer_norm(x, x.shape[-1:], self.w[name + ".weight"],
                                                     self.w[name + ".bias"], self.eps)
 
+    # weight names inside one encoder layer: query, key, value, attention output, its norm (MPNet names them apart)
+    NAMES = ("attention.self.query", "attention.self.key", "attention.self.value", "attention.output.dense",
+             "attention.output.LayerNorm")
+
     def _forward(self, ids, types, mask):
         torch, F, w = self._torch, self._torch.nn.functional, self.w
-        n, length = ids.shape
-        positions = torch.arange(length).unsqueeze(0)
+        positions = torch.arange(ids.shape[1]).unsqueeze(0)
         x = (F.embedding(ids, w["embeddings.word_embeddings.weight"])
              + F.embedding(positions, w["embeddings.position_embeddings.weight"])
              + F.embedding(types, w["embeddings.token_type_embeddings.weight"]))
-        x = self._norm(x, "embeddings.LayerNorm")
-        hidden = x.shape[-1]
+        return self._layers(self._norm(x, "embeddings.LayerNorm"), mask)
+
+    def _layers(self, x, mask, bias=None):
+        """The encoder layers over embedded tokens `x`; `bias` is added to every attention score (MPNet's)."""
+        torch, F = self._torch, self._torch.nn.functional
+        n, length, hidden = x.shape
         size = hidden // self.heads
         # padding is masked out of attention (a large negative score), as BERT's extended attention mask does
-        bias = (1.0 - mask[:, None, None, :].to(x.dtype)) * torch.finfo(x.dtype).min
+        masked = (1.0 - mask[:, None, None, :].to(x.dtype)) * torch.finfo(x.dtype).min
+        bias = masked if bias is None else bias + masked
+        query, key, value, out, out_norm = self.NAMES
 
         def split(t):
             return t.view(n, length, self.heads, size).transpose(1, 2)
 
         for i in range(self.layers):
             p = f"encoder.layer.{i}."
-            q, k, v = (split(self._linear(x, p + f"attention.self.{s}")) for s in ("query", "key", "value"))
+            q, k, v = (split(self._linear(x, p + name)) for name in (query, key, value))
             scores = q @ k.transpose(-1, -2) / math.sqrt(size) + bias
             context = (scores.softmax(-1) @ v).transpose(1, 2).reshape(n, length, hidden)
-            x = self._norm(self._linear(context, p + "attention.output.dense") + x, p + "attention.output.LayerNorm")
+            x = self._norm(self._linear(context, p + out) + x, p + out_norm)
             inner = F.gelu(self._linear(x, p + "intermediate.dense"))
             x = self._norm(self._linear(inner, p + "output.dense") + x, p + "output.LayerNorm")
         return x

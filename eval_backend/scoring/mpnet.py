@@ -189,27 +189,12 @@ class MPNet(MiniLM):
         bucket = bucket + torch.where(n < exact, n, large.clamp(max=half - 1))
         return self.w["encoder.relative_attention_bias.weight"][bucket].permute(2, 0, 1)
 
+    NAMES = ("attention.attn.q", "attention.attn.k", "attention.attn.v", "attention.attn.o", "attention.LayerNorm")
+
     def _forward(self, ids, types, mask):
         torch, F, w = self._torch, self._torch.nn.functional, self.w
-        n, length = ids.shape
         real = (ids != self.pad).long()
         positions = torch.cumsum(real, 1) * real + self.pad
         x = F.embedding(ids, w["embeddings.word_embeddings.weight"]) + F.embedding(
             positions, w["embeddings.position_embeddings.weight"])
-        x = self._norm(x, "embeddings.LayerNorm")
-        hidden = x.shape[-1]
-        size = hidden // self.heads
-        bias = self._relative_bias(length)[None] + (1.0 - mask[:, None, None, :].to(x.dtype)) * torch.finfo(x.dtype).min
-
-        def split(t):
-            return t.view(n, length, self.heads, size).transpose(1, 2)
-
-        for i in range(self.layers):
-            p = f"encoder.layer.{i}."
-            q, k, v = (split(self._linear(x, p + f"attention.attn.{s}")) for s in ("q", "k", "v"))
-            scores = q @ k.transpose(-1, -2) / math.sqrt(size) + bias
-            context = (scores.softmax(-1) @ v).transpose(1, 2).reshape(n, length, hidden)
-            x = self._norm(self._linear(context, p + "attention.attn.o") + x, p + "attention.LayerNorm")
-            inner = F.gelu(self._linear(x, p + "intermediate.dense"))
-            x = self._norm(self._linear(inner, p + "output.dense") + x, p + "output.LayerNorm")
-        return x
+        return self._layers(self._norm(x, "embeddings.LayerNorm"), mask, self._relative_bias(ids.shape[1])[None])
