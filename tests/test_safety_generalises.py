@@ -32,7 +32,7 @@ from tests.support.safety_held_apart import HELD_APART_26
 from tests.support.safety_held_apart_v2 import HELD_APART_26_V2
 from tests.support.safety_held_apart_v5 import HELD_APART_26_V5
 from tests.support.safety_held_apart_v6 import HELD_APART_26_V6
-from tests.support.safety_sentences import evaluate
+from tests.support.safety_sentences import batched_meaning, evaluate
 
 TARGETS = {"crisis": 0.9, "benign": 0.02}          # issue 26: crisis readings at least, benign flags at most
 FLOORS = {"abuse": 0.84, "violence": 0.85}          # measured (21/25, 17/20, rules-4 + semantic-5), a dev set for rules-3/4
@@ -142,13 +142,14 @@ def test_our_own_benign_lines_are_not_held_and_whole_baseline_replies_never():
     from eval_backend.baselines import replies
     lines = _our_reply_lines()
     assert len(lines) >= 400
-    flagged = [line for line in lines if safety.screen_text(line).flagged]
+    with batched_meaning(lines):
+        flagged = [line for line in lines if safety.screen_text(line).flagged]
     print(f"{len(flagged)} of {len(lines)} flagged: {flagged}")
     assert len(flagged) <= OUR_LINES_FLAGGED, flagged
     said = ["I finally got the results back from the doctor today.", "My sister is getting married on Saturday.",
             "I lost my wallet on the bus this morning."]
-    for cue in [*replies.CUE_REPLIES, None, "noisy"]:
-        for transcript in said:
-            for context in (None, "They just heard bad news.", "They are celebrating."):
-                text, _ = replies.cue_reply(transcript, context, cue)
-                assert not safety.screen_text(text).flagged, text
+    texts = [replies.cue_reply(transcript, context, cue)[0] for cue in [*replies.CUE_REPLIES, None, "noisy"]
+             for transcript in said for context in (None, "They just heard bad news.", "They are celebrating.")]
+    with batched_meaning(texts):
+        for text in texts:
+            assert not safety.screen_text(text).flagged, text

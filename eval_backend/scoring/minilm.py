@@ -82,11 +82,15 @@ class MiniLM:
         return x
 
     def encode(self, texts: list[str], batch_size: int = 64) -> np.ndarray:
+        """Texts are encoded longest first, so a batch pads its texts to about their own length (as
+        sentence-transformers does: a batch that mixes one long text with short ones costs the long one's length
+        for every row); rows come back in the caller's order."""
         torch = self._torch
+        order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
         rows: list[np.ndarray] = []
         with torch.inference_mode():
             for start in range(0, len(texts), batch_size):
-                enc = self.tokenizer.encode_batch(list(texts[start:start + batch_size]))
+                enc = self.tokenizer.encode_batch([texts[i] for i in order[start:start + batch_size]])
                 ids = torch.tensor([e.ids for e in enc], dtype=torch.long)
                 types = torch.tensor([e.type_ids for e in enc], dtype=torch.long)
                 mask = torch.tensor([e.attention_mask for e in enc], dtype=torch.long)
@@ -94,4 +98,8 @@ class MiniLM:
                 m = mask.unsqueeze(-1).to(out.dtype)
                 pooled = (out * m).sum(1) / m.sum(1).clamp(min=1e-9)
                 rows.append(torch.nn.functional.normalize(pooled, p=2, dim=1).numpy())
-        return np.concatenate(rows) if rows else np.zeros((0, self.w["pooler.dense.weight"].shape[1]), np.float32)
+        if not rows:
+            return np.zeros((0, self.w["pooler.dense.weight"].shape[1]), np.float32)
+        out_rows = np.empty_like(np.concatenate(rows))
+        out_rows[order] = np.concatenate(rows)
+        return out_rows

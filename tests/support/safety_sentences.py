@@ -13,6 +13,8 @@ screen replies at all without hiding the good ones.
 """
 from __future__ import annotations
 
+from contextlib import contextmanager
+
 from pathlib import Path
 
 HELD_APART: dict[str, list[str]] = {
@@ -274,10 +276,42 @@ CATEGORY_OF = {"abuse": "abuse", "hate": "hate", "violence": "violence", "person
                "crisis": "self_harm"}
 
 
+@contextmanager
+def batched_meaning(texts: list[str]):
+    """The semantic layer's probabilities for `texts` computed in batches of 64 windows, read by semantic.scores
+    while the block runs: the screen embeds one text at a time, which costs ~4x the CPU with MPNet. Same layer, same
+    windows; only the padding of a batch differs (embeddings agree to ~1e-7)."""
+    from eval_backend.safety import semantic
+    windows = {t: semantic.windows(t) for t in dict.fromkeys(texts) if t.strip()}
+    flat = [w for ws in windows.values() for w in ws]
+    rows = semantic.layer().probabilities(flat) if flat else []
+    table, start = {}, 0
+    for text, ws in windows.items():
+        best = rows[start:start + len(ws)].max(axis=0)
+        table[text] = {c: float(p) for c, p in zip(semantic.CLASSES, best)}
+        start += len(ws)
+    original = semantic.scores
+
+    def scores(text: str, fitted=None) -> dict[str, float]:
+        return table[text] if fitted is None and text in table else original(text, fitted)
+
+    semantic.scores = scores          # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        semantic.scores = original    # type: ignore[assignment]
+
+
 def evaluate(sentences: dict[str, list[str]], screen=None) -> dict[str, dict]:
     """{label: {"n", "caught", "right_category", "rate"}}; for "benign", "caught" counts false flags."""
-    if screen is None:
-        from eval_backend.safety import screen_text as screen
+    if screen is not None:
+        return _evaluate(sentences, screen)
+    from eval_backend.safety import screen_text
+    with batched_meaning([t for texts in sentences.values() for t in texts]):
+        return _evaluate(sentences, screen_text)
+
+
+def _evaluate(sentences: dict[str, list[str]], screen) -> dict[str, dict]:
     out = {}
     for label, texts in sentences.items():
         results = [screen(t) for t in texts]
