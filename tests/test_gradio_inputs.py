@@ -174,7 +174,8 @@ class Crawler:
         left: set[str] = set()
         self.responses.append((0, read_events(self.client, self.url, self.session, self.pending,
                                               never_completed=left)))
-        if left:      # the stream's timeout was waited out (the suite's 37-185 s outliers): say which events
+        if left:      # the stream ended with events never reported completed (the app closed it, or its timeout
+                      # was waited out: the suite's 37-185 s outliers): say which events
             warnings.warn("events never completed: " + "; ".join(self.joined[e] for e in sorted(left)))
 
     def prime(self, deps) -> None:
