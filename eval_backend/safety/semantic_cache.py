@@ -19,15 +19,12 @@ from typing import Callable
 
 import numpy as np
 
+from .. import user_cache
 from ..scoring import mpnet
 
 
 def folder() -> Path:
-    configured = os.environ.get("EMPATHY_ARENA_SAFETY_CACHE", "").strip()
-    if configured:
-        return Path(configured)
-    base = os.environ.get("XDG_CACHE_HOME", "").strip() or str(Path.home() / ".cache")
-    return Path(base) / "empathy-arena" / "safety"
+    return user_cache.folder("safety", "EMPATHY_ARENA_SAFETY_CACHE")
 
 
 def _model_version() -> str:

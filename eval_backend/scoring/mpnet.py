@@ -26,6 +26,7 @@ import zipfile
 from importlib import metadata
 from pathlib import Path
 
+from .. import user_cache
 from .minilm import MiniLM
 
 NAME = "all-mpnet-base-v2"
@@ -103,11 +104,7 @@ def _sha256(path: Path) -> str:
 
 
 def cache_folder() -> Path:
-    configured = os.environ.get("EMPATHY_ARENA_MODEL_CACHE", "").strip()
-    if configured:
-        return Path(configured)
-    base = os.environ.get("XDG_CACHE_HOME", "").strip() or str(Path.home() / ".cache")
-    return Path(base) / "empathy-arena" / "models"
+    return user_cache.folder("models", "EMPATHY_ARENA_MODEL_CACHE")
 
 
 def model_folder(cache: Path | None = None) -> Path:
