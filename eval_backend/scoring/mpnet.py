@@ -126,7 +126,7 @@ def _extracted(cache: Path) -> Path:
                         shutil.copyfileobj(src, dst, 1 << 20)      # zipfile checks each member's CRC
         finally:
             joined.close()
-        from ..audio.io import sha256_file       # the project's file hash (its module loads soundfile: only here)
+        from ..audio.io import sha256_file       # why: audio.io loads soundfile, which text screening otherwise never needs
         if sha256_file(tmp / "model.safetensors") != WEIGHTS_SHA256:
             raise ModelMissing(f"{NAME}: the installed parts' weights are not the published file "
                                f"(sha256 differs from {WEIGHTS_SHA256[:16]}…)")
