@@ -2,7 +2,8 @@
 
 Written for this project (not taken from any list), English only, matching words rather than meaning
 (docs/security.md, "Safety screening", says what they miss):
-- personal data: phone-shaped digit runs (7+ digits) and e-mail addresses;
+- personal data: phone-shaped digit runs (7+ digits; not a toll-free number named as a help service) and e-mail
+  addresses;
 - crisis: first-person distress phrasings ("I want to die", "better off without me", "suicidal thoughts") and
   indirect signs (crisis_signs.py: farewells, notes, means, arrangements for after); scored 0.6 — a crisis reading
   (help notice) below the flagging threshold, so a person in distress is not held;
@@ -20,13 +21,22 @@ import re
 from . import crisis_signs, directed
 from .core import Finding
 
-VERSION = "rules-4"
+VERSION = "rules-5"
 
 EMAIL = re.compile(r"\b[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}\b")
 # Seven or more digits, optionally led by + and split by spaces, dots, dashes or brackets: phone-shaped.
 # A sentence's full stop may follow; a decimal point may not (so "3.14159265" is a number, not a phone).
 PHONE = re.compile(r"(?<![\w.])(?:\+\d{1,3}[\s.-]?)?(?:\(\d{1,5}\)[\s.-]?)?\d(?:[\s.-]?\d){6,13}(?!\w|\.\d)")
 NOT_PHONE = re.compile(r"\d+\.\d+|\d{1,2}([./-])\d{1,2}\1\d{2,4}|\d{4}([./-])\d{1,2}\2\d{1,2}")      # a decimal number; a date
+# A toll-free or freephone number (North America's 8xx, the UK's 0800/0808, Australia's and Ireland's 1800) named as a
+# help service nearby is a helpline, not someone's personal data: an empathetic reply that gives the domestic-violence
+# hotline's number must not be held. Both are needed — a private number called a "hotline" and a toll-free number
+# with no help service named ("ring 1-800-555-0175 for the office") are still flagged.
+TOLL_FREE = re.compile(r"^(?:\+?1[\s.-]?)?\(?8(?:00|33|44|55|66|77|88)\)?[\s.-]?\d{3}[\s.-]?\d{4}$|"
+                       r"^(?:\+44[\s.-]?|0)80[08](?:[\s.-]?\d){4,7}$|^(?:\+61[\s.-]?|\+353[\s.-]?)?1[\s.-]?800(?:[\s.-]?\d){6}$")
+HELP_SERVICE = re.compile(r"\b(?:help\s*line|hot\s*line|life\s*line|crisis|poison|samaritans|childline|support\s+line|"
+                          r"suicide|domestic\s+(?:violence|abuse)|free(?:phone)?|toll[\s-]free|confidential)", re.I)
+HELP_NEAR = 80             # characters before or after a number in which a help service must be named
 
 
 def _any(*patterns: str) -> list[re.Pattern]:
@@ -87,9 +97,15 @@ def personal_data(text: str) -> list[Finding]:
     if EMAIL.search(text):
         out.append(Finding("personal_data", 1.0, "rule", "e-mail address"))
     if any(sum(ch.isdigit() for ch in m.group()) >= 7 and not NOT_PHONE.fullmatch(m.group())
-           for m in PHONE.finditer(text)):
+           and not _helpline(text, m) for m in PHONE.finditer(text)):
         out.append(Finding("personal_data", 1.0, "rule", "phone number"))
     return out
+
+
+def _helpline(text: str, number: re.Match) -> bool:
+    """A toll-free number with a help service named within HELP_NEAR characters of it."""
+    near = text[max(0, number.start() - HELP_NEAR):number.end() + HELP_NEAR]
+    return bool(TOLL_FREE.match(number.group().strip())) and bool(HELP_SERVICE.search(near))
 
 
 def _hit(patterns: list[re.Pattern], text: str) -> bool:
