@@ -131,4 +131,4 @@ def test_sneers_dressed_as_denials_or_compliments_are_held(text):
 
 
 def test_the_rules_version_names_the_directed_rules():
-    assert rules.VERSION == "rules-5"      # rules-4: the directed rules; rules-5: helpline numbers
+    assert rules.VERSION == "rules-6"      # rules-4: the directed rules; rules-5 and 6: helpline numbers

@@ -21,7 +21,7 @@ import re
 from . import crisis_signs, directed
 from .core import Finding
 
-VERSION = "rules-5"
+VERSION = "rules-6"
 
 EMAIL = re.compile(r"\b[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}\b")
 # Seven or more digits, optionally led by + and split by spaces, dots, dashes or brackets: phone-shaped.
@@ -34,8 +34,9 @@ NOT_PHONE = re.compile(r"\d+\.\d+|\d{1,2}([./-])\d{1,2}\1\d{2,4}|\d{4}([./-])\d{
 # with no help service named ("ring 1-800-555-0175 for the office") are still flagged.
 TOLL_FREE = re.compile(r"^(?:\+?1[\s.-]?)?\(?8(?:00|33|44|55|66|77|88)\)?[\s.-]?\d{3}[\s.-]?\d{4}$|"
                        r"^(?:\+44[\s.-]?|0)80[08](?:[\s.-]?\d){4,7}$|^(?:\+61[\s.-]?|\+353[\s.-]?)?1[\s.-]?800(?:[\s.-]?\d){6}$")
-HELP_SERVICE = re.compile(r"\b(?:help\s*line|hot\s*line|life\s*line|crisis|poison|samaritans|childline|support\s+line|"
-                          r"suicide|domestic\s+(?:violence|abuse)|free(?:phone)?|toll[\s-]free|confidential)", re.I)
+HELP_SERVICE = re.compile(r"help|hot\s*line|life\s*line|\bline\b|\b(?:crisis|poison|samaritans|childline|support|"
+                          r"counsel|abuse|suicide|domestic\s+violence|free(?:phone)?|toll[\s-]free|confidential|"
+                          r"anonymous|24/7|day\s+or\s+night|call\s+or\s+text|talk\s+to)", re.I)
 HELP_NEAR = 80             # characters before or after a number in which a help service must be named
 
 
