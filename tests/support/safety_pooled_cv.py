@@ -3,11 +3,11 @@
     python -m tests.support.safety_pooled_cv
 
 Pools every labelled sentence whose reading is already spent — the bank (split in three), held-apart v1, v2, v5,
-v6, v7, v8 (bank-12) and v9 (bank-13), the DEV and first held-apart sets of safety_sentences.py, and the 600-line benign probe — and
+v6, v7, v8 (bank-12), v9 (bank-13) and v10 (bank-14), the DEV and first held-apart sets of safety_sentences.py, and the 600-line benign probe — and
 cross-validates the semantic layer (semantic.py, unchanged) leaving one *source* out at a time: each author set is read by a layer
 fitted on all the others, the nearest thing to "the next person's phrasings" these sets allow. Prints the whole
 screen's figures (classifier + rules + layer) over a grid of cut-offs, per source, and the layer's own ranking
-quality (ROC AUC against the benign lines, and recall where 2 % of benign lines score higher). Held-apart v10 is not
+quality (ROC AUC against the benign lines, and recall where 2 % of benign lines score higher). Held-apart v11 is not
 read here. docs/security.md gives the figures and what they meant.
 """
 from __future__ import annotations
@@ -23,6 +23,7 @@ from tests.support.safety_held_apart_v6 import HELD_APART_26_V6
 from tests.support.safety_held_apart_v7 import HELD_APART_26_V7
 from tests.support.safety_held_apart_v8 import HELD_APART_26_V8
 from tests.support.safety_held_apart_v9 import HELD_APART_26_V9
+from tests.support.safety_held_apart_v10 import HELD_APART_26_V10
 from tests.support.safety_sentences import DEV, HELD_APART, benign_probe
 
 TO_BANK_LABEL = {ours: label for label, ours in tuning.LABEL_OF.items()}      # "violence" -> "threat"
@@ -43,7 +44,7 @@ def sources() -> dict[str, dict[str, list[str]]]:
     out = {f"bank{i}": part for i, part in enumerate(thirds)}
     out |= {"v1": _as_bank(HELD_APART_26), "v2": _as_bank(HELD_APART_26_V2), "v5": _as_bank(HELD_APART_26_V5),
             "v6": _as_bank(HELD_APART_26_V6), "v7": _as_bank(HELD_APART_26_V7), "v8": _as_bank(HELD_APART_26_V8),
-            "v9": _as_bank(HELD_APART_26_V9),
+            "v9": _as_bank(HELD_APART_26_V9), "v10": _as_bank(HELD_APART_26_V10),
             "dev": _as_bank({k: DEV[k] + HELD_APART[k] for k in DEV}),
             "probe": _as_bank({"benign": benign_probe()})}
     seen: set[str] = set()          # a sentence in two sources stays in the first only
