@@ -68,6 +68,30 @@ def test_a_damaged_file_is_ignored_and_replaced(cache_dir, damage):
     assert np.array_equal(np.load(path, allow_pickle=False), vectors)      # the file was rewritten
 
 
+def test_callers_that_find_no_file_take_turns_and_only_the_first_embeds(cache_dir):
+    """A Space's workers or a test run's processes starting on an empty cache: each used to embed the whole bank at
+    once (minutes of CPU each for bank-14). Now the first embeds while the others wait on the lock file, then read
+    its vectors."""
+    import threading
+    import time
+    calls: list[str] = []
+
+    def slow(texts):
+        calls.append(threading.current_thread().name)
+        time.sleep(0.5)                        # long enough for the others to arrive while it embeds
+        return np.ones((len(texts), DIM), dtype=np.float32)
+    results: dict[str, np.ndarray] = {}
+    threads = [threading.Thread(target=lambda n=n: results.__setitem__(n, semantic_cache.bank_vectors(TEXTS, slow)),
+                                name=f"caller-{n}") for n in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(30)
+    assert len(calls) == 1, calls
+    assert len(results) == 4
+    assert all(np.array_equal(v, np.ones((3, DIM), dtype=np.float32)) for v in results.values())
+
+
 def test_a_cache_that_cannot_be_written_still_screens(tmp_path, monkeypatch):
     blocker = tmp_path / "a_file"
     blocker.write_text("not a folder")

@@ -11,9 +11,11 @@ write is not an error. Nothing is downloaded.
 """
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import os
 import tempfile
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Callable
 
@@ -54,23 +56,51 @@ def _load(path: Path, n: int) -> np.ndarray | None:
     return vectors
 
 
-def _save(path: Path, vectors: np.ndarray) -> None:
+def _save(path: Path, vectors: np.ndarray) -> bool:
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
         with os.fdopen(fd, "wb") as fh:
             np.save(fh, vectors, allow_pickle=False)
         os.replace(tmp, path)
+        return True
     except OSError:
-        pass           # a read-only or full disk: the next process embeds the bank again
+        return False   # a read-only or full disk: the next process embeds the bank again
 
 
 def bank_vectors(texts: list[str], embed: Callable[[list[str]], np.ndarray]) -> np.ndarray:
-    """`embed(texts)` for the bank's sentences, read from the cache file when it holds them."""
+    """`embed(texts)` for the bank's sentences, read from the cache file when it holds them. Processes that find no
+    file take turns (an exclusive lock beside it): the first embeds the bank (minutes of CPU for ~5,500 sentences),
+    the others then read its file instead of embedding the same bank at once — a Space's workers, a test run's."""
     path = path_for(texts)
     cached = _load(path, len(texts))
     if cached is not None:
         return cached
-    vectors = np.asarray(embed(texts), dtype=np.float32)
-    _save(path, vectors)
-    return vectors
+    with _turn(path):
+        cached = _load(path, len(texts))          # written by the process we waited for
+        if cached is not None:
+            return cached
+        vectors = np.asarray(embed(texts), dtype=np.float32)
+        if _save(path, vectors):
+            # safe to remove while held: from now on a newcomer finds the file and takes no lock, and a waiter
+            # re-reads the file once it has its turn
+            with suppress(OSError):
+                path.with_suffix(".lock").unlink()
+        return vectors
+
+
+@contextmanager
+def _turn(path: Path):
+    """Hold an exclusive lock on `path`'s lock file; without one (no folder, a read-only disk) go on unlocked. The
+    kernel drops the lock when its holder exits, so a killed process never leaves the others waiting."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path.with_suffix(".lock"), os.O_RDWR | os.O_CREAT, 0o600)
+    except OSError:
+        yield
+        return
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
