@@ -92,6 +92,24 @@ def test_callers_that_find_no_file_take_turns_and_only_the_first_embeds(cache_di
     assert all(np.array_equal(v, np.ones((3, DIM), dtype=np.float32)) for v in results.values())
 
 
+def test_a_lock_held_too_long_is_waited_out_not_forever(cache_dir, monkeypatch):
+    """A holder that never lets go (stuck, or another local user's process on a shared cache folder) delays the
+    bank by TURN_WAIT_S, then the caller embeds on its own."""
+    import fcntl
+    import time
+    monkeypatch.setattr(semantic_cache, "TURN_WAIT_S", 0.6)
+    lock = semantic_cache.path_for(TEXTS).with_suffix(".lock")
+    lock.parent.mkdir(parents=True)
+    fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        counting, start = Counting(), time.monotonic()
+        assert semantic_cache.bank_vectors(TEXTS, counting).shape == (3, DIM)
+        assert counting.texts == TEXTS and 0.5 < time.monotonic() - start < 30
+    finally:
+        os.close(fd)
+
+
 def test_a_cache_that_cannot_be_written_still_screens(tmp_path, monkeypatch):
     blocker = tmp_path / "a_file"
     blocker.write_text("not a folder")

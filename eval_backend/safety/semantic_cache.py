@@ -15,6 +15,7 @@ import fcntl
 import hashlib
 import os
 import tempfile
+import time
 from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Callable
@@ -23,6 +24,8 @@ import numpy as np
 
 from .. import user_cache
 from ..scoring import mpnet
+
+TURN_WAIT_S = 600.0       # an embedding of the whole bank takes ~3 CPU-minutes
 
 
 def folder() -> Path:
@@ -92,7 +95,9 @@ def bank_vectors(texts: list[str], embed: Callable[[list[str]], np.ndarray]) -> 
 @contextmanager
 def _turn(path: Path):
     """Hold an exclusive lock on `path`'s lock file; without one (no folder, a read-only disk) go on unlocked. The
-    kernel drops the lock when its holder exits, so a killed process never leaves the others waiting."""
+    kernel drops the lock when its holder exits, so a killed process never leaves the others waiting; a lock held
+    longer than TURN_WAIT_S (a stuck holder, or another local user's process when the cache folder is shared) is
+    waited out, never forever."""
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd = os.open(path.with_suffix(".lock"), os.O_RDWR | os.O_CREAT, 0o600)
@@ -100,7 +105,15 @@ def _turn(path: Path):
         yield
         return
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
+        deadline = time.monotonic() + TURN_WAIT_S
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() > deadline:       # held far longer than an embedding takes: go on unlocked
+                    break
+                time.sleep(0.2)
         yield
     finally:
         os.close(fd)
