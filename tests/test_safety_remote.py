@@ -8,6 +8,7 @@ import time
 import pytest
 
 from eval_backend import safety
+from eval_backend.safety import rules
 from tests.support.moderation_server import SECRET_IN_BODY, ModerationServer
 
 
@@ -33,7 +34,7 @@ def test_good_answer_maps_the_protocol_categories_onto_ours(server, monkeypatch)
     assert result.categories["abuse"] == 0.97 and result.categories["hate"] == 0.2
     assert result.categories["violence"] == 0.3 and result.categories["sexual"] == 0.01
     assert result.reason == "harassment 0.97 (remote)"
-    assert result.screen == f"remote:omni-moderation-latest@{server.url[7:]}+rules-4"
+    assert result.screen == f"remote:omni-moderation-latest@{server.url[7:]}+{rules.VERSION}"
     headers, body = server.requests[0]
     assert body == {"model": "omni-moderation-latest", "input": "some reply"}
     assert headers["authorization"] == "Bearer sk-test-123"
