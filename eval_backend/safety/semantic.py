@@ -12,7 +12,7 @@ evaluation set into it, bank-12 v7 and v8 too and more written lines). Two views
 - a nearest-neighbour margin: the mean cosine of the 9 nearest examples of the class minus that of the 9 nearest
   benign examples, through a logistic (slope 20).
 The harmful reading is what flags: it goes to whichever of abuse / threat reads higher on its own (embeddings blur
-the two, and a per-class fit counted each as a negative for the other). The fit takes about a second when the layer
+the two, and a per-class fit counted each as a negative for the other). The fit takes ~5 CPU-s when the layer
 is first used; the bank's embeddings come from an on-disk cache keyed by the bank's sentences and the model
 (semantic_cache.py), so only a new bank is embedded (about a minute). Nothing is downloaded.
 
