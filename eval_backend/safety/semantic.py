@@ -14,7 +14,7 @@ evaluation set into it, bank-12 v7 and v8 too and more written lines). Two views
 The harmful reading is what flags: it goes to whichever of abuse / threat reads higher on its own (embeddings blur
 the two, and a per-class fit counted each as a negative for the other). The fit takes ~5 CPU-s when the layer
 is first used; the bank's embeddings come from an on-disk cache keyed by the bank's sentences and the model
-(semantic_cache.py), so only a new bank is embedded (about a minute). Nothing is downloaded.
+(semantic_cache.py), so only a new bank is embedded (~2.5 CPU-minutes for bank-14). Nothing is downloaded.
 
 Why MPNet: with the layer unchanged, leave-one-source-out over the pooled spent sets (tests/support/safety_pooled_cv.py)
 ranked abuse and threats above benign lines with ROC AUC 0.964 and 0.973 against MiniLM's 0.914 and 0.928 (recall
