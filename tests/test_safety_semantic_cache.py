@@ -1,6 +1,7 @@
-"""The semantic layer's on-disk cache of the example bank's embeddings (issue 26): a process's first screen reads
-the bank's vectors instead of embedding ~2,400 sentences, a changed bank or a damaged file is never used, and a cache
-that cannot be written costs time, not the screen."""
+"""The semantic layer's on-disk cache of the example bank's embeddings (issue 26) and of the regressions fitted on them
+(issue 25): a process's first screen reads the bank's vectors instead of embedding ~5,500 sentences and its fit
+instead of fitting again, a changed bank, fitting code or a damaged file is never used, and a cache that cannot be
+written costs time, not the screen."""
 from __future__ import annotations
 
 import os
@@ -131,5 +132,104 @@ def test_the_shipped_layer_reads_the_bank_from_the_cache(cache_dir, monkeypatch)
     fitted = semantic.Layer()
     assert counting.texts == []
     text = "I gave my cat to my neighbour, I will not be needing her"
-    assert np.allclose(fitted.probabilities([text]), first.probabilities([text]))
-    assert os.listdir(cache_dir) == [semantic_cache.path_for(texts).name]     # no temporary file left behind
+    assert np.array_equal(fitted.probabilities([text]), first.probabilities([text]))
+    names = sorted(os.listdir(cache_dir))                   # the bank's vectors and its fit; no temporary file
+    assert len(names) == 2 and names[0].startswith("bank-") and names[1].startswith("fit-") and names[1].endswith(".npz")
+
+
+def test_the_shipped_layer_reads_its_fit_from_the_cache_and_reads_as_scikit_learn(cache_dir, monkeypatch):
+    """Each process that screened fitted the layer's four regressions again (~5 CPU-s for bank-14, issue 25): a
+    second build fits nothing, and the regressions read bit for bit as scikit-learn's own predict_proba."""
+    from sklearn.linear_model import LogisticRegression
+    monkeypatch.setattr(bank, "BANK", {label: texts[:25] for label, texts in bank.BANK.items()})
+    first = semantic.Layer()
+    fits: list[int] = []
+    real_fit = semantic._fit
+    monkeypatch.setattr(semantic, "_fit", lambda *a: fits.append(1) or real_fit(*a))
+    again = semantic.Layer()
+    assert fits == []
+    texts = ["I gave my cat away, I will not be needing her", "You are a worthless idiot.", "So sorry for your loss."]
+    assert np.array_equal(again.probabilities(texts), first.probabilities(texts))
+    feats = np.hstack([first.bank, np.array([semantic.pronoun_features(t) for t in
+                                             [t for label in (*semantic.CLASSES, "benign") for t in bank.BANK[label]]],
+                                            dtype=np.float32)])
+    asked = np.hstack([first.embed(texts), np.array([semantic.pronoun_features(t) for t in texts], dtype=np.float32)])
+    for name, target in first.targets.items():
+        sk = LogisticRegression(C=semantic.C, class_weight="balanced", max_iter=3000).fit(semantic._view(feats, name), target)
+        assert np.array_equal(again._regression(name, asked), sk.predict_proba(semantic._view(asked, name))[:, 1])
+    monkeypatch.setattr(semantic, "_fit_fingerprint", lambda: "another scikit-learn")
+    semantic.Layer()
+    assert fits == [1]                          # other fitting code or libraries: fitted again, into another file
+
+
+SHAPES = {"w.coef": (1, 3), "w.intercept": (1,)}
+GOOD = {"w.coef": np.array([[0.5, -1.0, 2.0]], dtype=np.float32), "w.intercept": np.array([0.25], dtype=np.float32)}
+
+
+class CountingFit:
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def __call__(self) -> dict[str, np.ndarray]:
+        self.calls += 1
+        return {name: array.copy() for name, array in GOOD.items()}
+
+
+def _fit_file(cache_dir):
+    names = [n for n in os.listdir(cache_dir) if n.startswith("fit-")]
+    assert len(names) == 1, names
+    return cache_dir / names[0]
+
+
+@pytest.mark.parametrize("damage", ["garbage", "truncated", "missing_array", "extra_array", "wrong_shape",
+                                    "not_finite", "integers", "pickled"])
+def test_a_damaged_fit_file_is_ignored_and_replaced(cache_dir, damage):
+    fit = CountingFit()
+    semantic_cache.fitted(TEXTS, "code", fit, SHAPES)
+    path = _fit_file(cache_dir)
+    arrays = dict(GOOD)
+    if damage == "garbage":
+        path.write_bytes(b"PK\x03\x04 not really a zip")
+    elif damage == "truncated":
+        path.write_bytes(path.read_bytes()[:100])
+    else:
+        if damage == "missing_array":
+            del arrays["w.intercept"]
+        elif damage == "extra_array":
+            arrays["w.extra"] = np.ones(2, dtype=np.float32)
+        elif damage == "wrong_shape":
+            arrays["w.coef"] = np.ones((1, 4), dtype=np.float32)
+        elif damage == "not_finite":
+            arrays["w.coef"] = np.array([[np.inf, 0, 0]], dtype=np.float32)
+        elif damage == "integers":
+            arrays["w.coef"] = np.array([[1, 2, 3]])
+        else:
+            arrays["w.coef"] = np.array([[{"a": 1}, 2, 3]], dtype=object)
+        with open(path, "wb") as fh:
+            np.savez(fh, **arrays)
+    weights = semantic_cache.fitted(TEXTS, "code", fit, SHAPES)
+    assert fit.calls == 2
+    assert all(np.array_equal(weights[n], GOOD[n]) for n in GOOD) and sorted(weights) == sorted(GOOD)
+    assert semantic_cache.fitted(TEXTS, "code", fit, SHAPES).keys() == GOOD.keys() and fit.calls == 2   # rewritten
+
+
+def test_a_fit_is_keyed_by_the_bank_and_the_fitting_code(cache_dir, monkeypatch):
+    fit = CountingFit()
+    semantic_cache.fitted(TEXTS, "code", fit, SHAPES)
+    semantic_cache.fitted(TEXTS, "code", fit, SHAPES)
+    assert fit.calls == 1
+    semantic_cache.fitted(TEXTS, "other code", fit, SHAPES)
+    semantic_cache.fitted(list(reversed(TEXTS)), "code", fit, SHAPES)
+    monkeypatch.setattr(semantic_cache, "_model_version", lambda: "9.9.9")
+    semantic_cache.fitted(TEXTS, "code", fit, SHAPES)
+    assert fit.calls == 4
+
+
+def test_a_fit_cache_that_cannot_be_written_still_fits(tmp_path, monkeypatch):
+    blocker = tmp_path / "a_file"
+    blocker.write_text("not a folder")
+    monkeypatch.setenv("EMPATHY_ARENA_SAFETY_CACHE", str(blocker / "cache"))
+    fit = CountingFit()
+    assert np.array_equal(semantic_cache.fitted(TEXTS, "code", fit, SHAPES)["w.coef"], GOOD["w.coef"])
+    semantic_cache.fitted(TEXTS, "code", fit, SHAPES)
+    assert fit.calls == 2

@@ -12,9 +12,10 @@ evaluation set into it, bank-12 v7 and v8 too and more written lines). Two views
 - a nearest-neighbour margin: the mean cosine of the 9 nearest examples of the class minus that of the 9 nearest
   benign examples, through a logistic (slope 20).
 The harmful reading is what flags: it goes to whichever of abuse / threat reads higher on its own (embeddings blur
-the two, and a per-class fit counted each as a negative for the other). The fit takes ~5 CPU-s when the layer
-is first used; the bank's embeddings come from an on-disk cache keyed by the bank's sentences and the model
-(semantic_cache.py), so only a new bank is embedded (~2.5 CPU-minutes for bank-14). Nothing is downloaded.
+the two, and a per-class fit counted each as a negative for the other). The bank's embeddings and the fitted
+regressions come from an on-disk cache keyed by the bank's sentences, the model and the fitting code
+(semantic_cache.py), so only a new bank is embedded (~2.5 CPU-minutes for bank-14) and fitted (~5 CPU-s); a process
+that finds both builds the layer in ~0.1 CPU-s. Nothing is downloaded.
 
 Why MPNet: with the layer unchanged, leave-one-source-out over the pooled spent sets (tests/support/safety_pooled_cv.py)
 ranked abuse and threats above benign lines with ROC AUC 0.964 and 0.973 against MiniLM's 0.914 and 0.928 (recall
@@ -36,7 +37,9 @@ reply is not averaged away; a text's score is its highest window's.
 """
 from __future__ import annotations
 
+import hashlib
 import re
+from pathlib import Path
 
 import numpy as np
 
@@ -109,8 +112,30 @@ def _embed(texts: list[str]) -> np.ndarray:
 
 def _view(feats: np.ndarray, c: str) -> np.ndarray:
     """The features class `c`'s regression sees: the pronoun features only for crisis ("I" against "you"); for
-    abuse and threat they made every "I'll ... you" a threat ("I'll break it to you gently")."""
+    abuse, threat and harmful they made every "I'll ... you" a threat ("I'll break it to you gently")."""
     return feats if c in PRONOUN_CLASSES else feats[:, :-4]
+
+
+def _weight_shapes(name: str, width: int) -> dict[str, tuple[int, ...]]:
+    return {f"{name}.coef": (1, width), f"{name}.intercept": (1,)}
+
+
+def _fit(feats: np.ndarray, targets: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """One logistic regression per target (balanced classes, C): its coefficients and intercept (~5 CPU-s for
+    bank-14's ~5,500 sentences, hence semantic_cache.fitted)."""
+    from sklearn.linear_model import LogisticRegression    # why: scikit-learn only where the layer is fitted
+    weights = {}
+    for name, target in targets.items():
+        fitted = LogisticRegression(C=C, class_weight="balanced", max_iter=3000).fit(_view(feats, name), target)
+        weights[f"{name}.coef"], weights[f"{name}.intercept"] = fitted.coef_, fitted.intercept_
+    return weights
+
+
+def _fit_fingerprint() -> str:
+    """What a fit depends on besides the bank's vectors: this module's code (features, views, C, targets) and the
+    libraries that fit."""
+    import sklearn                                           # why: its version only, where the layer is built
+    return f"{sklearn.__version__} {np.__version__} {hashlib.sha256(Path(__file__).read_bytes()).hexdigest()}"
 
 
 class Layer:
@@ -118,26 +143,33 @@ class Layer:
     bank.BANK (another bank: cross-validation, tests/support/safety_tuning.py); `embed` to MPNet."""
 
     def __init__(self, examples: dict[str, list[str]] | None = None, embed=None) -> None:
-        from sklearn.linear_model import LogisticRegression
         examples = examples or bank.BANK
         self.embed = embed or _embed
         labels = [*CLASSES, "benign"]
         texts = [t for label in labels for t in examples[label]]
         y = np.array([label for label in labels for _ in examples[label]])
-        # the shipped bank's vectors come from the on-disk cache (semantic_cache.py); another bank or embedder
-        # (cross-validation, tests) is embedded as given
-        self.bank = (semantic_cache.bank_vectors(texts, self.embed) if embed is None and examples is bank.BANK
-                     else self.embed(texts))
+        # the shipped bank's vectors and fitted regressions come from the on-disk cache (semantic_cache.py); another
+        # bank or embedder (cross-validation, tests) is embedded and fitted as given
+        shipped = embed is None and examples is bank.BANK
+        self.bank = semantic_cache.bank_vectors(texts, self.embed) if shipped else self.embed(texts)
         self.labels = y
         feats = np.hstack([self.bank, np.array([pronoun_features(t) for t in texts], dtype=np.float32)])
-        self.models = {c: LogisticRegression(C=C, class_weight="balanced", max_iter=3000).fit(_view(feats, c), y == c)
-                       for c in CLASSES}
-        # abuse and threat as one "harmful" class: flagging either holds the text, and MiniLM blurs the two (a
-        # one-vs-rest fit per class counted a threat as a negative for abuse and the other way round)
-        harmful = (y == "abuse") | (y == "threat")
-        self.harmful = LogisticRegression(C=C, class_weight="balanced", max_iter=3000).fit(_view(feats, "abuse"), harmful)
+        # abuse and threat also as one "harmful" class: flagging either holds the text, and the embedding blurs the
+        # two (a one-vs-rest fit per class counted a threat as a negative for abuse and the other way round)
+        self.targets = {c: y == c for c in CLASSES}
+        self.targets["harmful"] = (y == "abuse") | (y == "threat")
+        shapes = {n: s for name in self.targets for n, s in _weight_shapes(name, _view(feats, name).shape[1]).items()}
+        self.weights = (semantic_cache.fitted(texts, _fit_fingerprint(), lambda: _fit(feats, self.targets), shapes)
+                        if shipped else _fit(feats, self.targets))
         self.masks = {c: y == c for c in labels}
-        self.masks["harmful"] = harmful
+        self.masks["harmful"] = self.targets["harmful"]
+
+    def _regression(self, name: str, feats: np.ndarray) -> np.ndarray:
+        """P(class `name`) under its logistic regression: scikit-learn's predict_proba for the fit, bit for bit
+        (float32 features give float32 weights)."""
+        from scipy.special import expit        # why: scipy comes with scikit-learn, only where a text is read
+        z = _view(feats, name) @ self.weights[f"{name}.coef"].T + self.weights[f"{name}.intercept"]
+        return expit(z.ravel())
 
     def probabilities(self, texts: list[str]) -> np.ndarray:
         """[len(texts), len(CLASSES)] probabilities."""
@@ -151,8 +183,8 @@ class Layer:
         benign = nearest(self.masks["benign"])
         def reading(lr: np.ndarray, mask: np.ndarray) -> np.ndarray:
             return (lr + 1.0 / (1.0 + np.exp(-SLOPE * (nearest(mask) - benign)))) / 2
-        own = {c: reading(self.models[c].predict_proba(_view(feats, c))[:, 1], self.masks[c]) for c in CLASSES}
-        harmful = reading(self.harmful.predict_proba(_view(feats, "abuse"))[:, 1], self.masks["harmful"])
+        own = {c: reading(self._regression(c, feats), self.masks[c]) for c in CLASSES}
+        harmful = reading(self._regression("harmful", feats), self.masks["harmful"])
         # the harmful reading goes to whichever of abuse / threat reads higher on its own; the other keeps its own
         # reading, never above the harmful one
         abuse_wins = own["abuse"] >= own["threat"]
