@@ -160,6 +160,13 @@ def test_the_shipped_layer_reads_its_fit_from_the_cache_and_reads_as_scikit_lear
     monkeypatch.setattr(semantic, "_fit_fingerprint", lambda: "another scikit-learn")
     semantic.Layer()
     assert fits == [1]                          # other fitting code or libraries: fitted again, into another file
+    # a sentence moved from one label to the next keeps the texts (and the bank's vectors) in the same order, but
+    # not the fit: fitted again
+    cut = {label: list(texts) for label, texts in bank.BANK.items()}
+    cut["abuse"].insert(0, cut["crisis"].pop())
+    monkeypatch.setattr(bank, "BANK", cut)
+    semantic.Layer()
+    assert fits == [1, 1]
 
 
 SHAPES = {"w.coef": (1, 3), "w.intercept": (1,)}

@@ -28,7 +28,7 @@ held-apart v9 (read for bank-12) and adds 622 lines by another such helper, writ
 committed (80 crisis, 150 abuse, 144 threat, 248 benign; replies a badly behaved voice model gives a user who just
 shared something, and what must pass beside them). bank-14 pools held-apart v10 (read for bank-13).
 Adding a sentence changes what the layer learns: bump `VERSION` (stored decisions name the screen that made them);
-`digest()` changes by itself (the cache of the fitted layer is keyed by it, semantic_cache.py).
+`digest()` changes by itself (the cache of the fitted layer is keyed by it: semantic.Layer, semantic_cache.fitted).
 """
 
 from __future__ import annotations

@@ -159,7 +159,9 @@ class Layer:
         self.targets = {c: y == c for c in CLASSES}
         self.targets["harmful"] = (y == "abuse") | (y == "threat")
         shapes = {n: s for name in self.targets for n, s in _weight_shapes(name, _view(feats, name).shape[1]).items()}
-        self.weights = (semantic_cache.fitted(texts, _fit_fingerprint(), lambda: _fit(feats, self.targets), shapes)
+        # keyed by the labelled bank too (bank.digest): the texts alone keep their order when a sentence changes label
+        fingerprint = f"{bank.digest()} {_fit_fingerprint()}" if shipped else ""
+        self.weights = (semantic_cache.fitted(texts, fingerprint, lambda: _fit(feats, self.targets), shapes)
                         if shipped else _fit(feats, self.targets))
         self.masks = {c: y == c for c in labels}
         self.masks["harmful"] = self.targets["harmful"]

@@ -3,8 +3,8 @@ them, kept on disk so a process's first screen neither embeds the whole bank (is
 seconds on a loaded CPU) nor fits it again (~5 CPU-s a process; issue 25).
 
 One .npy file per (bank sentences in order, model and the sha256 of its weights): the key changes with any sentence
-or model, so an edited bank never reads stale vectors; one .npz of regressions per (that key, the fitting code's
-sha256, scikit-learn's and numpy's versions). The same folder holds the extracted model (scoring/mpnet.py).
+or model, so an edited bank never reads stale vectors; one .npz of regressions per (that key, the labelled bank's digest, the fitting
+code's sha256, scikit-learn's and numpy's versions). The same folder holds the extracted model (scoring/mpnet.py).
 The folder is EMPATHY_ARENA_SAFETY_CACHE, else $XDG_CACHE_HOME (or
 ~/.cache)/empathy-arena/safety — the user's own cache, not a shared temporary folder another local user could plant a
 file in. A file is loaded without pickle and used only when its shapes match the bank and every value is finite;
@@ -100,7 +100,7 @@ def fitted(texts: list[str], fingerprint: str, fit: Callable[[], dict[str, np.nd
            shapes: dict[str, tuple[int, ...]]) -> dict[str, np.ndarray]:
     """`fit()` — the layer's regressions on the bank `texts`, named arrays — read from `fit-<key>.npz` when it holds
     exactly `shapes` with finite values: each process that screens used to fit them again (~5 CPU-s for bank-14).
-    The key is the bank's (sentences and model) and `fingerprint` (the fitting code and libraries). No lock: a fit
+    The key is the bank's (sentences and model) and `fingerprint` (the labels, the fitting code and libraries). No lock: a fit
     is seconds, and two processes fitting at once write the same file."""
     h = hashlib.sha256(f"{key(texts)}\n{fingerprint}".encode())
     path = folder() / f"fit-{h.hexdigest()[:32]}.npz"
