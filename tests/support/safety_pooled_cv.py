@@ -3,11 +3,11 @@
     python -m tests.support.safety_pooled_cv
 
 Pools every labelled sentence whose reading is already spent — the bank (split in three), held-apart v1, v2, v5,
-v6, v7, v8 (bank-12), v9 (bank-13), v10 (bank-14) and v11 (bank-15), the DEV and first held-apart sets of safety_sentences.py, and the 600-line benign probe — and
+v6, v7, v8 (bank-12), v9 (bank-13), v10 (bank-14), v11 (bank-15) and v12 (spent; not in the bank: bank-16, which pooled it, was not merged), the DEV and first held-apart sets of safety_sentences.py, and the 600-line benign probe — and
 cross-validates the semantic layer (semantic.py, unchanged) leaving one *source* out at a time: each author set is read by a layer
 fitted on all the others, the nearest thing to "the next person's phrasings" these sets allow. Prints the whole
 screen's figures (classifier + rules + layer) over a grid of cut-offs, per source, and the layer's own ranking
-quality (ROC AUC against the benign lines, and recall where 2 % of benign lines score higher). Held-apart v12 is not
+quality (ROC AUC against the benign lines, and recall where 2 % of benign lines score higher). Held-apart v13 is not
 read here. docs/security.md gives the figures and what they meant.
 """
 from __future__ import annotations
@@ -25,6 +25,7 @@ from tests.support.safety_held_apart_v8 import HELD_APART_26_V8
 from tests.support.safety_held_apart_v9 import HELD_APART_26_V9
 from tests.support.safety_held_apart_v10 import HELD_APART_26_V10
 from tests.support.safety_held_apart_v11 import HELD_APART_26_V11
+from tests.support.safety_held_apart_v12 import HELD_APART_26_V12
 from tests.support.safety_sentences import DEV, HELD_APART, benign_probe
 
 TO_BANK_LABEL = {ours: label for label, ours in tuning.LABEL_OF.items()}      # "violence" -> "threat"
@@ -46,7 +47,7 @@ def sources() -> dict[str, dict[str, list[str]]]:
     out |= {"v1": _as_bank(HELD_APART_26), "v2": _as_bank(HELD_APART_26_V2), "v5": _as_bank(HELD_APART_26_V5),
             "v6": _as_bank(HELD_APART_26_V6), "v7": _as_bank(HELD_APART_26_V7), "v8": _as_bank(HELD_APART_26_V8),
             "v9": _as_bank(HELD_APART_26_V9), "v10": _as_bank(HELD_APART_26_V10),
-            "v11": _as_bank(HELD_APART_26_V11),
+            "v11": _as_bank(HELD_APART_26_V11), "v12": _as_bank(HELD_APART_26_V12),
             "dev": _as_bank({k: DEV[k] + HELD_APART[k] for k in DEV}),
             "probe": _as_bank({"benign": benign_probe()})}
     seen: set[str] = set()          # a sentence in two sources stays in the first only
@@ -93,9 +94,13 @@ LAYER_BENIGN_BUDGET = 0.02      # the flag rule: the layer may add at most this 
 def split_cuts(rows) -> dict[tuple[float, float], dict[str, int]]:
     """{(abuse cut, threat cut): counts} for the whole screen (classifier + rules + layer) at every pair of CUT_GRID.
     Each text's screen without the layer's flags is taken once (tuning.screen_with with abuse and threat read as 0);
-    the layer then flags it where its abuse or threat probability reaches the class's cut (the threat reading capped
+    the layer then flags it where its abuse or threat score on the screen's scale (rounded, as semantic.readings
+    rounds it) reaches the flagging threshold at the class's cut (the threat reading capped
     below it on an idiom, and no reading for a text of fewer than semantic.MIN_WORDS words), which is what
     semantic.readings and core.combine do at the default threshold (check_split_cuts compares both)."""
+    def flags(p: float | bool, cut: float) -> bool:       # as semantic.readings: the score rounded, then compared
+        return p is not False and round(semantic._scale(float(p), cut, semantic.FLAG_SCORE, 1.0), 4) >= 0.85
+
     base = []
     for _, label, text, p in rows:
         alone = tuning.screen_with(text, {**p, "abuse": 0.0, "threat": 0.0}, semantic.CRISIS_CUT, 0.75)
@@ -107,7 +112,7 @@ def split_cuts(rows) -> dict[tuple[float, float], dict[str, int]]:
         for t in CUT_GRID:
             counts: dict[str, int] = {}
             for label, flagged, pa, pt in base:
-                layer = bool(pa is not False and pa >= a) or bool(pt is not False and pt >= t)
+                layer = flags(pa, a) or flags(pt, t)
                 counts[label] = counts.get(label, 0) + int(flagged or layer)
                 counts[label + " n"] = counts.get(label + " n", 0) + 1
                 counts[label + " alone"] = counts.get(label + " alone", 0) + int(flagged)
