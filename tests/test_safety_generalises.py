@@ -16,7 +16,8 @@ Since semantic-11-bank-11 (issue 26) every one of these sets is pooled into the 
 (eval_backend/safety/bank.py), so all their figures below are fit figures: they stay as floors a change must not go
 under, and say nothing about unseen phrasings. The held-apart figures are v7's and v8's (read for bank-11, pooled
 into bank-12), v9's (read for bank-12, pooled into bank-13), v10's (read for bank-13, pooled into bank-14), v11's
-(read for bank-14, pooled into bank-15) and v12's (tests/support/safety_held_apart_v7.py ... _v12.py), read once per round and recorded in docs/security.md; no test reads them (each reading costs about a minute of CPU).
+(read for bank-14, pooled into bank-15), v12's (read for bank-14 and -15, pooled into bank-16) and v13's
+(tests/support/safety_held_apart_v7.py ... _v13.py), read once per round and recorded in docs/security.md; no test reads them (each reading costs about a minute of CPU).
 """
 from __future__ import annotations
 
@@ -138,8 +139,9 @@ def _our_reply_lines() -> list[str]:
 # why here. bank-12's first draft flagged 17; the short-register benign lines written after that (bank.py) brought
 # it to 1, so from bank-12 on this is a development figure, not a held-apart one. bank-13 (more authors' abuse and
 # threats; better on every spent set left out of its fit, docs/security.md) flags 3: 0.6 % of these lines; bank-14
-# (v10 pooled) 4; bank-15 (v11 pooled) the same 4.
-OUR_LINES_FLAGGED = 4
+# (v10 pooled) 4; bank-15 (v11 pooled) the same 4; bank-16 (v12 pooled, kind remarks on how someone sounds, abuse
+# cut 0.7) 3.
+OUR_LINES_FLAGGED = 3
 
 
 def test_our_own_benign_lines_are_not_held_and_whole_baseline_replies_never():

@@ -27,7 +27,9 @@ tests/test_safety_generalises.py — so that test's figure is a development figu
 held-apart v9 (read for bank-12) and adds 622 lines by another such helper, written after held-apart v10 was
 committed (80 crisis, 150 abuse, 144 threat, 248 benign; replies a badly behaved voice model gives a user who just
 shared something, and what must pass beside them). bank-14 pools held-apart v10 (read for bank-13), bank-15 v11
-(read for bank-14).
+(read for bank-14), bank-16 v12 (read for bank-14 and bank-15) and 150 kind replies that open with a remark on
+how the person sounds ("Ha, you sound amused!"), by another helper who saw no file of the repository: pooling v12
+alone made the layer read one such baseline reply as abuse.
 Adding a sentence changes what the layer learns: bump `VERSION` (stored decisions name the screen that made them);
 `digest()` changes by itself (the cache of the fitted layer is keyed by it: semantic.Layer, semantic_cache.fitted).
 """
@@ -37,7 +39,7 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
-VERSION = "bank-15"
+VERSION = "bank-16"
 LABELS = ("crisis", "abuse", "threat", "benign")
 FOLDER = Path(__file__).with_name("bank_data")
 

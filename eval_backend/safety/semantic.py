@@ -26,7 +26,10 @@ Operating points: semantic-5's, kept for semantic-11 before any held-apart readi
 crisis recall; flags — the lowest cut at which the layer adds at most ~2 % of the bank's benign sentences to what the
 classifier and rules already flag. On semantic-11's leave-one-source-out the flag rule gives 0.75 again (the layer
 adds 29 of 1,480 benign sentences); the crisis rule would give 0.3 (250/257 against 244/257 at 0.35) at 47 instead
-of 34 of our own 521 reply lines given the help notice, so 0.35 stays. The help notice errs towards showing. A few
+of 34 of our own 521 reply lines given the help notice, so 0.35 stays. From bank-16 the flag rule picks abuse's and threat's
+cuts apart (tests/support/safety_pooled_cv.py `chosen_cuts`: the pair catching the most abuse and threats at which
+the layer adds at most 2 % of the benign lines, leave-one-source-out): 0.75 / 0.75 for bank-15, 0.7 / 0.75 for
+bank-16 (the layer adds 71 of 3,643 benign lines). The help notice errs towards showing. A few
 figures of speech with a violent verb (IDIOMS) cap the threat reading below the threshold. The probabilities become
 findings on the screen's scale: the crisis cut-off maps to CRISIS_THRESHOLD (0.5) and never reaches the flagging
 threshold (a person in distress is offered help, never held); the flag cut-off maps to the default flagging
@@ -49,7 +52,7 @@ from .core import CRISIS_THRESHOLD, Finding
 
 VERSION = f"semantic-11-{bank.VERSION}"
 CRISIS_CUT = 0.35          # probability from which a text reads as a crisis
-FLAG_CUTS = {"abuse": 0.75, "threat": 0.75}    # probability from which abuse / threat flags the text
+FLAG_CUTS = {"abuse": 0.7, "threat": 0.75}    # probability from which abuse / threat flags the text (bank-16)
 # Figures of speech whose violent verb is not a threat: on a text holding one, the threat reading stays below the
 # flagging threshold (a real threat beside it is still the rules' and the classifier's to catch). Words, not
 # meaning: MiniLM reads "I'll break it to you gently" as a threat (probability 0.82).

@@ -3,7 +3,7 @@
     python -m tests.support.safety_pooled_cv
 
 Pools every labelled sentence whose reading is already spent — the bank (split in three), held-apart v1, v2, v5,
-v6, v7, v8 (bank-12), v9 (bank-13), v10 (bank-14), v11 (bank-15) and v12 (spent; not in the bank: bank-16, which pooled it, was not merged), the DEV and first held-apart sets of safety_sentences.py, and the 600-line benign probe — and
+v6, v7, v8 (bank-12), v9 (bank-13), v10 (bank-14), v11 (bank-15) and v12 (bank-16), the DEV and first held-apart sets of safety_sentences.py, and the 600-line benign probe — and
 cross-validates the semantic layer (semantic.py, unchanged) leaving one *source* out at a time: each author set is read by a layer
 fitted on all the others, the nearest thing to "the next person's phrasings" these sets allow. Prints the whole
 screen's figures (classifier + rules + layer) over a grid of cut-offs, per source, and the layer's own ranking
