@@ -94,25 +94,19 @@ LAYER_BENIGN_BUDGET = 0.02      # the flag rule: the layer may add at most this 
 def split_cuts(rows) -> dict[tuple[float, float], dict[str, int]]:
     """{(abuse cut, threat cut): counts} for the whole screen (classifier + rules + layer) at every pair of CUT_GRID.
     Each text's screen without the layer's flags is taken once (tuning.screen_with with abuse and threat read as 0);
-    the layer then flags it where its abuse or threat score on the screen's scale (rounded, as semantic.readings
-    rounds it) reaches the flagging threshold at the class's cut (the threat reading capped
-    below it on an idiom, and no reading for a text of fewer than semantic.MIN_WORDS words), which is what
-    semantic.readings and core.combine do at the default threshold (check_split_cuts compares both)."""
-    def flags(p: float | bool, cut: float) -> bool:       # as semantic.readings: the score rounded, then compared
-        return p is not False and round(semantic._scale(float(p), cut, semantic.FLAG_SCORE, 1.0), 4) >= 0.85
-
+    the layer's own findings at each pair (semantic.readings) then flag it where one reaches the default threshold,
+    as core.combine does (check_split_cuts compares both with the whole screen)."""
     base = []
     for _, label, text, p in rows:
         alone = tuning.screen_with(text, {**p, "abuse": 0.0, "threat": 0.0}, semantic.CRISIS_CUT, 0.75)
-        reads = semantic._long_enough(text)
-        base.append((label, alone.flagged, reads and p["abuse"], reads and not semantic.IDIOMS.search(text)
-                     and p["threat"]))
+        base.append((label, alone.flagged, text, p))
     out = {}
     for a in CUT_GRID:
         for t in CUT_GRID:
             counts: dict[str, int] = {}
-            for label, flagged, pa, pt in base:
-                layer = flags(pa, a) or flags(pt, t)
+            for label, flagged, text, p in base:
+                layer = any(f.score >= semantic.FLAG_SCORE for f in semantic.readings(
+                    text, p, semantic.CRISIS_CUT, {"abuse": a, "threat": t}))
                 counts[label] = counts.get(label, 0) + int(flagged or layer)
                 counts[label + " n"] = counts.get(label + " n", 0) + 1
                 counts[label + " alone"] = counts.get(label + " alone", 0) + int(flagged)
