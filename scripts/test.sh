@@ -34,7 +34,9 @@ parallel=(); [ "$workers" != 0 ] && parallel=(-n "$workers" --dist loadgroup --n
 pinned=(env); timed=(); if [ "$workers" != 0 ] && [ "$(nproc)" -ge "$workers" ]; then
     pinned=(env EMPATHY_ARENA_TEST_PIN=1); timed=("${parallel[@]}"); fi
 # The SQLite pass records which tests used the store (tests/support/storage_probe); a PostgreSQL pass after it
-# runs those. A PostgreSQL pass alone (EMPATHY_ARENA_TEST_DB=postgresql) runs every test.
+# runs those, but for the browser tests each store statement of which (traced on the SQLite pass:
+# EMPATHY_ARENA_STORE_SQL=1) a non-browser test that runs there issued too. A PostgreSQL pass alone
+# (EMPATHY_ARENA_TEST_DB=postgresql) runs every test.
 record=$(mktemp -d)
 # Whisper's transcripts of the demo pipeline's clips and the real-voice recordings, kept for the second pass
 # (tests/support/demo_pipeline.py) and seeded with the committed ones this machine's decoder made before
@@ -46,8 +48,11 @@ trap 'rm -rf "$record" "$EMPATHY_ARENA_TEST_CACHE"' EXIT
 "$PY" -m tests.support.whisper_seed --into "$EMPATHY_ARENA_TEST_CACHE/asr"
 failed=""
 for db in $databases; do
-    if [ "$db" = sqlite ] || [ -n "$(ls -A "$record")" ]; then uses=(env EMPATHY_ARENA_TEST_STORE_RECORD="$record")
+    if [ "$db" = sqlite ] || [ -n "$(ls -A "$record")" ]; then
+        uses=(env EMPATHY_ARENA_TEST_STORE_RECORD="$record" EMPATHY_ARENA_STORE_SQL=1)
     else uses=(env); fi
+    if [ "$db" = postgresql ] && [ -n "$(ls -A "$record")" ]; then
+        "$PY" -m tests.support.storage_probe "$record" || echo "(the record could not be described)"; fi
     collected=0
     for part in shared timed machine; do
         echo "=== tests on $db: $part ==="

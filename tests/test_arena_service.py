@@ -11,7 +11,7 @@ from arena.core import matchmaking
 from arena.config import ArenaSettings
 from arena.core.ratings import Rating
 from arena.services.service import ArenaService, NoBattleAvailable, NotYet, SkipRefused, VoteRefused
-from arena.tables.storage import AXES
+from arena.tables.storage import AXES, vote_log_version
 from arena.core.votes_io import VoteImportError
 from eval_backend.store import Reply, Store
 from tests.support.arena_fixtures import copy_data_dir, seed
@@ -82,6 +82,27 @@ def test_vote_reveals_names_transcripts_and_ratings(make):
     stored = svc.stored_ratings()
     assert stored[res.a.model] == res.a.rating
     assert set(svc.stored_ratings("said")) == {res.a.model, res.b.model}
+
+
+def test_the_boards_recompute_when_a_vote_is_stored_and_only_then(make):
+    """The arena board's cache (leaderboard and public API) keys on the vote log's version: it moves with a stored
+    vote, not with a refused one, and the board is computed again only when it moved."""
+    from leaderboard.arena_leaderboard_tab import BoardCache
+
+    svc, clock = make()
+    computed: list[str] = []
+    cache = BoardCache(lambda axis: computed.append(axis) or len(computed), lambda: vote_log_version(svc.store),
+                       min_age_s=0.0)
+    assert vote_log_version(svc.store) == (0, None)
+    assert cache.get("overall") == cache.get("overall") == 1
+    view = svc.serve_battle("s1", "10.0.0.1")
+    vote_after_listening(svc, clock, view, "s1", "10.0.0.1", "A")
+    count, last = vote_log_version(svc.store)
+    assert count == 1 and last is not None
+    with pytest.raises(VoteRefused):
+        svc.submit_vote(view.battle_id, "s1", "10.0.0.1", "B", listen=heard(view))   # the same battle again
+    assert vote_log_version(svc.store) == (1, last)
+    assert cache.get("overall") == cache.get("overall") == 2 and computed == ["overall", "overall"]
 
 
 def test_skip_closes_the_battle_without_a_vote_a_refusal_or_an_open_slot(make):

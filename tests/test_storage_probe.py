@@ -14,6 +14,7 @@ import textwrap
 from pathlib import Path
 
 from tests.support.storage_probe import RECORD_ENV, read_record
+from tests.support.storage_probe.__main__ import describe
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -115,3 +116,135 @@ def test_a_test_the_record_does_not_know_runs_on_postgresql(pytester, monkeypatc
     postgresql = _run(pytester, monkeypatch, "postgresql", record, "--collect-only")
     collected = {line.split("::")[-1] for line in postgresql.outlines if "::" in line}
     assert collected == (STORAGE | PURE) - {"test_pure"}
+
+
+# The browser tests' statements (issue 25): the SQLite pass's shared part traces each store statement's shape
+# (EMPATHY_ARENA_STORE_SQL=1); a browser test runs on PostgreSQL unless a non-browser test that runs there issued
+# every statement it issued.
+STATEMENT_SUITE = textwrap.dedent('''
+    import sqlite3
+    import subprocess
+    import sys
+
+    import pytest
+
+    IN_CHILD = "import sqlite3, sys; sqlite3.connect(sys.argv[1] + '/store.sqlite3').execute(sys.argv[2])"
+
+
+    def run(tmp_path, sql):
+        sqlite3.connect(tmp_path / "store.sqlite3").execute(sql)
+
+
+    def run_in_child(tmp_path, sql, *flags):
+        subprocess.run([sys.executable, *flags, "-c", IN_CHILD, str(tmp_path), sql], check=True)
+
+
+    def test_api(tmp_path):
+        run(tmp_path, "SELECT 'a' AS asked_by_both")
+
+
+    @pytest.mark.browser
+    def test_page_asking_what_the_api_asks(tmp_path):       # the same call site with another value, in a child
+        run_in_child(tmp_path, "SELECT 'b' AS asked_by_both")
+
+
+    @pytest.mark.browser
+    def test_page_asking_its_own(tmp_path):
+        run(tmp_path, "SELECT 1 AS asked_by_the_page_only")
+
+
+    @pytest.fixture(scope="module")
+    def app(tmp_path_factory):                # an app two kinds of test talk to: its statements cover nobody
+        data = tmp_path_factory.mktemp("app")
+        run_in_child(data, "SELECT 2 AS asked_by_the_app")
+        return data
+
+
+    def test_api_of_the_app(app):
+        assert app
+
+
+    @pytest.mark.browser
+    def test_page_of_the_app(app):
+        assert app
+
+
+    @pytest.mark.browser
+    def test_page_with_a_child_the_probe_cannot_see(tmp_path):
+        run(tmp_path, "SELECT 'c' AS asked_by_both")
+        subprocess.run([sys.executable, "-I", "-c", "print(1)"], check=True)
+
+
+    @pytest.mark.sqlite_only
+    def test_sqlite_file_format(tmp_path):    # skipped on PostgreSQL: covers nobody
+        run(tmp_path, "SELECT 3 AS asked_on_sqlite_only")
+
+
+    @pytest.mark.browser
+    def test_page_asking_what_only_sqlite_asks(tmp_path):
+        run(tmp_path, "SELECT 4 AS asked_on_sqlite_only")
+
+
+    @pytest.mark.browser
+    def test_page_without_a_store():
+        assert True
+''')
+STATEMENT_STORAGE = {"test_api", "test_page_asking_what_the_api_asks", "test_page_asking_its_own",
+                     "test_api_of_the_app", "test_page_of_the_app", "test_page_with_a_child_the_probe_cannot_see",
+                     "test_sqlite_file_format", "test_page_asking_what_only_sqlite_asks"}
+
+
+def test_a_browser_test_runs_on_postgresql_unless_a_test_there_issues_each_of_its_statements(
+        pytester, monkeypatch, tmp_path):
+    pytester.makepyfile(test_suite=STATEMENT_SUITE)
+    pytester.makeini("[pytest]\nmarkers =\n    browser\n    sqlite_only\n")
+    for traced in (True, False):
+        record = tmp_path / f"record-{traced}"
+        record.mkdir()
+        with monkeypatch.context() as mp:
+            if traced:
+                mp.setenv("EMPATHY_ARENA_STORE_SQL", "1")
+            else:
+                mp.delenv("EMPATHY_ARENA_STORE_SQL", raising=False)
+            _run(pytester, monkeypatch, "sqlite", record).assert_outcomes(passed=len(STATEMENT_STORAGE) + 1)
+        ran, storage = read_record(str(record))
+        assert {n.split("::")[-1] for n in storage} == STATEMENT_STORAGE
+        postgresql = _run(pytester, monkeypatch, "postgresql", record, "--collect-only")
+        collected = {line.split("::")[-1] for line in postgresql.outlines if "::" in line}
+        # untraced (a record without statements): every test that used the store, as before
+        assert collected == STATEMENT_STORAGE - ({"test_page_asking_what_the_api_asks"} if traced else set())
+    shown = describe(str(tmp_path / "record-True"))
+    assert "5 browser tests used it: 1 does not run on PostgreSQL" in shown, shown
+    assert "4 do (3 issued a statement no non-browser test there issued, 1 started a child" in shown, shown
+    assert "asked_by_the_page_only" in shown and "asked_by_the_app" in shown and "asked_on_sqlite_only" in shown
+
+
+def test_a_statement_the_tests_write_is_not_a_call_site_of_the_product(tmp_path, monkeypatch):
+    """What a test reads to check the app (or a test app seeds) is not what the PostgreSQL pass must cover; what the
+    product's code issues is, whoever called it."""
+    import sqlite3
+    import sys
+
+    from arena.tables.storage import vote_log_version
+    from eval_backend.store import Store
+    from tests.support.storage_probe.store_probe_sql import issued_by_the_tests
+
+    seen: list[tuple[str, bool]] = []
+    original = sqlite3.connect
+
+    def traced(*args, **kwargs):
+        connection = original(*args, **kwargs)
+        connection.set_trace_callback(lambda sql: seen.append((sql, issued_by_the_tests(sys._getframe(1)))))
+        return connection
+
+    monkeypatch.setattr(sqlite3, "connect", traced)
+    store = Store(tmp_path)
+    with store.transaction() as conn:
+        conn.execute("CREATE TABLE probe_seeded (id INTEGER PRIMARY KEY)")     # the test's own statements
+    store.query("SELECT id FROM arena_votes WHERE id > ?", (0,))
+    assert vote_log_version(store) == (0, None)                               # the product's, called from here
+    by = dict(seen)
+    assert by["CREATE TABLE probe_seeded (id INTEGER PRIMARY KEY)"] is True, seen
+    assert by["SELECT id FROM arena_votes WHERE id > 0"] is True, seen
+    assert by["SELECT COUNT(*), MAX(id) FROM arena_votes"] is False, seen
+    assert any(not by_tests and sql.startswith("CREATE TABLE IF NOT EXISTS") for sql, by_tests in seen), seen

@@ -1,4 +1,5 @@
-"""Which tests use the store: found out on the SQLite pass, so the PostgreSQL pass runs exactly those.
+"""Which tests use the store: found out on the SQLite pass, so the PostgreSQL pass runs those (but a browser test
+whose every store statement another test there issues).
 
 A test uses the store when it, or a fixture it depends on (at any scope), opens a `store.sqlite3`, in the test
 process or in any Python process it starts (an app, a worker, a CLI): every Store opens its database file when it
@@ -11,8 +12,18 @@ is made (eval_backend/store.py). Found out, not declared: nobody has to remember
 - A Python child that would not load the probe (its PYTHONPATH replaced, `-I`, `-S`, `-E`) counts as using the
   store: a doubt runs on both databases.
 
+The browser tests' store statements (EMPATHY_ARENA_STORE_SQL=1, scripts/test.sh's shared part): every store
+connection, here and in the children, is traced, and the shape of each statement the product issued (its values
+taken out; what the tests' own code reads or seeds is left out: store_probe_sql.py) is kept under the test or
+fixture it ran for. A browser test checks the page: when every statement it issued
+(its own and its fixtures') was issued by a non-browser test that runs on PostgreSQL too — through its own or a
+fixture no browser test uses —, the PostgreSQL pass runs those call sites without it, and leaves it out (about 60 %
+of that pass's time was browser tests: docs/benchmarks.md, "Test suite"). `python -m tests.support.storage_probe
+DIR` tells which browser tests stay and the statements that keep them.
+
 EMPATHY_ARENA_TEST_STORE_RECORD=DIR: the SQLite pass writes one record per process (xdist workers included) into
-DIR; the PostgreSQL pass reads them and deselects the tests that ran on SQLite without using the store. A test the
+DIR; the PostgreSQL pass reads them and deselects the tests that ran on SQLite without using the store, and the
+browser tests above. A test the
 record does not know (new, or skipped on SQLite) runs. Without the variable nothing is deselected (scripts/test.sh
 sets it for its two passes; `EMPATHY_ARENA_TEST_DB=postgresql pytest` alone runs the whole suite on PostgreSQL).
 tests/test_storage_probe.py checks that the probe sees each way a test can use the store;
@@ -24,17 +35,20 @@ import hashlib
 import json
 import os
 import shutil
+import sqlite3
 import sys
 import tempfile
 from pathlib import Path
+from typing import NamedTuple
 
 import pytest
+
+from .store_probe_sql import STORE_FILE, TRACE_ENV, is_sqlite_own, issued_by_the_tests, key, shape
 
 RECORD_ENV = "EMPATHY_ARENA_TEST_STORE_RECORD"
 PROBE_DIR_ENV = "EMPATHY_ARENA_STORE_PROBE"          # where children report (read by sitecustomize.py)
 TAG_ENV = "EMPATHY_ARENA_STORE_PROBE_TAG"            # the test or fixture a child was started for
 SITE_DIR = str(Path(__file__).resolve().parent)      # holds sitecustomize.py
-STORE_FILE = "store.sqlite3"
 DESELECTED = pytest.StashKey[list[str]]()             # the PostgreSQL pass's deselected test ids (base_id)
 
 
@@ -64,12 +78,27 @@ class StorageProbe:
         self.used: set[str] = set()           # tags seen using the store here, or starting an unprobed child
         self.ran: list[str] = []              # test ids whose call phase ran in this process
         self.active = self.db == "sqlite"
+        self.tracing = self.active and os.environ.get(TRACE_ENV) == "1"
+        self.opaque: set[str] = set()         # tags that started a child the probe cannot see into
+        self.sql: dict[str, dict[str, str]] = {}   # tag -> {key: shape} of the store statements run here under it
         if self.active:
             self.env_before = {k: os.environ.get(k) for k in (PROBE_DIR_ENV, "PYTHONPATH")}
             self.probe_dir = tempfile.mkdtemp(prefix="store_probe_")
             os.environ[PROBE_DIR_ENV] = self.probe_dir
             os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (SITE_DIR, os.environ.get("PYTHONPATH")) if p)
             sys.addaudithook(self._audit)      # for the life of the process: audit hooks cannot be removed
+        if self.tracing:                       # (the audit event's handle cannot take a callback yet)
+            self._connect = sqlite3.connect
+            sqlite3.connect = self._tracing_connect
+
+    def _tracing_connect(self, database, *args, **kwargs):
+        connection = self._connect(database, *args, **kwargs)
+        try:
+            if os.path.basename(os.fsdecode(database)) == STORE_FILE:
+                connection.set_trace_callback(self._trace)
+        except (TypeError, ValueError):
+            pass
+        return connection
 
     # ------------------------------------------------------------------------------ seeing
     def _audit(self, event: str, args: tuple) -> None:
@@ -87,6 +116,17 @@ class StorageProbe:
             probed = SITE_DIR in str(env.get("PYTHONPATH", "")).split(os.pathsep) and env.get(PROBE_DIR_ENV)
             if isolated or not probed:
                 self.used.add(self.context[-1])    # it could open a store we would not hear of
+                self.opaque.add(self.context[-1])
+
+    def _trace(self, statement: str) -> None:
+        """A store connection made here ran `statement`: its shape counts for the test or fixture running now, unless
+        the tests' own code wrote it (store_probe_sql.issued_by_the_tests)."""
+        try:
+            if self.context and not issued_by_the_tests(sys._getframe(1)):
+                text = shape(statement)
+                self.sql.setdefault(self.context[-1], {}).setdefault(key(text), text[:400])
+        except Exception:           # noqa: BLE001 -- a probe's fault must never change the test
+            pass
 
     def _enter(self, tag: str) -> None:
         self.context.append(tag)
@@ -105,10 +145,7 @@ class StorageProbe:
 
     def uses_store(self, item, reported: set[str]) -> bool:
         """The test, or a fixture it depends on, opened a store (here or in a child it started)."""
-        tags = [f"test:{item.nodeid}"]
-        for defs in item._fixtureinfo.name2fixturedefs.values():
-            tags += [self.fixture_tag(d) for d in defs]
-        return any(t in self.used or tag_file(t) in reported for t in tags)
+        return any(t in self.used or tag_file(t) in reported for t in self.tags(item))
 
     # ------------------------------------------------------------------------------ hooks
     @pytest.hookimpl(wrapper=True)
@@ -152,13 +189,66 @@ class StorageProbe:
             return
         reported = set(os.listdir(self.probe_dir))
         by_id = {item.nodeid: item for item in session.items}
-        storage = sorted(base_id(n) for n in self.ran if n in by_id and self.uses_store(by_id[n], reported))
+        users = [by_id[n] for n in self.ran if n in by_id and self.uses_store(by_id[n], reported)]
+        doc: dict = {"ran": sorted(map(base_id, self.ran)), "storage": sorted(base_id(i.nodeid) for i in users)}
+        if self.tracing:
+            doc |= self.statement_record(users)
         worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
         # one file per process: scripts/test.sh runs several parts into one record, each with its own gw0, gw1
         out = Path(self.record_dir) / f"sqlite-{worker}-{os.getpid()}.json"
         tmp = out.with_suffix(".tmp")
-        tmp.write_text(json.dumps({"ran": sorted(map(base_id, self.ran)), "storage": storage}, indent=0))
+        tmp.write_text(json.dumps(doc, indent=0))
         tmp.replace(out)
+
+    def tags(self, item) -> list[str]:
+        """The test's own tag and those of every fixture it depends on."""
+        return [f"test:{item.nodeid}"] + [self.fixture_tag(d) for defs in item._fixtureinfo.name2fixturedefs.values()
+                                          for d in defs]
+
+    def shapes_under(self, tag: str) -> dict[str, str]:
+        """{key: shape} of the store statements run under `tag`: here, and in the children it started."""
+        found = dict(self.sql.get(tag, {}))
+        try:
+            with open(Path(self.probe_dir) / tag_file(tag), encoding="utf-8") as report:
+                for line in report:
+                    name, _, text = line.rstrip("\n").partition("\t")
+                    if text:
+                        found.setdefault(name, text)
+        except OSError:
+            pass
+        return found
+
+    def statement_record(self, users: list) -> dict:
+        """The statement part of this process's record (a traced run): each browser test's store statements, and
+        those the other tests ran that the PostgreSQL pass is sure to run too (select_for_postgresql). A browser
+        test with a child the probe could not see into is listed apart (it runs on PostgreSQL). What a fixture ran
+        counts for the browser tests using it and never covers them: the PostgreSQL pass could keep its
+        non-browser users and drop the browser tests that made the fixture's app run those statements."""
+        browser = [i for i in users if i.get_closest_marker("browser") is not None]
+        browser_tags = {t for i in browser for t in self.tags(i)[1:]}
+        shapes: dict[str, str] = {}
+        statements: dict[str, list[str]] = {}
+        unseen: list[str] = []
+        for item in browser:
+            tags = self.tags(item)
+            if any(t in self.opaque for t in tags):
+                unseen.append(base_id(item.nodeid))
+                continue
+            mine = {k: v for t in tags for k, v in self.shapes_under(t).items() if not is_sqlite_own(v)}
+            shapes |= mine
+            statements[base_id(item.nodeid)] = sorted(mine)
+        covering: set[str] = set()
+        for item in users:
+            if item in browser or "sqlite_only" in item.keywords:
+                continue
+            for tag in self.tags(item):
+                if tag not in browser_tags:
+                    found = self.shapes_under(tag)
+                    covering |= found.keys()
+                    shapes |= found
+        return {"traced": True, "browser_statements": statements, "browser_unseen": sorted(unseen),
+                "covering_statements": sorted(covering),
+                "shapes": {k: shapes[k] for k in sorted(shapes)}}
 
     def pytest_unconfigure(self, config):
         """The reports folder goes (one a pytest process: they were left in /tmp), and the variables this plugin
@@ -166,12 +256,14 @@ class StorageProbe:
         one reporting where it did)."""
         if not self.active:
             return
+        if self.tracing:
+            sqlite3.connect = self._connect
         shutil.rmtree(self.probe_dir, ignore_errors=True)
-        for key, value in self.env_before.items():
+        for name, value in self.env_before.items():
             if value is None:
-                os.environ.pop(key, None)
+                os.environ.pop(name, None)
             else:
-                os.environ[key] = value
+                os.environ[name] = value
 
 
 def pytest_configure(config):
@@ -192,10 +284,52 @@ def read_record(record_dir: str) -> tuple[set[str], set[str]] | None:
     return ran, storage
 
 
+class Statements(NamedTuple):
+    browser: dict[str, set[str]]    # browser test -> the keys of the store statements it issued
+    unseen: set[str]                # browser tests that started a child the probe could not see into
+    covering: set[str]              # the keys the non-browser store tests issued (select_for_postgresql)
+    shapes: dict[str, str]          # key -> shape
+
+
+def read_statements(record_dir: str) -> Statements | None:
+    """From a traced SQLite record (scripts/test.sh's shared part); None if no process of the record traced."""
+    browser: dict[str, set[str]] = {}
+    unseen: set[str] = set()
+    covering: set[str] = set()
+    shapes: dict[str, str] = {}
+    traced = False
+    for f in sorted(Path(record_dir).glob("sqlite-*.json")):
+        doc = json.loads(f.read_text())
+        if not doc.get("traced"):
+            continue
+        traced = True
+        for test, keys in doc["browser_statements"].items():
+            browser.setdefault(test, set()).update(keys)
+        unseen |= set(doc.get("browser_unseen", ()))
+        covering |= set(doc["covering_statements"])
+        shapes |= doc["shapes"]
+    return Statements(browser, unseen, covering, shapes) if traced else None
+
+
+def covered_browser_tests(record_dir: str) -> tuple[set[str], dict[str, set[str]]]:
+    """(the browser tests every store statement of which a non-browser store test ran too — the PostgreSQL pass
+    runs those tests, so it runs each of these statements' call sites —, {every other traced browser test: the
+    statements only browser tests ran})."""
+    found = read_statements(record_dir)
+    if found is None:
+        return set(), {}
+    # (none seen at all, though it used the store: it runs)
+    covered = {test for test, keys in found.browser.items()
+               if keys and keys <= found.covering and test not in found.unseen}
+    return covered, {test: keys - found.covering for test, keys in found.browser.items() if test not in covered}
+
+
 def select_for_postgresql(config, items) -> None:
     """PostgreSQL pass with a record: keep the tests that used the store on SQLite, those it does not know, and those
-    marked `both_databases` (tests/test_store_selection.py, which checks this pass's selection against the record).
-    The deselected ids stay in `config.stash[DESELECTED]` for that check."""
+    marked `both_databases` (tests/test_store_selection.py, which checks this pass's selection against the record),
+    except a browser test each of whose store statements a kept non-browser test ran on the SQLite pass (the
+    shared part traces them: store_probe_sql.py): what it checks is the page, and every query the page made runs on
+    PostgreSQL in a test of its own. The deselected ids stay in `config.stash[DESELECTED]` for that check."""
     record_dir = os.environ.get(RECORD_ENV)
     if not record_dir:
         return
@@ -204,10 +338,12 @@ def select_for_postgresql(config, items) -> None:
         raise pytest.UsageError(f"{RECORD_ENV}={record_dir} holds no SQLite record: run the SQLite pass first, "
                                 "or unset it to run every test on PostgreSQL")
     ran, storage = record
+    covered, _ = covered_browser_tests(record_dir)
     keep, drop = [], []
     for item in items:
         test = base_id(item.nodeid)
-        pure = test in ran and test not in storage and item.get_closest_marker("both_databases") is None
+        pure = test in ran and (test not in storage or test in covered) \
+            and item.get_closest_marker("both_databases") is None
         (drop if pure else keep).append(item)
     config.stash[DESELECTED] = [base_id(item.nodeid) for item in drop]
     if drop:

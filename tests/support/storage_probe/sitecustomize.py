@@ -1,7 +1,8 @@
 """Loaded by every Python process the tests start on the SQLite pass (tests/support/storage_probe puts this folder
 first on PYTHONPATH): when this process opens a `store.sqlite3`, it leaves a file named after the test or fixture
 that started it in EMPATHY_ARENA_STORE_PROBE (it wraps `sqlite3.connect`, which eval_backend/store.py calls, until
-the first store is seen). Nothing else changes in the process: a sitecustomize this one hides (Debian's, a
+the first store is seen; with EMPATHY_ARENA_STORE_SQL=1 for the process's life, each store statement's shape
+written in the file: store_probe_sql.py). Nothing else changes in the process: a sitecustomize this one hides (Debian's, a
 virtualenv's) still runs."""
 import os
 import sys
@@ -16,6 +17,9 @@ def _install() -> None:
     import sqlite3
     name = os.path.join(probe_dir, hashlib.sha256(tag.encode()).hexdigest()[:32])   # storage_probe.tag_file
     original = sqlite3.connect
+    if os.environ.get("EMPATHY_ARENA_STORE_SQL") == "1":
+        sqlite3.connect = _tracing_connect(original, name)
+        return
 
     # A wrapper, not an audit hook: an audit hook is called for every audited event of the process for its whole
     # life (every open, every frame lookup...) and doubled the time of a Gradio-heavy app under test
@@ -31,6 +35,42 @@ def _install() -> None:
         return original(database, *args, **kwargs)
 
     sqlite3.connect = connect
+
+
+def _tracing_connect(original, name: str):
+    """EMPATHY_ARENA_STORE_SQL=1 (the shared part of the SQLite pass): every store connection's statements are
+    traced, and the shape of each the product issued (not the tests' own code) new to this process is appended to the report file as a line `key<TAB>shape` (an
+    append of a short line is whole, and nothing is lost if the process is killed)."""
+    import threading
+    from store_probe_sql import STORE_FILE, issued_by_the_tests, key, shape
+    seen: set[str] = set()
+    lock = threading.Lock()
+
+    def trace(statement: str) -> None:
+        try:
+            if issued_by_the_tests(sys._getframe(1)):
+                return
+            text = shape(statement)
+            with lock:
+                if text in seen:
+                    return
+                seen.add(text)
+                with open(name, "a", encoding="utf-8") as report:
+                    report.write(f"{key(text)}\t{text[:400]}\n")
+        except Exception:           # noqa: BLE001 -- a probe's fault must never change the process under test
+            pass
+
+    def connect(database, *args, **kwargs):
+        connection = original(database, *args, **kwargs)
+        try:
+            if os.path.basename(os.fsdecode(database)) == STORE_FILE:
+                open(name, "a").close()
+                connection.set_trace_callback(trace)
+        except (OSError, TypeError, ValueError):
+            pass
+        return connection
+
+    return connect
 
 
 def _chain() -> None:

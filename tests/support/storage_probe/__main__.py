@@ -1,0 +1,37 @@
+"""`python -m tests.support.storage_probe RECORD_DIR`: what the PostgreSQL pass will run from a SQLite pass's record,
+and why each browser test that stays there stays (scripts/test.sh prints it before that pass)."""
+from __future__ import annotations
+
+import sys
+
+from . import covered_browser_tests, read_record, read_statements
+
+
+def describe(record_dir: str, shown: int = 8) -> str:
+    record = read_record(record_dir)
+    if record is None:
+        return f"no SQLite record in {record_dir}"
+    ran, storage = record
+    found = read_statements(record_dir)
+    lines = [f"the SQLite pass ran {len(ran)} tests; {len(storage)} used the store"]
+    if found is None:
+        return "\n".join(lines + ["no statement trace: every test that used the store runs on PostgreSQL"])
+    covered, kept = covered_browser_tests(record_dir)
+    seen = {t for t in kept if kept[t]}
+    lines.append(f"{len(found.browser) + len(found.unseen - set(found.browser))} browser tests used it: "
+                 f"{len(covered)} {'does' if len(covered) == 1 else 'do'} not run on PostgreSQL (each store "
+                 f"statement they issued, a non-browser test that runs there issued too; "
+                 f"{len(found.covering)} statements in all), {len(kept) + len(found.unseen - set(kept))} do "
+                 f"({len(seen)} issued a statement no non-browser test there issued, "
+                 f"{len(found.unseen)} started a child the probe cannot see into)")
+    only = sorted({k for keys in kept.values() for k in keys})
+    for k in only[:shown]:
+        users = sum(k in keys for keys in kept.values())
+        lines.append(f"  {users} test(s): {found.shapes.get(k, k)[:160]}")
+    if len(only) > shown:
+        lines.append(f"  ... {len(only) - shown} more statements")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    print(describe(sys.argv[1]))
