@@ -172,11 +172,14 @@ class Crawler:
 
     def drain(self) -> None:
         left: set[str] = set()
-        self.responses.append((0, read_events(self.client, self.url, self.session, self.pending,
-                                              never_completed=left)))
+        started = time.monotonic()
+        text = read_events(self.client, self.url, self.session, self.pending, never_completed=left)
+        self.responses.append((0, text))
         if left:      # the stream ended with events never reported completed (the app closed it, or its timeout
-                      # was waited out: the suite's 37-185 s outliers): say which events
-            warnings.warn("events never completed: " + "; ".join(self.joined[e] for e in sorted(left)))
+                      # was waited out: the suite's 37-185 s outliers): say which events, and which of the two
+            how = "the app closed the stream" if '"close_stream"' in text else "the read timed out"
+            warnings.warn(f"events never completed ({how} after {time.monotonic() - started:.1f} s): "
+                          + "; ".join(self.joined[e] for e in sorted(left)))
 
     def prime(self, deps) -> None:
         """Every event once with the page's own values (sets server-side state as a visitor's clicks do)."""

@@ -38,7 +38,7 @@ from space_shell.signing import Signer
 from eval_backend.store import Reply, Store
 from tests.support.arena_fixtures import free_port, seed
 from tests.support.browser import launch_chromium, new_page, wait_for_playable
-from tests.support.processes import ServerProcess
+from tests.support.processes import ServerProcess, python_path
 
 ROOT = Path(__file__).resolve().parent.parent
 MODELS = ("warm-model", "flat-model")
@@ -58,7 +58,7 @@ class SpaceProcess(ServerProcess):
         super().__init__([str(ROOT / "app.py")], cwd / f"app_{self.port}.log", cwd=cwd, stop_timeout=30, env={
             "GRADIO_SERVER_PORT": str(self.port), "GRADIO_SERVER_NAME": "127.0.0.1", "EMPATHY_ARENA_BOOTSTRAP": "0",
             "EMPATHY_ARENA_WORKER": "0", "EMPATHY_ARENA_BENCHMARK": "demo", "HF_HUB_OFFLINE": "1",
-            "GRADIO_ANALYTICS_ENABLED": "False", "PYTHONPATH": str(ROOT), "EMPATHY_ARENA_DATA_DIR": None,
+            "GRADIO_ANALYTICS_ENABLED": "False", "PYTHONPATH": python_path(ROOT), "EMPATHY_ARENA_DATA_DIR": None,
             **(env or {})})
 
     def start(self, timeout: float = 180) -> "SpaceProcess":  # type: ignore[override]

@@ -186,18 +186,25 @@ STATEMENT_SUITE = textwrap.dedent('''
 
 
     @pytest.mark.browser
+    @pytest.mark.exclusive
+    def test_timed_page_asking_what_the_api_asks(tmp_path):      # it times something: on both databases
+        run(tmp_path, "SELECT 'd' AS asked_by_both")
+
+
+    @pytest.mark.browser
     def test_page_without_a_store():
         assert True
 ''')
 STATEMENT_STORAGE = {"test_api", "test_page_asking_what_the_api_asks", "test_page_asking_its_own",
                      "test_api_of_the_app", "test_page_of_the_app", "test_page_with_a_child_the_probe_cannot_see",
-                     "test_sqlite_file_format", "test_page_asking_what_only_sqlite_asks"}
+                     "test_sqlite_file_format", "test_page_asking_what_only_sqlite_asks",
+                     "test_timed_page_asking_what_the_api_asks"}
 
 
 def test_a_browser_test_runs_on_postgresql_unless_a_test_there_issues_each_of_its_statements(
         pytester, monkeypatch, tmp_path):
     pytester.makepyfile(test_suite=STATEMENT_SUITE)
-    pytester.makeini("[pytest]\nmarkers =\n    browser\n    sqlite_only\n")
+    pytester.makeini("[pytest]\nmarkers =\n    browser\n    exclusive\n    sqlite_only\n")
     for traced in (True, False):
         record = tmp_path / f"record-{traced}"
         record.mkdir()
@@ -221,30 +228,23 @@ def test_a_browser_test_runs_on_postgresql_unless_a_test_there_issues_each_of_it
 
 def test_a_statement_the_tests_write_is_not_a_call_site_of_the_product(tmp_path, monkeypatch):
     """What a test reads to check the app (or a test app seeds) is not what the PostgreSQL pass must cover; what the
-    product's code issues is, whoever called it."""
+    product's code issues is, whoever called it. Noted as the probe notes it (store_probe_sql.Shapes)."""
     import sqlite3
-    import sys
 
     from arena.tables.storage import vote_log_version
     from eval_backend.store import Store
-    from tests.support.storage_probe.store_probe_sql import issued_by_the_tests
+    from tests.support.storage_probe.store_probe_sql import Shapes
 
-    seen: list[tuple[str, bool]] = []
-    original = sqlite3.connect
-
-    def traced(*args, **kwargs):
-        connection = original(*args, **kwargs)
-        connection.set_trace_callback(lambda sql: seen.append((sql, issued_by_the_tests(sys._getframe(1)))))
-        return connection
-
-    monkeypatch.setattr(sqlite3, "connect", traced)
-    store = Store(tmp_path)
+    noted: dict[str, str] = {}
+    shapes = Shapes(lambda tag, key, text: noted.setdefault(text, tag), lambda: "test:here")
+    monkeypatch.setattr(sqlite3, "connect", shapes.connect(sqlite3.connect))
+    monkeypatch.delenv("DATABASE_URL", raising=False)     # what is noted is SQLite's, on either pass
+    store = Store(tmp_path)                                                   # the product's own DDL
     with store.transaction() as conn:
         conn.execute("CREATE TABLE probe_seeded (id INTEGER PRIMARY KEY)")     # the test's own statements
     store.query("SELECT id FROM arena_votes WHERE id > ?", (0,))
     assert vote_log_version(store) == (0, None)                               # the product's, called from here
-    by = dict(seen)
-    assert by["CREATE TABLE probe_seeded (id INTEGER PRIMARY KEY)"] is True, seen
-    assert by["SELECT id FROM arena_votes WHERE id > 0"] is True, seen
-    assert by["SELECT COUNT(*), MAX(id) FROM arena_votes"] is False, seen
-    assert any(not by_tests and sql.startswith("CREATE TABLE IF NOT EXISTS") for sql, by_tests in seen), seen
+    assert "SELECT COUNT(*), MAX(id) FROM arena_votes" in noted, noted
+    assert any(text.startswith("CREATE TABLE IF NOT EXISTS") for text in noted), noted
+    assert not [text for text in noted if "probe_seeded" in text or text.startswith("SELECT id FROM")], noted
+    assert set(noted.values()) == {"test:here"}

@@ -16,7 +16,7 @@ import argparse
 import os
 from pathlib import Path
 
-from tests.support.processes import ServerProcess, free_port
+from tests.support.processes import ServerProcess, free_port, python_path
 
 MODELS = ("warm-model", "flat-model", "calm-model")
 # per model: the letter it answers to the benchmark's question and selection item (q0: answer B; e0: answer A)
@@ -67,7 +67,7 @@ class PageSpace(ServerProcess):
                          self.data_dir / f"space_{self.port}.log", cwd=self.root, stop_timeout=30, env={
                              "EMPATHY_ARENA_BOOTSTRAP": "0", "EMPATHY_ARENA_BENCHMARK": "demo",
                              "EMPATHY_ARENA_WORKER": "0", "GRADIO_ANALYTICS_ENABLED": "False",
-                             "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(self.root), **(env or {})})
+                             "HF_HUB_OFFLINE": "1", "PYTHONPATH": python_path(self.root), **(env or {})})
 
     def start(self, timeout: float = 180.0) -> "PageSpace":  # type: ignore[override]
         super().start(f"{self.url}/api/arena/health", timeout)

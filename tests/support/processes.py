@@ -32,6 +32,13 @@ def free_port(host: str = "127.0.0.1") -> int:
         return s.getsockname()[1]
 
 
+def python_path(root: str | Path) -> str:
+    """PYTHONPATH for a started app serving `root`: that checkout first, then what this process was given (the
+    storage probe's folder on the SQLite pass: an app with its PYTHONPATH replaced would be a child the probe
+    cannot see into, so its tests could not be told apart by the statements they issue)."""
+    return os.pathsep.join(p for p in (str(root), os.environ.get("PYTHONPATH")) if p)
+
+
 def log_tail(path: Path | None, chars: int = 3000) -> str:
     if path is None or not Path(path).exists():
         return ""

@@ -43,7 +43,7 @@ from typing import NamedTuple
 
 import pytest
 
-from .store_probe_sql import STORE_FILE, TRACE_ENV, is_sqlite_own, issued_by_the_tests, key, shape
+from .store_probe_sql import STORE_FILE, TRACE_ENV, Shapes, is_sqlite_own
 
 RECORD_ENV = "EMPATHY_ARENA_TEST_STORE_RECORD"
 PROBE_DIR_ENV = "EMPATHY_ARENA_STORE_PROBE"          # where children report (read by sitecustomize.py)
@@ -87,18 +87,11 @@ class StorageProbe:
             os.environ[PROBE_DIR_ENV] = self.probe_dir
             os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (SITE_DIR, os.environ.get("PYTHONPATH")) if p)
             sys.addaudithook(self._audit)      # for the life of the process: audit hooks cannot be removed
-        if self.tracing:                       # (the audit event's handle cannot take a callback yet)
+        if self.tracing:
             self._connect = sqlite3.connect
-            sqlite3.connect = self._tracing_connect
-
-    def _tracing_connect(self, database, *args, **kwargs):
-        connection = self._connect(database, *args, **kwargs)
-        try:
-            if os.path.basename(os.fsdecode(database)) == STORE_FILE:
-                connection.set_trace_callback(self._trace)
-        except (TypeError, ValueError):
-            pass
-        return connection
+            shapes = Shapes(lambda tag, k, text: self.sql.setdefault(tag, {}).setdefault(k, text),
+                            lambda: self.context[-1] if self.context else None)
+            sqlite3.connect = shapes.connect(self._connect)
 
     # ------------------------------------------------------------------------------ seeing
     def _audit(self, event: str, args: tuple) -> None:
@@ -117,16 +110,6 @@ class StorageProbe:
             if isolated or not probed:
                 self.used.add(self.context[-1])    # it could open a store we would not hear of
                 self.opaque.add(self.context[-1])
-
-    def _trace(self, statement: str) -> None:
-        """A store connection made here ran `statement`: its shape counts for the test or fixture running now, unless
-        the tests' own code wrote it (store_probe_sql.issued_by_the_tests)."""
-        try:
-            if self.context and not issued_by_the_tests(sys._getframe(1)):
-                text = shape(statement)
-                self.sql.setdefault(self.context[-1], {}).setdefault(key(text), text[:400])
-        except Exception:           # noqa: BLE001 -- a probe's fault must never change the test
-            pass
 
     def _enter(self, tag: str) -> None:
         self.context.append(tag)
@@ -224,7 +207,9 @@ class StorageProbe:
         test with a child the probe could not see into is listed apart (it runs on PostgreSQL). What a fixture ran
         counts for the browser tests using it and never covers them: the PostgreSQL pass could keep its
         non-browser users and drop the browser tests that made the fixture's app run those statements."""
-        browser = [i for i in users if i.get_closest_marker("browser") is not None]
+        # (a browser test that times something runs alone, and on both databases: its time is the point)
+        browser = [i for i in users if i.get_closest_marker("browser") is not None
+                   and i.get_closest_marker("exclusive") is None]
         browser_tags = {t for i in browser for t in self.tags(i)[1:]}
         shapes: dict[str, str] = {}
         statements: dict[str, list[str]] = {}

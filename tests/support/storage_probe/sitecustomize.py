@@ -38,39 +38,28 @@ def _install() -> None:
 
 
 def _tracing_connect(original, name: str):
-    """EMPATHY_ARENA_STORE_SQL=1 (the shared part of the SQLite pass): every store connection's statements are
-    traced, and the shape of each the product issued (not the tests' own code) new to this process is appended to the report file as a line `key<TAB>shape` (an
-    append of a short line is whole, and nothing is lost if the process is killed)."""
+    """EMPATHY_ARENA_STORE_SQL=1 (the SQLite pass): every store connection notes its statements, and the shape of
+    each the product issued (not the tests' own code) new to this process is appended to the report file as a line
+    `key<TAB>shape` (an append of a short line is whole, and nothing is lost if the process is killed)."""
     import threading
-    from store_probe_sql import STORE_FILE, issued_by_the_tests, key, shape
-    seen: set[str] = set()
+    from store_probe_sql import Shapes
     lock = threading.Lock()
 
-    def trace(statement: str) -> None:
-        try:
-            if issued_by_the_tests(sys._getframe(1)):
-                return
-            text = shape(statement)
-            with lock:
-                if text in seen:
-                    return
-                seen.add(text)
-                with open(name, "a", encoding="utf-8") as report:
-                    report.write(f"{key(text)}\t{text[:400]}\n")
-        except Exception:           # noqa: BLE001 -- a probe's fault must never change the process under test
-            pass
+    def report(_tag: str, key: str, text: str) -> None:
+        with lock, open(name, "a", encoding="utf-8") as out:
+            out.write(f"{key}\t{text}\n")
 
-    def connect(database, *args, **kwargs):
-        connection = original(database, *args, **kwargs)
+    connect = Shapes(report, lambda: name).connect(original)
+
+    def connect_and_report(database, *args, **kwargs):
         try:
-            if os.path.basename(os.fsdecode(database)) == STORE_FILE:
+            if os.path.basename(os.fsdecode(database)) == "store.sqlite3":
                 open(name, "a").close()
-                connection.set_trace_callback(trace)
         except (OSError, TypeError, ValueError):
             pass
-        return connection
+        return connect(database, *args, **kwargs)
 
-    return connect
+    return connect_and_report
 
 
 def _chain() -> None:
