@@ -38,6 +38,7 @@ import shutil
 import sqlite3
 import sys
 import tempfile
+import threading
 from pathlib import Path
 from typing import NamedTuple
 
@@ -90,14 +91,25 @@ class StorageProbe:
         if self.tracing:
             self._connect = sqlite3.connect
             shapes = Shapes(lambda tag, k, text: self.sql.setdefault(tag, {}).setdefault(k, text),
-                            lambda: self.context[-1] if self.context else None)
+                            self.current)
             sqlite3.connect = shapes.connect(self._connect)
 
     # ------------------------------------------------------------------------------ seeing
+    def current(self) -> str | None:
+        """The test or fixture a store use here counts for: the innermost one being run, but from another thread
+        (a service's background worker, started by an earlier test) the test being run — never a fixture being
+        set up at that moment: an autouse fixture's tag is every test's, and would make them all store users."""
+        if not self.context:
+            return None
+        if threading.current_thread() is threading.main_thread():
+            return self.context[-1]
+        return next((tag for tag in self.context if tag.startswith("test:")), None)
+
     def _audit(self, event: str, args: tuple) -> None:
         if event == "sqlite3.connect":
-            if self.context and os.path.basename(os.fsdecode(args[0])) == STORE_FILE:
-                self.used.add(self.context[-1])
+            tag = self.current()
+            if tag and os.path.basename(os.fsdecode(args[0])) == STORE_FILE:
+                self.used.add(tag)
         elif event == "subprocess.Popen" and self.context:
             executable, argv, _cwd, env = args
             argv = [os.fsdecode(a) for a in argv] if isinstance(argv, (list, tuple)) else [os.fsdecode(argv)]
@@ -128,7 +140,12 @@ class StorageProbe:
 
     def uses_store(self, item, reported: set[str]) -> bool:
         """The test, or a fixture it depends on, opened a store (here or in a child it started)."""
-        return any(t in self.used or tag_file(t) in reported for t in self.tags(item))
+        return self.why(item, reported) is not None
+
+    def why(self, item, reported: set[str]) -> str | None:
+        """The first of the test's tags that opened a store, if any (the record keeps it: a fixture every test uses
+        showing up here is how a wrong attribution shows)."""
+        return next((t for t in self.tags(item) if t in self.used or tag_file(t) in reported), None)
 
     # ------------------------------------------------------------------------------ hooks
     @pytest.hookimpl(wrapper=True)
@@ -173,7 +190,8 @@ class StorageProbe:
         reported = set(os.listdir(self.probe_dir))
         by_id = {item.nodeid: item for item in session.items}
         users = [by_id[n] for n in self.ran if n in by_id and self.uses_store(by_id[n], reported)]
-        doc: dict = {"ran": sorted(map(base_id, self.ran)), "storage": sorted(base_id(i.nodeid) for i in users)}
+        doc: dict = {"ran": sorted(map(base_id, self.ran)), "storage": sorted(base_id(i.nodeid) for i in users),
+                     "because": {base_id(i.nodeid): self.why(i, reported) for i in users}}
         if self.tracing:
             doc |= self.statement_record(users)
         worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
