@@ -12,8 +12,8 @@ is made (eval_backend/store.py). Found out, not declared: nobody has to remember
 - A Python child that would not load the probe (its PYTHONPATH replaced, `-I`, `-S`, `-E`) counts as using the
   store: a doubt runs on both databases.
 
-The browser tests' store statements (EMPATHY_ARENA_STORE_SQL=1, scripts/test.sh's shared part): every store
-connection, here and in the children, is traced, and the shape of each statement the product issued (its values
+The browser tests' store statements (EMPATHY_ARENA_STORE_SQL=1, scripts/test.sh's SQLite pass): every store
+connection, here and in the children, notes the SQL it is given, and the shape of each statement the product issued (its values
 taken out; what the tests' own code reads or seeds is left out: store_probe_sql.py) is kept under the test or
 fixture it ran for. A browser test checks the page: when every statement it issued
 (its own and its fixtures') was issued by a non-browser test that runs on PostgreSQL too — through its own or a
@@ -295,7 +295,7 @@ class Statements(NamedTuple):
 
 
 def read_statements(record_dir: str) -> Statements | None:
-    """From a traced SQLite record (scripts/test.sh's shared part); None if no process of the record traced."""
+    """From a traced SQLite record (scripts/test.sh's SQLite pass); None if no process of the record traced."""
     browser: dict[str, set[str]] = {}
     unseen: set[str] = set()
     covering: set[str] = set()
@@ -330,8 +330,8 @@ def covered_browser_tests(record_dir: str) -> tuple[set[str], dict[str, set[str]
 def select_for_postgresql(config, items) -> None:
     """PostgreSQL pass with a record: keep the tests that used the store on SQLite, those it does not know, and those
     marked `both_databases` (tests/test_store_selection.py, which checks this pass's selection against the record),
-    except a browser test each of whose store statements a kept non-browser test ran on the SQLite pass (the
-    shared part traces them: store_probe_sql.py): what it checks is the page, and every query the page made runs on
+    except a browser test each of whose store statements a kept non-browser test ran on the SQLite pass (noted
+    there: store_probe_sql.py): what it checks is the page, and every query the page made runs on
     PostgreSQL in a test of its own. The deselected ids stay in `config.stash[DESELECTED]` for that check."""
     record_dir = os.environ.get(RECORD_ENV)
     if not record_dir:

@@ -1,8 +1,8 @@
 """Loaded by every Python process the tests start on the SQLite pass (tests/support/storage_probe puts this folder
 first on PYTHONPATH): when this process opens a `store.sqlite3`, it leaves a file named after the test or fixture
 that started it in EMPATHY_ARENA_STORE_PROBE (it wraps `sqlite3.connect`, which eval_backend/store.py calls, until
-the first store is seen; with EMPATHY_ARENA_STORE_SQL=1 for the process's life, each store statement's shape
-written in the file: store_probe_sql.py). Nothing else changes in the process: a sitecustomize this one hides (Debian's, a
+the first store is seen; with EMPATHY_ARENA_STORE_SQL=1 for the process's life, the shape of each store statement
+the product issued written in the file: store_probe_sql.py). Nothing else changes in the process: a sitecustomize this one hides (Debian's, a
 virtualenv's) still runs."""
 import os
 import sys
