@@ -248,3 +248,45 @@ def test_a_statement_the_tests_write_is_not_a_call_site_of_the_product(tmp_path,
     assert any(text.startswith("CREATE TABLE IF NOT EXISTS") for text in noted), noted
     assert not [text for text in noted if "probe_seeded" in text or text.startswith("SELECT id FROM")], noted
     assert set(noted.values()) == {"test:here"}
+
+
+def test_a_store_opened_by_another_thread_counts_for_the_test_being_run_not_a_fixture_being_set_up(
+        pytester, monkeypatch, tmp_path):
+    """A service's background worker left by an earlier test may open a store while a later test's fixture is being
+    set up; a fixture's tag is every user's, so counting it there made every later test a store user (605 of 950
+    in one run, against 330)."""
+    pytester.makepyfile(test_suite=textwrap.dedent('''
+        import sqlite3
+        import threading
+
+        import pytest
+
+        go, done = threading.Event(), threading.Event()
+
+
+        def test_leaves_a_worker(tmp_path):
+            def work():
+                go.wait(30)
+                sqlite3.connect(str(tmp_path / "store.sqlite3")).close()
+                done.set()
+            threading.Thread(target=work, daemon=True).start()
+
+
+        @pytest.fixture
+        def shared():                 # set up while the worker opens its store
+            go.set()
+            assert done.wait(30)
+
+
+        def test_set_up_while_the_worker_opens_a_store(shared):
+            assert done.is_set()
+
+
+        def test_later_with_the_same_fixture(shared):
+            assert done.is_set()
+    '''))
+    record = tmp_path / "record"
+    record.mkdir()
+    _run(pytester, monkeypatch, "sqlite", record).assert_outcomes(passed=3)
+    _, storage = read_record(str(record))
+    assert {n.split("::")[-1] for n in storage} == {"test_set_up_while_the_worker_opens_a_store"}, storage
