@@ -495,8 +495,14 @@ def _silent_and_garbage_servers():
 
 
 def test_unreachable_endpoints_are_told_at_the_base_url_in_plain_words(loopback_svc):
-    from tests.support.fault_server import FaultServer, free_port
-    closed = free_port()
+    import socket
+
+    from tests.support.fault_server import FaultServer
+    # a port bound here and never listened on refuses connections, and no other process can take it meanwhile (a
+    # port found free and let go was taken by another test's server once: the dry run then succeeded)
+    held = socket.socket()
+    held.bind(("127.0.0.1", 0))
+    closed = held.getsockname()[1]
     silent, garbage = _silent_and_garbage_servers()
     with FaultServer() as http_only, FaultServer(fault="echo-key") as wants_key:
         cases = {
@@ -515,6 +521,7 @@ def test_unreachable_endpoints_are_told_at_the_base_url_in_plain_words(loopback_
             assert words in out.errors[fld] and plain(out.errors[fld]), (url, out.errors[fld])
     silent.close()
     garbage.close()
+    held.close()
     assert loopback_svc.list_jobs() == []
 
 
