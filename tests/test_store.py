@@ -90,6 +90,28 @@ def test_failure_is_replaced_by_a_later_success(tmp_path):
     assert r.status == "ok" and r.text == "second try"
 
 
+def test_reply_filters_combine_and_rows_come_ordered_by_model_then_request(tmp_path):
+    """Every combination of `replies`' four filters selects exactly the rows matching all of those given, ordered
+    by model then request id, on the store's database (each combination is its own SQL text)."""
+    from itertools import combinations, product
+    s = Store(tmp_path)
+    rows = []
+    for model, bench, task, status in product(("m-b", "m-a"), ("h1", "h2"), ("conversation", "asr"), ("ok", "failed")):
+        for item in ("s2", "s1"):
+            reply = make(status, model=model, benchmark_hash=bench, task=task, item_id=item,
+                         request_id=f"{task}/{item}/{bench}/{status}")
+            s.put_reply(reply)
+            rows.append(reply)
+    given = dict(model="m-a", benchmark_hash="h2", task="asr", status="ok")
+    for n in range(len(given) + 1):
+        for keys in combinations(given, n):
+            filters = {k: given[k] for k in keys}
+            got = [(r.model, r.request_id) for r in s.replies(**filters)]
+            want = sorted((r.model, r.request_id) for r in rows
+                          if all(getattr(r, k) == v for k, v in filters.items()))
+            assert got == want and want, filters
+
+
 def test_reply_audio_is_content_addressed(tmp_path):
     s = Store(tmp_path)
     a = s.save_reply_audio("model/with:odd name", b"RIFF....")
