@@ -34,8 +34,9 @@ parallel=(); [ "$workers" != 0 ] && parallel=(-n "$workers" --dist loadgroup --n
 pinned=(env); timed=(); if [ "$workers" != 0 ] && [ "$(nproc)" -ge "$workers" ]; then
     pinned=(env EMPATHY_ARENA_TEST_PIN=1); timed=("${parallel[@]}"); fi
 # The SQLite pass records which tests used the store (tests/support/storage_probe); a PostgreSQL pass after it
-# runs those, but for the browser tests each store statement of which (traced on the SQLite pass:
-# EMPATHY_ARENA_STORE_SQL=1) a non-browser test that runs there issued too. A PostgreSQL pass alone
+# runs those, but for the tests that use the store on the way to what they check (a browser test's page; a test
+# marked `store_incidental`: a pipeline's output, Gradio's routes) each store statement of which (noted on the
+# SQLite pass: EMPATHY_ARENA_STORE_SQL=1) a test of the store that runs there issued too. A PostgreSQL pass alone
 # (EMPATHY_ARENA_TEST_DB=postgresql) runs every test.
 record=$(mktemp -d)
 # Whisper's transcripts of the demo pipeline's clips and the real-voice recordings, kept for the second pass

@@ -65,6 +65,9 @@ def test_voice_independent_reference_checks_only_rate_and_range():
 
 
 # ---------------------------------------------------------------- metrics on real audio
+METRIC_VALUES = pytest.mark.store_incidental("the metrics' values: the store only holds the replies they read")
+
+
 @pytest.fixture(scope="module")
 def scored(tmp_path_factory):
     """One context, every audio metric computed once (the clips are measured once per run)."""
@@ -107,6 +110,7 @@ def scored(tmp_path_factory):
 
 
 @pytest.mark.slow
+@METRIC_VALUES
 def test_dnsmos_background_and_overall_drop_with_noise(scored):
     res, _ = scored
     clean, noisy = "conversation/sad1/neutral", "conversation/male1/target"
@@ -118,6 +122,7 @@ def test_dnsmos_background_and_overall_drop_with_noise(scored):
 
 
 @pytest.mark.slow
+@METRIC_VALUES
 def test_consistency_wer_low_for_matching_text_high_for_mismatch(scored):
     res, _ = scored
     r = res["audio.consistency_wer"]
@@ -129,6 +134,7 @@ def test_consistency_wer_low_for_matching_text_high_for_mismatch(scored):
 
 
 @pytest.mark.slow
+@METRIC_VALUES
 def test_prosody_descriptive_metrics_follow_the_synthesis_settings(scored):
     res, _ = scored
     rate, loud = res["audio.speaking_rate"].per_item, res["audio.loudness_dbfs"].per_item
@@ -139,6 +145,7 @@ def test_prosody_descriptive_metrics_follow_the_synthesis_settings(scored):
 
 
 @pytest.mark.slow
+@METRIC_VALUES
 def test_prosody_fit_on_real_replies(scored):
     res, _ = scored
     r = res["audio.prosody_fit"]
@@ -154,6 +161,7 @@ def test_prosody_fit_on_real_replies(scored):
 
 
 @pytest.mark.slow
+@METRIC_VALUES
 def test_every_audio_metric_the_scorer_offers_is_computed_offline(scored):
     """No dead columns (issue 26): every audio metric in the registry gets a value here, offline, with what the
     requirements install (audio.emoalign needed emotion2vec weights no installable package ships: it is gone)."""

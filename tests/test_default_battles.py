@@ -40,6 +40,7 @@ def default_run(tmp_path_factory, module_database_url):
 
 @pytest.mark.slow
 @pytest.mark.timeout(1800)
+@pytest.mark.store_incidental("the clips and words of the battles served: the serving's queries are the arena tests'")
 def test_two_hundred_battles_on_the_embedded_default(default_run):
     contestants = default_contestants()
     assert len(contestants) >= 4

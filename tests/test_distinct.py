@@ -16,6 +16,7 @@ from pathlib import Path
 
 import httpx
 import numpy as np
+import pytest
 import soundfile as sf
 
 from arena.core import distinct
@@ -100,6 +101,7 @@ def test_identical_and_near_identical_replies_never_meet(tmp_path):
     assert json.loads(out.stdout)["battle_pairs"] == pairs
 
 
+@pytest.mark.store_incidental("the clips and words of the battles served: the serving's queries are the arena tests'")
 def test_two_hundred_battles_on_the_full_demo(demo_run):
     """The full demo run through the two baselines most alike (cascade-blind, cascade-cue), as a fresh Space would
     serve it: no battle plays one clip twice, and almost none has the same words on both sides (before issue 22: 14

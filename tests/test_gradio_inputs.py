@@ -40,7 +40,8 @@ from tests.test_media import SpaceProcess
 
 MODELS = ("warm-model", "flat-model")
 MODULE_DATABASE_FIXTURES = ("space",)
-pytestmark = [pytest.mark.slow, pytest.mark.timeout(1200)]
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(1200),
+              pytest.mark.store_incidental("Gradio's routes and the files the app opens: the store only backs the page")]
 FILE_META = {"_type": "gradio.FileData"}
 
 

@@ -36,6 +36,8 @@ PROXY_SOURCE = "127.0.0.254"
 MODULE_DATABASE_FIXTURES = ("live_app", "space")
 MiB = 2**20
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
+# (space_shell/gradio_guard.py keeps its budgets in memory; the retention sweep below deletes what the store names)
+GRADIO_ROUTES = pytest.mark.store_incidental("Gradio's upload and session limits: the store only backs the page")
 
 
 def client(source: str, **kw) -> httpx.Client:
@@ -137,6 +139,7 @@ def space(tmp_path_factory):
 
 
 # ----------------------------------------------------------------------------------------------- 1. uploads
+@GRADIO_ROUTES
 def test_one_address_is_refused_past_its_upload_budget_while_another_still_uploads(live_app):
     _, proxy = live_app
     eight = recording(8 * MiB - 4096)
@@ -162,6 +165,7 @@ def test_one_address_is_refused_past_its_upload_budget_while_another_still_uploa
         third.close()
 
 
+@GRADIO_ROUTES
 def test_uploads_at_once_are_bounded_and_the_app_keeps_answering(live_app):
     """Four slow uploads at once from one address: two are taken, the others refused at once (429); the app
     answers another request meanwhile."""
@@ -196,6 +200,7 @@ def test_uploads_at_once_are_bounded_and_the_app_keeps_answering(live_app):
 
 
 # ----------------------------------------------------------------------------------------------- 2. sessions
+@GRADIO_ROUTES
 def test_new_session_flood_is_bounded_in_memory_and_others_are_still_served(space):
     cfg, comps, _ = config_parts(space.url)
     dep = next(d for d in cfg["dependencies"] if d.get("backend_fn") and not d["inputs"])   # e.g. a page-load

@@ -118,9 +118,9 @@ def test_a_test_the_record_does_not_know_runs_on_postgresql(pytester, monkeypatc
     assert collected == (STORAGE | PURE) - {"test_pure"}
 
 
-# The browser tests' statements (issue 25): the SQLite pass's shared part traces each store statement's shape
-# (EMPATHY_ARENA_STORE_SQL=1); a browser test runs on PostgreSQL unless a non-browser test that runs there issued
-# every statement it issued.
+# The incidental tests' statements (issue 25): the SQLite pass notes each store statement's shape
+# (EMPATHY_ARENA_STORE_SQL=1); a browser test (not a timed one) or a test marked `store_incidental` runs on
+# PostgreSQL unless a test of the store that runs there issued every statement it issued.
 STATEMENT_SUITE = textwrap.dedent('''
     import sqlite3
     import subprocess
@@ -194,17 +194,29 @@ STATEMENT_SUITE = textwrap.dedent('''
     @pytest.mark.browser
     def test_page_without_a_store():
         assert True
+
+
+    @pytest.mark.store_incidental("checks what the api made")
+    @pytest.mark.exclusive
+    def test_timed_output_of_what_the_api_asks(tmp_path):   # declared: its time is not the store's either
+        run_in_child(tmp_path, "SELECT 'e' AS asked_by_both")
+
+
+    @pytest.mark.store_incidental("checks what a pipeline made")
+    def test_output_asking_its_own(tmp_path):
+        run(tmp_path, "SELECT 5 AS asked_by_a_pipeline_only")
 ''')
 STATEMENT_STORAGE = {"test_api", "test_page_asking_what_the_api_asks", "test_page_asking_its_own",
                      "test_api_of_the_app", "test_page_of_the_app", "test_page_with_a_child_the_probe_cannot_see",
                      "test_sqlite_file_format", "test_page_asking_what_only_sqlite_asks",
-                     "test_timed_page_asking_what_the_api_asks"}
+                     "test_timed_page_asking_what_the_api_asks", "test_timed_output_of_what_the_api_asks",
+                     "test_output_asking_its_own"}
 
 
-def test_a_browser_test_runs_on_postgresql_unless_a_test_there_issues_each_of_its_statements(
+def test_an_incidental_test_runs_on_postgresql_unless_a_test_there_issues_each_of_its_statements(
         pytester, monkeypatch, tmp_path):
     pytester.makepyfile(test_suite=STATEMENT_SUITE)
-    pytester.makeini("[pytest]\nmarkers =\n    browser\n    exclusive\n    sqlite_only\n")
+    pytester.makeini("[pytest]\nmarkers =\n    browser\n    exclusive\n    sqlite_only\n    store_incidental\n")
     for traced in (True, False):
         record = tmp_path / f"record-{traced}"
         record.mkdir()
@@ -219,11 +231,13 @@ def test_a_browser_test_runs_on_postgresql_unless_a_test_there_issues_each_of_it
         postgresql = _run(pytester, monkeypatch, "postgresql", record, "--collect-only")
         collected = {line.split("::")[-1] for line in postgresql.outlines if "::" in line}
         # untraced (a record without statements): every test that used the store, as before
-        assert collected == STATEMENT_STORAGE - ({"test_page_asking_what_the_api_asks"} if traced else set())
+        covered = {"test_page_asking_what_the_api_asks", "test_timed_output_of_what_the_api_asks"}
+        assert collected == STATEMENT_STORAGE - (covered if traced else set())
     shown = describe(str(tmp_path / "record-True"))
-    assert "5 browser tests used it: 1 does not run on PostgreSQL" in shown, shown
-    assert "4 do (3 issued a statement no non-browser test there issued, 1 started a child" in shown, shown
+    assert "7 tests used it on the way to what they check" in shown and ": 2 do not run on PostgreSQL" in shown, shown
+    assert "5 do (4 issued a statement no test of the store there issued, 1 started a child" in shown, shown
     assert "asked_by_the_page_only" in shown and "asked_by_the_app" in shown and "asked_on_sqlite_only" in shown
+    assert "asked_by_a_pipeline_only" in shown
 
 
 def test_a_statement_the_tests_write_is_not_a_call_site_of_the_product(tmp_path, monkeypatch):

@@ -1,5 +1,6 @@
-"""Every test that uses the store runs on both databases — a browser test, or every store statement it issues
-does (issue 25) —, checked on the real suite.
+"""Every test that uses the store runs on both databases — a test that uses it on the way to what it checks (a
+browser test, one marked `store_incidental`), or every store statement it issues does (issue 25) —, checked on the
+real suite.
 
 scripts/test.sh runs every test on SQLite, which records the tests that used the store (tests/support/storage_probe;
 tests/test_storage_probe.py shows the probe sees each way a test can use it), then on PostgreSQL the tests that
@@ -7,8 +8,8 @@ record names (and those it does not know). Here:
 - the PostgreSQL selection over the whole suite as collected now (every file, every parametrised id), from a record
   naming half its tests as users of the store and leaving some out: each of those runs, only the others drop;
 - on scripts/test.sh's PostgreSQL pass, this very pass against the record its SQLite pass wrote: no test the record
-  says used the store is among the deselected but the browser tests each store statement of which (traced on the
-  SQLite pass's shared part) a non-browser store test issued too, and those tests are all selected (this test is
+  says used the store is among the deselected but the incidental tests each store statement of which (noted on the
+  SQLite pass) a test of the store issued too, and those tests are all selected (this test is
   kept on that pass for the check: `both_databases`; the first, which uses no store and reads no pass's record,
   runs on SQLite only).
 """
@@ -23,7 +24,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.storage_probe import (DESELECTED, RECORD_ENV, base_id, covered_browser_tests, read_record,
+from tests.support.storage_probe import (DESELECTED, RECORD_ENV, base_id, covered_incidental_tests, read_record,
                                          read_statements)
 
 pytestmark = [pytest.mark.timeout(300)]
@@ -80,17 +81,17 @@ def test_this_postgresql_pass_runs_every_test_its_sqlite_pass_saw_use_the_store(
         assert not deselected
         return
     ran, storage = record
-    covered, _ = covered_browser_tests(record_dir)
+    covered, _ = covered_incidental_tests(record_dir)
     statements = read_statements(record_dir)
     selected = {base_id(item.nodeid) for item in request.session.items}
-    # of the tests that used the store, only browser tests whose every statement a selected test issued drop
+    # of the tests that used the store, only incidental tests whose every statement a selected test issued drop
     assert not (storage - covered) & deselected, sorted((storage - covered) & deselected)[:20]
     assert not (storage & (selected | deselected)) - selected - covered
     assert deselected <= (ran - storage) | covered
     if covered:
         assert statements is not None
-        issuers = storage - set(statements.browser) - statements.unseen      # the non-browser store tests
+        issuers = storage - set(statements.incidental) - statements.unseen      # the tests of the store
         assert issuers & (selected | deselected) <= selected
         for test in covered & deselected:
-            assert statements.browser[test] and statements.browser[test] <= statements.covering, test
+            assert statements.incidental[test] and statements.incidental[test] <= statements.covering, test
     assert base_id(request.node.nodeid) in selected

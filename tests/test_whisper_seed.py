@@ -52,6 +52,7 @@ def test_real_recordings_the_seed_holds_are_decoded_to_the_same_words(fresh, see
     assert _check(fresh, seeded, [(r.id, *r.load()) for r in rows]) == 8
 
 
+@pytest.mark.store_incidental("Whisper's words for the demo's clips: the demo run only made them")
 def test_demo_clips_the_seed_holds_are_decoded_to_the_same_words(fresh, seeded, demo_run):
     bench = load_benchmark("demo", demo_run.data)
     refs = sorted({a.sha256: a for r in build_requests(bench) for a in r.audios if a.path}.values(), key=lambda a: a.sha256)

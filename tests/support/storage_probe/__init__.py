@@ -1,5 +1,5 @@
-"""Which tests use the store: found out on the SQLite pass, so the PostgreSQL pass runs those (but a browser test
-whose every store statement another test there issues).
+"""Which tests use the store: found out on the SQLite pass, so the PostgreSQL pass runs those (but a test that
+checks something else, whose every store statement another test there issues).
 
 A test uses the store when it, or a fixture it depends on (at any scope), opens a `store.sqlite3`, in the test
 process or in any Python process it starts (an app, a worker, a CLI): every Store opens its database file when it
@@ -12,18 +12,21 @@ is made (eval_backend/store.py). Found out, not declared: nobody has to remember
 - A Python child that would not load the probe (its PYTHONPATH replaced, `-I`, `-S`, `-E`) counts as using the
   store: a doubt runs on both databases.
 
-The browser tests' store statements (EMPATHY_ARENA_STORE_SQL=1, scripts/test.sh's SQLite pass): every store
-connection, here and in the children, notes the SQL it is given, and the shape of each statement the product issued (its values
-taken out; what the tests' own code reads or seeds is left out: store_probe_sql.py) is kept under the test or
-fixture it ran for. A browser test checks the page: when every statement it issued
-(its own and its fixtures') was issued by a non-browser test that runs on PostgreSQL too — through its own or a
-fixture no browser test uses —, the PostgreSQL pass runs those call sites without it, and leaves it out (about 60 %
-of that pass's time was browser tests: docs/benchmarks.md, "Test suite"). `python -m tests.support.storage_probe
-DIR` tells which browser tests stay and the statements that keep them.
+The store statements (EMPATHY_ARENA_STORE_SQL=1, scripts/test.sh's SQLite pass): every store connection, here and
+in the children, notes the SQL it is given, and the shape of each statement the product issued (its values taken
+out; what the tests' own code reads or seeds is left out: store_probe_sql.py) is kept under the test or fixture it
+ran for. Some tests use the store only on the way to what they check (`store_incidental`): a browser test checks
+the page (found by itself; not a timed one: its time may be the store's), and a test marked
+`store_incidental("why")` checks what a pipeline made (audio, figures, the pairs it serves) or Gradio's own routes.
+When every statement such a test issued (its own and its fixtures') was issued by a test that checks the store and
+runs on PostgreSQL too — through its own code or a fixture no incidental test uses —, the PostgreSQL pass runs those
+call sites without it, and leaves it out (about 60 % of that pass's time was browser tests: docs/benchmarks.md,
+"Test suite"). `python -m tests.support.storage_probe DIR` tells which incidental tests stay and the statements
+that keep them.
 
 EMPATHY_ARENA_TEST_STORE_RECORD=DIR: the SQLite pass writes one record per process (xdist workers included) into
 DIR; the PostgreSQL pass reads them and deselects the tests that ran on SQLite without using the store, and the
-browser tests above. A test the
+incidental tests above. A test the
 record does not know (new, or skipped on SQLite) runs. Without the variable nothing is deselected (scripts/test.sh
 sets it for its two passes; `EMPATHY_ARENA_TEST_DB=postgresql pytest` alone runs the whole suite on PostgreSQL).
 tests/test_storage_probe.py checks that the probe sees each way a test can use the store;
@@ -66,6 +69,14 @@ def base_id(nodeid: str) -> str:
 def _is_python(executable) -> bool:
     path = os.fsdecode(executable or "")
     return os.path.basename(path).startswith("python") or path == sys.executable
+
+
+def store_incidental(item) -> bool:
+    """What the test checks is not the store: a browser test's page (but a timed one's: its time may be the
+    store's), or what a test marked `store_incidental("why")` says it checks."""
+    if item.get_closest_marker("store_incidental") is not None:
+        return True
+    return item.get_closest_marker("browser") is not None and item.get_closest_marker("exclusive") is None
 
 
 class StorageProbe:
@@ -220,19 +231,17 @@ class StorageProbe:
         return found
 
     def statement_record(self, users: list) -> dict:
-        """The statement part of this process's record (a traced run): each browser test's store statements, and
-        those the other tests ran that the PostgreSQL pass is sure to run too (select_for_postgresql). A browser
-        test with a child the probe could not see into is listed apart (it runs on PostgreSQL). What a fixture ran
-        counts for the browser tests using it and never covers them: the PostgreSQL pass could keep its
-        non-browser users and drop the browser tests that made the fixture's app run those statements."""
-        # (a browser test that times something runs alone, and on both databases: its time is the point)
-        browser = [i for i in users if i.get_closest_marker("browser") is not None
-                   and i.get_closest_marker("exclusive") is None]
-        browser_tags = {t for i in browser for t in self.tags(i)[1:]}
+        """The statement part of this process's record (a traced run): each incidental test's store statements,
+        and those the other tests ran that the PostgreSQL pass is sure to run too (select_for_postgresql). An
+        incidental test with a child the probe could not see into is listed apart (it runs on PostgreSQL). What a
+        fixture ran counts for the incidental tests using it and never covers them: the PostgreSQL pass could keep
+        its other users and drop the incidental tests that made the fixture's app run those statements."""
+        incidental = [i for i in users if store_incidental(i)]
+        incidental_tags = {t for i in incidental for t in self.tags(i)[1:]}
         shapes: dict[str, str] = {}
         statements: dict[str, list[str]] = {}
         unseen: list[str] = []
-        for item in browser:
+        for item in incidental:
             tags = self.tags(item)
             if any(t in self.opaque for t in tags):
                 unseen.append(base_id(item.nodeid))
@@ -242,14 +251,14 @@ class StorageProbe:
             statements[base_id(item.nodeid)] = sorted(mine)
         covering: set[str] = set()
         for item in users:
-            if item in browser or "sqlite_only" in item.keywords:
+            if item in incidental or "sqlite_only" in item.keywords:
                 continue
             for tag in self.tags(item):
-                if tag not in browser_tags:
+                if tag not in incidental_tags:
                     found = self.shapes_under(tag)
                     covering |= found.keys()
                     shapes |= found
-        return {"traced": True, "browser_statements": statements, "browser_unseen": sorted(unseen),
+        return {"traced": True, "incidental_statements": statements, "incidental_unseen": sorted(unseen),
                 "covering_statements": sorted(covering),
                 "shapes": {k: shapes[k] for k in sorted(shapes)}}
 
@@ -288,15 +297,15 @@ def read_record(record_dir: str) -> tuple[set[str], set[str]] | None:
 
 
 class Statements(NamedTuple):
-    browser: dict[str, set[str]]    # browser test -> the keys of the store statements it issued
-    unseen: set[str]                # browser tests that started a child the probe could not see into
-    covering: set[str]              # the keys the non-browser store tests issued (select_for_postgresql)
-    shapes: dict[str, str]          # key -> shape
+    incidental: dict[str, set[str]]  # incidental test (store_incidental) -> the keys of the store statements it issued
+    unseen: set[str]                 # incidental tests that started a child the probe could not see into
+    covering: set[str]               # the keys the other store tests issued (select_for_postgresql)
+    shapes: dict[str, str]           # key -> shape
 
 
 def read_statements(record_dir: str) -> Statements | None:
     """From a traced SQLite record (scripts/test.sh's SQLite pass); None if no process of the record traced."""
-    browser: dict[str, set[str]] = {}
+    incidental: dict[str, set[str]] = {}
     unseen: set[str] = set()
     covering: set[str] = set()
     shapes: dict[str, str] = {}
@@ -306,33 +315,34 @@ def read_statements(record_dir: str) -> Statements | None:
         if not doc.get("traced"):
             continue
         traced = True
-        for test, keys in doc["browser_statements"].items():
-            browser.setdefault(test, set()).update(keys)
-        unseen |= set(doc.get("browser_unseen", ()))
+        for test, keys in doc["incidental_statements"].items():
+            incidental.setdefault(test, set()).update(keys)
+        unseen |= set(doc.get("incidental_unseen", ()))
         covering |= set(doc["covering_statements"])
         shapes |= doc["shapes"]
-    return Statements(browser, unseen, covering, shapes) if traced else None
+    return Statements(incidental, unseen, covering, shapes) if traced else None
 
 
-def covered_browser_tests(record_dir: str) -> tuple[set[str], dict[str, set[str]]]:
-    """(the browser tests every store statement of which a non-browser store test ran too — the PostgreSQL pass
-    runs those tests, so it runs each of these statements' call sites —, {every other traced browser test: the
-    statements only browser tests ran})."""
+def covered_incidental_tests(record_dir: str) -> tuple[set[str], dict[str, set[str]]]:
+    """(the incidental tests every store statement of which another store test ran too — the PostgreSQL pass runs
+    those tests, so it runs each of these statements' call sites —, {every other traced incidental test: the
+    statements only incidental tests ran})."""
     found = read_statements(record_dir)
     if found is None:
         return set(), {}
     # (none seen at all, though it used the store: it runs)
-    covered = {test for test, keys in found.browser.items()
+    covered = {test for test, keys in found.incidental.items()
                if keys and keys <= found.covering and test not in found.unseen}
-    return covered, {test: keys - found.covering for test, keys in found.browser.items() if test not in covered}
+    return covered, {test: keys - found.covering for test, keys in found.incidental.items() if test not in covered}
 
 
 def select_for_postgresql(config, items) -> None:
     """PostgreSQL pass with a record: keep the tests that used the store on SQLite, those it does not know, and those
     marked `both_databases` (tests/test_store_selection.py, which checks this pass's selection against the record),
-    except a browser test each of whose store statements a kept non-browser test ran on the SQLite pass (noted
-    there: store_probe_sql.py): what it checks is the page, and every query the page made runs on
-    PostgreSQL in a test of its own. The deselected ids stay in `config.stash[DESELECTED]` for that check."""
+    except an incidental test (`store_incidental`) each of whose store statements a kept test that checks the store
+    ran on the SQLite pass (noted there: store_probe_sql.py): what it checks is not the store, and every query it
+    made runs on PostgreSQL in a test of its own. The deselected ids stay in `config.stash[DESELECTED]` for that
+    check."""
     record_dir = os.environ.get(RECORD_ENV)
     if not record_dir:
         return
@@ -341,7 +351,7 @@ def select_for_postgresql(config, items) -> None:
         raise pytest.UsageError(f"{RECORD_ENV}={record_dir} holds no SQLite record: run the SQLite pass first, "
                                 "or unset it to run every test on PostgreSQL")
     ran, storage = record
-    covered, _ = covered_browser_tests(record_dir)
+    covered, _ = covered_incidental_tests(record_dir)
     keep, drop = [], []
     for item in items:
         test = base_id(item.nodeid)

@@ -1,10 +1,11 @@
 """`python -m tests.support.storage_probe RECORD_DIR`: what the PostgreSQL pass will run from a SQLite pass's record,
-and why each browser test that stays there stays (scripts/test.sh prints it before that pass)."""
+and why each incidental test (`store_incidental`: a browser test, a marked one) that stays there stays
+(scripts/test.sh prints it before that pass)."""
 from __future__ import annotations
 
 import sys
 
-from . import covered_browser_tests, read_record, read_statements
+from . import covered_incidental_tests, read_record, read_statements
 
 
 def describe(record_dir: str, shown: int = 8) -> str:
@@ -16,14 +17,14 @@ def describe(record_dir: str, shown: int = 8) -> str:
     lines = [f"the SQLite pass ran {len(ran)} tests; {len(storage)} used the store"]
     if found is None:
         return "\n".join(lines + ["no statement trace: every test that used the store runs on PostgreSQL"])
-    covered, kept = covered_browser_tests(record_dir)
+    covered, kept = covered_incidental_tests(record_dir)
     seen = {t for t in kept if kept[t]}
-    # (a browser test with a child the probe cannot see into is in `unseen`, never in `browser`)
-    lines.append(f"{len(found.browser) + len(found.unseen)} browser tests used it: "
-                 f"{len(covered)} {'does' if len(covered) == 1 else 'do'} not run on PostgreSQL (each store "
-                 f"statement they issued, a non-browser test that runs there issued too; "
-                 f"{len(found.covering)} statements in all), {len(kept) + len(found.unseen)} do "
-                 f"({len(seen)} issued a statement no non-browser test there issued, "
+    # (an incidental test with a child the probe cannot see into is in `unseen`, never in `incidental`)
+    lines.append(f"{len(found.incidental) + len(found.unseen)} tests used it on the way to what they check (a page, "
+                 f"a pipeline's output, Gradio's routes): {len(covered)} {'does' if len(covered) == 1 else 'do'} "
+                 f"not run on PostgreSQL (each store statement they issued, a test of the store that runs there "
+                 f"issued too; {len(found.covering)} statements in all), {len(kept) + len(found.unseen)} do "
+                 f"({len(seen)} issued a statement no test of the store there issued, "
                  f"{len(found.unseen)} started a child the probe cannot see into)")
     only = sorted({k for keys in kept.values() for k in keys})
     for k in only[:shown]:
