@@ -2,8 +2,9 @@
 next module (CI's failure of 4539519: test_feature_cache counted a clip another module's worker measured)."""
 from __future__ import annotations
 
-import os
 from pathlib import Path
+
+from tests.support.processes import python_path
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -40,7 +41,7 @@ def test_the_next_module_finds_no_worker_running():
 
 def _run(pytester, monkeypatch, *plugin: str):
     pytester.makepyfile(test_a_service=STARTS_A_LONG_QUEUE, test_b_next=FINDS_NO_WORKER)
-    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p))
+    monkeypatch.setenv("PYTHONPATH", python_path(ROOT))
     return pytester.runpytest_subprocess(*plugin, "-p", "no:cacheprovider", "-p", "no:randomly", "-q",
                                          "test_a_service.py", "test_b_next.py", timeout=300)
 

@@ -9,10 +9,10 @@ could not be probed — lands the test on PostgreSQL, and only the tests that ne
 from __future__ import annotations
 
 import json
-import os
 import textwrap
 from pathlib import Path
 
+from tests.support.processes import python_path
 from tests.support.storage_probe import RECORD_ENV, read_record
 from tests.support.storage_probe.__main__ import describe
 
@@ -84,7 +84,7 @@ def _run(pytester, monkeypatch, db: str, record: Path, *args: str):
         mp.setenv("EMPATHY_ARENA_TEST_DB", db)
         mp.setenv(RECORD_ENV, str(record))
         mp.delenv("DATABASE_URL", raising=False)        # (set for this test on the PostgreSQL pass)
-        mp.setenv("PYTHONPATH", os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p))
+        mp.setenv("PYTHONPATH", python_path(ROOT))
         return pytester.runpytest_subprocess("-p", "tests.support.storage_probe", "-p", "no:cacheprovider",
                                              "-q", *args, timeout=600)
 

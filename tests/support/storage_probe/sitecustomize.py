@@ -49,17 +49,7 @@ def _tracing_connect(original, name: str):
         with lock, open(name, "a", encoding="utf-8") as out:
             out.write(f"{key}\t{text}\n")
 
-    connect = Shapes(report, lambda: name).connect(original)
-
-    def connect_and_report(database, *args, **kwargs):
-        try:
-            if os.path.basename(os.fsdecode(database)) == "store.sqlite3":
-                open(name, "a").close()
-        except (OSError, TypeError, ValueError):
-            pass
-        return connect(database, *args, **kwargs)
-
-    return connect_and_report
+    return Shapes(report, lambda: name).connect(original, on_store=lambda: open(name, "a").close())
 
 
 def _chain() -> None:

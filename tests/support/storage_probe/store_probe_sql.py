@@ -104,8 +104,9 @@ class Shapes:
 
         return NotingConnection
 
-    def connect(self, original: Callable) -> Callable:
-        """`sqlite3.connect` that opens a store's database with the noting class (any other file as before)."""
+    def connect(self, original: Callable, on_store: Callable[[], None] = lambda: None) -> Callable:
+        """`sqlite3.connect` that opens a store's database with the noting class, calling `on_store()` first (any
+        other file as before)."""
         connection_class = self.connection_class()
 
         def connect(database, *args, **kwargs):
@@ -113,8 +114,13 @@ class Shapes:
                 is_store = os.path.basename(os.fsdecode(database)) == STORE_FILE
             except (TypeError, ValueError):
                 is_store = False
-            if is_store and "factory" not in kwargs and len(args) < 5:
-                kwargs["factory"] = connection_class
+            if is_store:
+                try:
+                    on_store()
+                except Exception:   # noqa: BLE001 -- a probe's fault must never change the process under test
+                    pass
+                if "factory" not in kwargs and len(args) < 5:
+                    kwargs["factory"] = connection_class
             return original(database, *args, **kwargs)
 
         return connect
