@@ -15,11 +15,17 @@ unset DATABASE_URL
 # collection (12.5 s against 7.7 s here, per xdist worker and per part) and every started app recompiled ours.
 unset PYTHONDONTWRITEBYTECODE
 . scripts/python_env.sh
+# The safety screen's per-machine cache (its model unpacked and its example bank embedded into ~/.cache/empathy-arena:
+# ~2.5 CPU-minutes on a machine that has none, seconds after) is made once here, beside the lint: on a new machine
+# the first tests that screened all waited on that one embedding at once, past their own deadlines (docs/benchmarks.md,
+# "A new machine's first run")
+"$PY" -c 'from eval_backend.cpu_threads import passive_openmp; passive_openmp(); from eval_backend.safety import warm; warm()' & warming=$!
 echo "=== ruff check ==="
 "$PY" -m ruff check .            # lint first: a finding fails the run before any test starts
 echo "=== mypy (pure cores, mypy.ini) ==="
 "$PY" -m mypy
-took "set-up, ruff and mypy"
+wait "$warming" || { echo "the safety screen could not be loaded (above)"; exit 1; }
+took "set-up, ruff, mypy and the safety screen's cache"
 databases="${EMPATHY_ARENA_TEST_DB:-sqlite postgresql}"
 # Each pass in three parts: every test that may share the two cores, the browser tests (chromium) among them, on
 # two xdist workers (tests/conftest.py groups a module's tests, and a shared session fixture's, on one worker; a
