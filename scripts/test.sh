@@ -18,13 +18,14 @@ unset PYTHONDONTWRITEBYTECODE
 # The safety screen's per-machine cache (its model unpacked and its example bank embedded into ~/.cache/empathy-arena:
 # ~2.5 CPU-minutes on a machine that has none, seconds after) is made once here, beside the lint: on a new machine
 # the first tests that screened all waited on that one embedding at once, past their own deadlines (docs/benchmarks.md,
-# "A new machine's first run")
-"$PY" -c 'from eval_backend.cpu_threads import passive_openmp; passive_openmp(); from eval_backend.safety import warm; warm()' & warming=$!
+# "A new machine's first run"); the offline screen's, which the tests use, by screening one sentence
+EMPATHY_ARENA_MODERATION_URL= "$PY" -m eval_backend screen --text "a sentence long enough to load the whole screen" \
+    > /dev/null & warming=$!
 echo "=== ruff check ==="
 "$PY" -m ruff check .            # lint first: a finding fails the run before any test starts
 echo "=== mypy (pure cores, mypy.ini) ==="
 "$PY" -m mypy
-wait "$warming" || { echo "the safety screen could not be loaded (above)"; exit 1; }
+wait "$warming" || { echo "the safety screen's command failed (above)"; exit 1; }
 took "set-up, ruff, mypy and the safety screen's cache"
 databases="${EMPATHY_ARENA_TEST_DB:-sqlite postgresql}"
 # Each pass in three parts: every test that may share the two cores, the browser tests (chromium) among them, on
